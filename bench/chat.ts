@@ -1,0 +1,383 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Client } from 'pg';
+import { projectRoot } from '../src/common/paths';
+import { runLoad } from './load';
+import type { LoadResult } from './load';
+import { cpuBetween, Roles, snapshot, waitForQuiet } from './cpu';
+import { ask, forkHelper, startGateway, watchRss } from './processes';
+import type { Forked, GatewayProcess } from './processes';
+import { renderSummary, summariseProfile } from './profile-summary';
+import type { CpuProfile } from './profile-summary';
+import { Cell, checks, renderChecks, renderResults, renderTable, Target } from './report';
+import type { UpstreamCounts, UpstreamUrls } from './upstream';
+
+/**
+ * `npm run bench:chat`: the upstream direct, a bare reference proxy and the gateway (one step,
+ * failing over from a 500ing primary, primary's circuit open) at concurrency 1 and 20, in one run,
+ * one target at a time; prints the table and the targets, and writes bench/results.md.
+ * `-- --profile[=one-step|failover|circuit-open]` instead runs that gateway mode once under
+ * `node --cpu-prof` at c=20 and prints where its time goes (the profile stays in a temp dir).
+ */
+
+const ROOT = projectRoot();
+const GATEWAY_SCRIPT = join(ROOT, 'dist/src/main.js');
+const RESULTS_FILE = join(ROOT, 'bench/results.md');
+const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
+const MODEL = 'bench-model';
+const CHAT_PATH = '/v1/chat/completions';
+const CHAT_BODY = JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'hi' }] });
+const CONCURRENCY = [1, 20] as const;
+/** Requests allowed to trip the primary's circuit (default threshold 5) before giving up. */
+const TRIP_ATTEMPTS = 50;
+const SETTLE_MS = 500;
+/** Before each cell, wait (bounded) until other people's processes use less than this many cores. */
+const QUIET_CORES = 0.15;
+const QUIET_WAIT_MS = 60000;
+
+function secondsFromEnv(name: string, fallback: number): number {
+  const raw = process.env[name];
+  const value = raw === undefined ? fallback : Number(raw);
+  if (!Number.isFinite(value) || value <= 0 || value > 600) throw new Error(`${name} must be a number of seconds in (0, 600]`);
+  return value;
+}
+
+const WARMUP_SECONDS = secondsFromEnv('BENCH_WARMUP_SECONDS', 2);
+const MEASURE_SECONDS = secondsFromEnv('BENCH_SECONDS', 10);
+
+type ModeName = 'one-step' | 'failover' | 'circuit-open';
+
+/** A gateway set-up measured as one target, in a gateway process (and database) of its own. */
+interface GatewayMode {
+  target: Target;
+  /** Which fake the `primary` provider points at. */
+  primary: keyof UpstreamUrls;
+  chain: Array<{ provider: string; model: string }>;
+  env: Record<string, string>;
+  /** The provider every measured response must name in x-svc-provider-used. */
+  servedBy: string;
+}
+
+const MODES: Record<ModeName, GatewayMode> = {
+  'one-step': { target: 'gateway one step', primary: 'ok', chain: [{ provider: 'primary', model: MODEL }], env: {}, servedBy: 'primary' },
+  failover: {
+    target: 'gateway failover',
+    primary: 'down',
+    chain: [
+      { provider: 'primary', model: MODEL },
+      { provider: 'backup', model: MODEL },
+    ],
+    // never trips: every request really tries the primary, gets its 500 and fails over
+    env: { SVC_BREAKER_THRESHOLD: '1000000000' },
+    servedBy: 'backup',
+  },
+  'circuit-open': {
+    target: 'gateway circuit open',
+    primary: 'down',
+    chain: [
+      { provider: 'primary', model: MODEL },
+      { provider: 'backup', model: MODEL },
+    ],
+    env: {},
+    servedBy: 'backup',
+  },
+};
+
+const isUrls = (m: unknown): m is { urls: UpstreamUrls } => typeof m === 'object' && m !== null && 'urls' in m;
+const isCounts = (m: unknown): m is { counts: UpstreamCounts } => typeof m === 'object' && m !== null && 'counts' in m;
+const isProxyUrl = (m: unknown): m is { url: string } => typeof m === 'object' && m !== null && 'url' in m;
+
+/** Everything started by this run, so that a failure or Ctrl-C still cleans up. */
+class Run {
+  readonly tmp = mkdtempSync(join(tmpdir(), 'svc-bench-'));
+  readonly adminUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  private readonly stamp = `${Date.now()}`;
+  private readonly databases: string[] = [];
+  private readonly stoppers = new Set<() => Promise<void>>();
+  private monitor: Client | null = null;
+
+  track<T extends { stop(): Promise<void> }>(thing: T): T {
+    const stop = thing.stop.bind(thing);
+    this.stoppers.add(stop);
+    thing.stop = async () => {
+      this.stoppers.delete(stop);
+      await stop();
+    };
+    return thing;
+  }
+
+  async createDatabase(label: string): Promise<{ name: string; url: string }> {
+    const name = `bench_${this.stamp}_${label.replace(/\W/g, '_')}`;
+    await this.admin(`CREATE DATABASE ${name}`);
+    this.databases.push(name);
+    const url = new URL(this.adminUrl);
+    url.pathname = `/${name}`;
+    return { name, url: url.toString() };
+  }
+
+  /** The PostgreSQL server processes serving `database` (their CPU is the gateway's database cost). */
+  async backendPids(database: string): Promise<number[]> {
+    if (!this.monitor) {
+      this.monitor = new Client({ connectionString: this.adminUrl });
+      await this.monitor.connect();
+    }
+    const { rows } = await this.monitor.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1', [database]);
+    return rows.map((r) => r.pid);
+  }
+
+  async cleanUp(): Promise<void> {
+    for (const stop of [...this.stoppers]) await stop().catch(() => undefined);
+    await this.monitor?.end().catch(() => undefined);
+    this.monitor = null;
+    for (const name of this.databases.splice(0)) {
+      await this.admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch((err: Error) => process.stderr.write(`could not drop ${name}: ${err.message}\n`));
+    }
+    rmSync(this.tmp, { recursive: true, force: true });
+  }
+
+  private async admin(sql: string): Promise<void> {
+    const client = new Client({ connectionString: this.adminUrl });
+    await client.connect();
+    try {
+      await client.query(sql);
+    } finally {
+      await client.end();
+    }
+  }
+}
+
+const log = (line: string): void => void process.stderr.write(`${line}\n`);
+
+function gatewayYaml(urls: UpstreamUrls, mode: GatewayMode): string {
+  return `providers:
+  - name: primary
+    kind: openai
+    base_url: ${urls[mode.primary]}
+    api_key: x
+  - name: backup
+    kind: openai
+    base_url: ${urls.ok}
+    api_key: x
+`;
+}
+
+interface BootedGateway {
+  gateway: GatewayProcess;
+  secret: string;
+  database: string;
+}
+
+async function bootGateway(run: Run, urls: UpstreamUrls, name: ModeName, nodeArgs: string[] = []): Promise<BootedGateway> {
+  const mode = MODES[name];
+  const config = join(run.tmp, `gateway-${name}.yaml`);
+  writeFileSync(config, gatewayYaml(urls, mode));
+  const database = await run.createDatabase(name);
+  const gateway = run.track(
+    await startGateway({
+      script: GATEWAY_SCRIPT,
+      nodeArgs,
+      logFile: join(run.tmp, `gateway-${name}.log`),
+      env: {
+        DATABASE_URL: database.url,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'info',
+        SVC_ADMIN_TOKEN: ADMIN_TOKEN,
+        SVC_CONFIG: config,
+        SVC_DEMO_KEY: 'false',
+        SVC_BREAKER_COOLDOWN_MS: '600000',
+        ...mode.env,
+      },
+    }),
+  );
+  const created = await fetch(`${gateway.url}/v1/admin/keys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: `bench ${name}`, chain: mode.chain }),
+  });
+  const body = (await created.json()) as { secret?: string };
+  if (created.status !== 201 || !body.secret) throw new Error(`key creation failed: ${created.status} ${JSON.stringify(body)}`);
+  if (name === 'circuit-open') await tripPrimary(gateway.url, body.secret);
+  return { gateway, secret: body.secret, database: database.name };
+}
+
+/** Sends requests until the primary is skipped for an open circuit, then checks the health route agrees. */
+async function tripPrimary(url: string, secret: string): Promise<void> {
+  const headers = { authorization: `Bearer ${secret}`, 'content-type': 'application/json' };
+  for (let attempt = 1; attempt <= TRIP_ATTEMPTS; attempt++) {
+    const res = await fetch(`${url}${CHAT_PATH}`, { method: 'POST', headers, body: CHAT_BODY });
+    await res.arrayBuffer();
+    if (res.status !== 200) throw new Error(`tripping the primary: HTTP ${res.status}`);
+    if ((res.headers.get('x-svc-fallback-alert') ?? '').includes('circuit open')) {
+      const health = (await (await fetch(`${url}/v1/providers/health`, { headers })).json()) as { providers: Array<{ provider: string; status: string }> };
+      const primary = health.providers.find((p) => p.provider === 'primary');
+      if (primary?.status !== 'down') throw new Error(`primary skipped but health says ${JSON.stringify(primary)}`);
+      log(`  primary circuit open after ${attempt} requests`);
+      return;
+    }
+  }
+  throw new Error(`the primary's circuit did not open within ${TRIP_ATTEMPTS} requests`);
+}
+
+interface Subject {
+  target: Target;
+  url: string;
+  headers: Record<string, string>;
+  expectProvider?: string;
+  /** The process under test, for its RSS and CPU. */
+  pid?: number;
+  /** The gateway's database, for the CPU of its PostgreSQL backends. */
+  database?: string;
+}
+
+/** Warm-up then measurement at each concurrency, with the fakes' request counts and the CPU split around the measurement. */
+async function measure(run: Run, upstream: Forked<{ urls: UpstreamUrls }>, subject: Subject): Promise<Cell[]> {
+  const counts = async (): Promise<UpstreamCounts> => (await ask(upstream.child, 'counts', isCounts)).counts;
+  const { cores } = machine();
+  let database: number[] = [];
+  const roles = (): Roles => ({
+    generator: [process.pid],
+    upstream: upstream.child.pid === undefined ? [] : [upstream.child.pid],
+    subject: subject.pid === undefined ? [] : [subject.pid],
+    database,
+  });
+  const refreshDatabase = async (): Promise<void> => {
+    if (subject.database) database = [...new Set([...database, ...(await run.backendPids(subject.database))])];
+  };
+  const cells: Cell[] = [];
+  for (const connections of CONCURRENCY) {
+    const spec = { url: subject.url, headers: subject.headers, body: CHAT_BODY, connections, expectProvider: subject.expectProvider };
+    await refreshDatabase();
+    const quietOther = await waitForQuiet(roles, cores, QUIET_CORES, QUIET_WAIT_MS);
+    const rss = subject.pid === undefined ? null : watchRss(subject.pid);
+    await runLoad({ ...spec, seconds: WARMUP_SECONDS });
+    await refreshDatabase();
+    const before = await counts();
+    const cpuBefore = snapshot(roles());
+    const result: LoadResult = await runLoad({ ...spec, seconds: MEASURE_SECONDS });
+    await refreshDatabase();
+    const cpu = cpuBetween(cpuBefore, snapshot(roles()), cores);
+    const after = await counts();
+    const peakRssMb = rss ? rss.stop() : null;
+    const per = (n: number): number => (result.responses > 0 ? n / result.responses : 0);
+    cells.push({
+      target: subject.target,
+      connections,
+      result,
+      peakRssMb,
+      upstreamPerResponse: [per(after.ok - before.ok), per(after.down - before.down)],
+      cpu,
+      quietOther,
+    });
+    log(
+      `  ${subject.target} c=${connections}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms, ` +
+        `non-2xx ${result.non2xx}, errors ${result.errors}, header mismatches ${result.headerMismatches}` +
+        `${peakRssMb === null ? '' : `, RSS ${peakRssMb.toFixed(0)} MB`}, other processes ${cpu.other.toFixed(2)} cores`,
+    );
+    await sleep(SETTLE_MS);
+  }
+  return cells;
+}
+
+function machine(): { cores: number; cpu: string } {
+  let cores = cpus().length;
+  try {
+    cores = Number(execFileSync('nproc', { encoding: 'utf8' }).trim());
+  } catch {
+    // no nproc binary: the OS count is the next best thing
+  }
+  return { cores, cpu: cpus()[0]?.model ?? 'unknown CPU' };
+}
+
+async function benchmark(run: Run): Promise<void> {
+  const upstream = run.track(await forkHelper(join(__dirname, 'upstream.js'), [], isUrls));
+  const urls = upstream.ready.urls;
+  const cells: Cell[] = [];
+
+  log('upstream direct');
+  cells.push(...(await measure(run, upstream, { target: 'upstream direct', url: `${urls.ok}/chat/completions`, headers: { authorization: 'Bearer x' } })));
+
+  log('bare proxy');
+  const bare = run.track(await forkHelper(join(__dirname, 'bare-proxy.js'), [urls.ok], isProxyUrl));
+  cells.push(
+    ...(await measure(run, upstream, { target: 'bare proxy', url: `${bare.ready.url}${CHAT_PATH}`, headers: {}, expectProvider: 'primary', pid: bare.child.pid })),
+  );
+  await bare.stop();
+
+  for (const name of ['one-step', 'failover', 'circuit-open'] as const) {
+    log(MODES[name].target);
+    const { gateway, secret, database } = await bootGateway(run, urls, name);
+    cells.push(
+      ...(await measure(run, upstream, {
+        target: MODES[name].target,
+        url: `${gateway.url}${CHAT_PATH}`,
+        headers: { authorization: `Bearer ${secret}` },
+        expectProvider: MODES[name].servedBy,
+        pid: gateway.pid,
+        database,
+      })),
+    );
+    await gateway.stop();
+  }
+
+  const list = checks(cells);
+  const info = { date: new Date().toISOString(), ...machine(), node: process.version, warmupSeconds: WARMUP_SECONDS, seconds: MEASURE_SECONDS };
+  writeFileSync(RESULTS_FILE, renderResults(info, cells, list));
+  process.stdout.write(`\n${renderTable(cells)}\n\n${renderChecks(list)}\n\nwritten to ${RESULTS_FILE}\n`);
+  if (list.some((c) => !c.pass)) log('a target was missed: `npm run bench:chat -- --profile[=one-step|failover|circuit-open]` shows where the time goes');
+}
+
+/** One gateway mode under `node --cpu-prof` at c=20; the profile is kept outside the repository. */
+async function profile(run: Run, name: ModeName): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-bench-profile-'));
+  const upstream = run.track(await forkHelper(join(__dirname, 'upstream.js'), [], isUrls));
+  const { gateway, secret } = await bootGateway(run, upstream.ready.urls, name, ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
+  const spec = { url: `${gateway.url}${CHAT_PATH}`, headers: { authorization: `Bearer ${secret}` }, body: CHAT_BODY, connections: 20, expectProvider: MODES[name].servedBy };
+  log(`profiling ${MODES[name].target} at c=20 for ${MEASURE_SECONDS} s (after ${WARMUP_SECONDS} s warm-up)`);
+  await runLoad({ ...spec, seconds: WARMUP_SECONDS });
+  const result = await runLoad({ ...spec, seconds: MEASURE_SECONDS });
+  log(`  ${result.rps.toFixed(0)} req/s under the profiler, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms`);
+  await gateway.stop();
+  const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
+  if (!file) throw new Error(`the gateway wrote no .cpuprofile into ${dir}`);
+  // the measured seconds and the shutdown after them; boot and warm-up are left out
+  const summary = summariseProfile(JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile, { lastMs: (MEASURE_SECONDS + 1) * 1000 });
+  process.stdout.write(`\n${renderSummary(summary)}\n\nprofile: ${join(dir, file)} (whole run, boot included)\n`);
+}
+
+function profileMode(argv: string[]): ModeName | null {
+  const flag = argv.find((a) => a === '--profile' || a.startsWith('--profile='));
+  if (!flag) return null;
+  const name = flag.includes('=') ? flag.slice(flag.indexOf('=') + 1) : 'one-step';
+  if (!(name in MODES)) throw new Error(`--profile takes one of ${Object.keys(MODES).join(', ')}`);
+  return name as ModeName;
+}
+
+/** Exits 0 whenever the run completed, targets met or not (a miss is a result, not a broken run). */
+async function main(): Promise<void> {
+  const profiled = profileMode(process.argv.slice(2));
+  const run = new Run();
+  const interrupt = (): void => {
+    log('interrupted: cleaning up');
+    void run.cleanUp().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', interrupt);
+  process.once('SIGTERM', interrupt);
+  try {
+    if (profiled) await profile(run, profiled);
+    else await benchmark(run);
+  } finally {
+    await run.cleanUp();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: Error) => {
+    process.stderr.write(`bench:chat failed: ${err.stack ?? err.message}\n`);
+    process.exit(2);
+  },
+);

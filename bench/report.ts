@@ -1,0 +1,190 @@
+import type { CpuUse } from './cpu';
+import type { LoadResult } from './load';
+
+export const TARGETS = ['upstream direct', 'bare proxy', 'gateway one step', 'gateway failover', 'gateway circuit open'] as const;
+export type Target = (typeof TARGETS)[number];
+
+/** One measured cell: a target at one concurrency. */
+export interface Cell {
+  target: Target;
+  connections: number;
+  result: LoadResult;
+  /** Peak RSS of the process under test while it was loaded (MB); null for the upstream itself. */
+  peakRssMb: number | null;
+  /** Requests the fakes received per response: [answering fake, 500ing fake]. */
+  upstreamPerResponse: [number, number];
+  /** Cores used during the measured seconds, per role, and by everything else on the machine. */
+  cpu: CpuUse;
+  /** Cores other processes used just before the cell (after waiting for a quiet moment). */
+  quietOther: number;
+}
+
+/** Cells during which other processes took more than this many cores are marked as disturbed. */
+export const NOISY_CORES = 0.2;
+const noisy = (cell: Cell): boolean => cell.cpu.other > NOISY_CORES;
+
+export interface Check {
+  name: string;
+  value: string;
+  target: string;
+  pass: boolean;
+}
+
+export interface RunInfo {
+  date: string;
+  cores: number;
+  cpu: string;
+  node: string;
+  warmupSeconds: number;
+  seconds: number;
+}
+
+/** The issue's targets for the 2-core machine. */
+export const GOALS = {
+  oneStepVsBareAtC20: 0.45,
+  oneStepP99AtC20Ms: 15,
+  addedP50AtC1Ms: 0.5,
+  failoverVsOneStep: 0.8,
+  circuitOpenWithin: 0.1,
+  peakRssMb: 200,
+};
+
+const pct = (x: number): string => `${(x * 100).toFixed(1)} %`;
+const ms = (x: number): string => x.toFixed(2);
+
+function find(cells: Cell[], target: Target, connections: number): Cell {
+  const cell = cells.find((c) => c.target === target && c.connections === connections);
+  if (!cell) throw new Error(`no measurement for ${target} at c=${connections}`);
+  return cell;
+}
+
+/** The ratios the issue asks for, each against its target. */
+export function checks(cells: Cell[]): Check[] {
+  const direct1 = find(cells, 'upstream direct', 1);
+  const bare20 = find(cells, 'bare proxy', 20);
+  const one1 = find(cells, 'gateway one step', 1);
+  const one20 = find(cells, 'gateway one step', 20);
+  const failover20 = find(cells, 'gateway failover', 20);
+  const open20 = find(cells, 'gateway circuit open', 20);
+  const gatewayCells = cells.filter((c) => c.target.startsWith('gateway'));
+  const peakRss = Math.max(...gatewayCells.map((c) => c.peakRssMb ?? 0));
+  const addedP50 = one1.result.p50 - direct1.result.p50;
+  const openRatio = open20.result.rps / one20.result.rps;
+  const faults = cells.reduce((n, c) => n + c.result.non2xx + c.result.errors + c.result.headerMismatches, 0);
+  return [
+    {
+      name: 'one step vs bare proxy, req/s at c=20',
+      value: `${pct(one20.result.rps / bare20.result.rps)} (${one20.result.rps.toFixed(0)} / ${bare20.result.rps.toFixed(0)})`,
+      target: `>= ${pct(GOALS.oneStepVsBareAtC20)}`,
+      pass: one20.result.rps / bare20.result.rps >= GOALS.oneStepVsBareAtC20,
+    },
+    {
+      name: 'one step p99 at c=20',
+      value: `${ms(one20.result.p99)} ms`,
+      target: `<= ${GOALS.oneStepP99AtC20Ms} ms`,
+      pass: one20.result.p99 <= GOALS.oneStepP99AtC20Ms,
+    },
+    {
+      name: 'added p50 at c=1 (one step - upstream direct)',
+      value: `${ms(addedP50)} ms (${ms(one1.result.p50)} - ${ms(direct1.result.p50)})`,
+      target: `<= ${GOALS.addedP50AtC1Ms} ms`,
+      pass: addedP50 <= GOALS.addedP50AtC1Ms,
+    },
+    {
+      name: 'failover vs one step, req/s at c=20',
+      value: `${pct(failover20.result.rps / one20.result.rps)} (${failover20.result.rps.toFixed(0)} / ${one20.result.rps.toFixed(0)})`,
+      target: `>= ${pct(GOALS.failoverVsOneStep)}`,
+      pass: failover20.result.rps / one20.result.rps >= GOALS.failoverVsOneStep,
+    },
+    {
+      name: 'circuit open vs one step, req/s at c=20',
+      value: `${pct(openRatio)} (${open20.result.rps.toFixed(0)} / ${one20.result.rps.toFixed(0)})`,
+      target: `within ${pct(GOALS.circuitOpenWithin)} (${pct(1 - GOALS.circuitOpenWithin)} to ${pct(1 + GOALS.circuitOpenWithin)})`,
+      pass: Math.abs(openRatio - 1) <= GOALS.circuitOpenWithin,
+    },
+    {
+      name: 'peak gateway RSS under load',
+      value: `${peakRss.toFixed(0)} MB`,
+      target: `<= ${GOALS.peakRssMb} MB`,
+      pass: peakRss <= GOALS.peakRssMb,
+    },
+    {
+      name: 'every response 2xx with the expected x-svc-provider-used',
+      value: `${faults} non-2xx, socket errors or header mismatches`,
+      target: '0',
+      pass: faults === 0,
+    },
+  ];
+}
+
+export function renderTable(cells: Cell[]): string {
+  const lines = [
+    '| target | c | req/s | p50 ms | p99 ms | non-2xx | errors | header mismatches | responses | peak RSS MB | upstream calls / response (ok, 500) |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
+  ];
+  for (const cell of ordered(cells)) {
+    const { target, connections, result: r, peakRssMb, upstreamPerResponse: [ok, down] } = cell;
+    const rss = peakRssMb === null ? '-' : peakRssMb.toFixed(0);
+    lines.push(
+      `| ${target}${noisy(cell) ? ' (disturbed)' : ''} | ${connections} | ${r.rps.toFixed(0)} | ${ms(r.p50)} | ${ms(r.p99)} | ${r.non2xx} | ${r.errors} | ${r.headerMismatches} | ${r.responses} | ${rss} | ${ok.toFixed(2)}, ${down.toFixed(2)} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+const ordered = (cells: Cell[]): Cell[] => TARGETS.flatMap((target) => cells.filter((c) => c.target === target).sort((a, b) => a.connections - b.connections));
+
+/** Where the cores went while each cell was measured. */
+export function renderCpuTable(cells: Cell[]): string {
+  const lines = [
+    '| target | c | load generator | fake upstream | process under test | its PostgreSQL backends | other processes | other processes just before |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  const cores = (x: number | undefined): string => (x ?? 0).toFixed(2);
+  for (const { target, connections, cpu, quietOther } of ordered(cells)) {
+    lines.push(
+      `| ${target} | ${connections} | ${cores(cpu.generator)} | ${cores(cpu.upstream)} | ${cores(cpu.subject)} | ${cores(cpu.database)} | ${cores(cpu.other)} | ${cores(quietOther)} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+export const renderChecks = (list: Check[]): string => list.map((c) => `${c.pass ? 'PASS' : 'FAIL'}  ${c.name}: ${c.value} (target ${c.target})`).join('\n');
+
+export function renderResults(info: RunInfo, cells: Cell[], list: Check[]): string {
+  return `# Chat benchmark
+
+Written by \`npm run bench:chat\` (bench/chat.ts); do not edit by hand.
+
+- Date: ${info.date}
+- Cores (\`nproc\`): ${info.cores} (${info.cpu})
+- Node: ${info.node}
+- Each cell: ${info.warmupSeconds} s warm-up, then ${info.seconds} s measured, autocannon with c keep-alive connections, no pipelining
+- Request: \`POST /v1/chat/completions\` \`{"model":"bench-model","messages":[{"role":"user","content":"hi"}]}\`, non-streaming
+- Load generator, fake upstream, bare proxy and gateway are separate processes on the same cores; one target is measured at a time
+- Gateway: \`node dist/src/main.js\`, \`LOG_LEVEL=info\` (JSON logs written to a file), proxy-key auth, usage records,
+  x-svc-* headers, a fresh PostgreSQL database per gateway process; one gateway process per mode
+- Modes: *one step* = chain \`[primary]\`; *failover* = chain \`[primary, backup]\`, primary always answers 500,
+  \`SVC_BREAKER_THRESHOLD=1000000000\` so every request really tries it first; *circuit open* = the same chain,
+  default threshold, the primary's circuit tripped before measuring (\`SVC_BREAKER_COOLDOWN_MS=600000\`)
+- Latency percentiles are computed from every response's own time (sub-millisecond), nearest rank
+- On a shared VM absolute figures move by tens of percent between runs; the targets compare cells of the same run
+
+## Results
+
+${renderTable(cells)}
+
+Cells marked *(disturbed)* ran while processes outside the benchmark used more than ${NOISY_CORES} cores; repeat the run
+on a quiet machine before trusting them.
+
+## CPU during the measured seconds (cores)
+
+${renderCpuTable(cells)}
+
+## Targets
+
+\`\`\`
+${renderChecks(list)}
+\`\`\`
+`;
+}

@@ -1,0 +1,49 @@
+import { Module } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
+import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
+import { LoggerModule } from 'nestjs-pino';
+import { AdminToken } from './common/auth/admin-token';
+import { AuthGuard } from './common/auth/auth.guard';
+import { ApiErrorFilter } from './common/errors/api-error.filter';
+import { createValidationPipe } from './common/http/validation';
+import { loggerParams } from './common/logging';
+import { ChatModule } from './chat/chat.module';
+import { AppConfigModule } from './config/config.module';
+import { EnvironmentVariables } from './config/env.schema';
+import { ConsentsModule } from './consents/consents.module';
+import { DatabaseEndpoint } from './database/database-endpoint';
+import { DatabaseModule } from './database/database.module';
+import { FailoverModule } from './failover/failover.module';
+import { HealthModule } from './health/health.module';
+import { KeysModule } from './keys/keys.module';
+import { SpeechModule } from './speech/speech.module';
+import { UsageModule } from './usage/usage.module';
+import { WebhooksModule } from './webhooks/webhooks.module';
+
+@Module({
+  imports: [
+    AppConfigModule,
+    LoggerModule.forRootAsync({ inject: [EnvironmentVariables], useFactory: loggerParams }),
+    ScheduleModule.forRoot(),
+    DatabaseModule,
+    KeysModule,
+    ConsentsModule,
+    UsageModule,
+    FailoverModule,
+    ChatModule,
+    SpeechModule,
+    HealthModule,
+    WebhooksModule,
+  ],
+  providers: [
+    {
+      provide: AdminToken,
+      inject: [EnvironmentVariables, DatabaseEndpoint],
+      useFactory: (env: EnvironmentVariables, endpoint: DatabaseEndpoint) => AdminToken.fromEnvironment(env.SVC_ADMIN_TOKEN, endpoint.isEmbedded),
+    },
+    { provide: APP_FILTER, useClass: ApiErrorFilter },
+    { provide: APP_PIPE, useFactory: createValidationPipe },
+    { provide: APP_GUARD, useClass: AuthGuard },
+  ],
+})
+export class AppModule {}

@@ -1,0 +1,28 @@
+import type { NestApplicationOptions } from '@nestjs/common';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { WsAdapter } from '@nestjs/platform-ws';
+import { SwaggerModule } from '@nestjs/swagger';
+import { json } from 'express';
+import { Logger } from 'nestjs-pino';
+import { parserErrorMiddleware } from './common/errors/api-error.filter';
+import { requestIdMiddleware } from './common/http/request-id';
+import { buildOpenApiDocument } from './openapi';
+
+export const JSON_BODY_LIMIT = '1mb';
+
+/** Options for NestFactory.create: the body parser is ours, so it runs after the request id. */
+export const APP_OPTIONS: NestApplicationOptions = { bufferLogs: true, bodyParser: false };
+
+/** Everything main.ts and the e2e tests both need around the module graph. */
+export function setupApp(app: NestExpressApplication): NestExpressApplication {
+  app.useLogger(app.get(Logger));
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('query parser', 'simple');
+  app.use(requestIdMiddleware);
+  app.use(json({ limit: JSON_BODY_LIMIT, type: ['application/json', 'application/*+json'] }));
+  app.use(parserErrorMiddleware);
+  app.useWebSocketAdapter(new WsAdapter(app));
+  SwaggerModule.setup('docs', app, () => buildOpenApiDocument(app), { jsonDocumentUrl: 'openapi.json', swaggerOptions: { persistAuthorization: true } });
+  return app;
+}

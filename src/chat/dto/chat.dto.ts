@@ -1,0 +1,47 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+
+export class ChatMessageDto {
+  /** `system`, `user`, `assistant` or `tool`. */
+  role!: string;
+  /** Text, or an array of content parts. */
+  @ApiProperty({ oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'object' } }] })
+  content!: unknown;
+}
+
+/** An OpenAI chat completions request; every other OpenAI field is passed through to the provider. */
+export class ChatCompletionRequestDto {
+  /** Selects the entry step of the key's chain (the first chat step with this model). */
+  model!: string;
+  messages!: ChatMessageDto[];
+  /** Server-sent events, OpenAI style (`data: {...}` chunks, then `data: [DONE]`). */
+  @ApiPropertyOptional()
+  stream?: boolean;
+  @ApiPropertyOptional()
+  temperature?: number;
+  @ApiPropertyOptional()
+  max_tokens?: number;
+}
+
+export class ChatChoiceDto {
+  index!: number;
+  message!: ChatMessageDto;
+  finish_reason!: string | null;
+}
+
+export class ChatUsageDto {
+  prompt_tokens!: number;
+  completion_tokens!: number;
+  total_tokens!: number;
+}
+
+/** An OpenAI `chat.completion`, plus the provider that served it. */
+export class ChatCompletionDto {
+  id!: string;
+  object!: 'chat.completion';
+  created!: number;
+  model!: string;
+  choices!: ChatChoiceDto[];
+  usage?: ChatUsageDto;
+  /** The provider that served the request (also in `x-svc-provider-used`). */
+  provider!: string;
+}

@@ -1,0 +1,43 @@
+import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { KeyDirectory } from '../../keys/key-directory';
+import { DomainError } from '../errors/domain-error';
+import { AdminToken } from './admin-token';
+import { ADMIN_ROUTE, bearerToken, KeyedRequest, PUBLIC_ROUTE } from './auth.decorators';
+
+const missing = (): DomainError =>
+  new DomainError('missing_api_key', 'Missing API key: send the header `Authorization: Bearer <API_KEY>`.');
+
+/** One guard for every route: the admin token on admin routes, a proxy key everywhere else. */
+@Injectable()
+export class AuthGuard implements CanActivate {
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly keys: KeyDirectory,
+    private readonly admin: AdminToken,
+  ) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    if (context.getType() !== 'http') return true;
+    const targets = [context.getHandler(), context.getClass()];
+    if (this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, targets)) return true;
+    const request = context.switchToHttp().getRequest<KeyedRequest>();
+    const token = bearerToken(request.headers.authorization);
+
+    if (this.reflector.getAllAndOverride<boolean>(ADMIN_ROUTE, targets)) {
+      if (!this.admin.value) throw new DomainError('admin_api_disabled', 'The admin API is off: set SVC_ADMIN_TOKEN to enable it.');
+      if (!token) throw missing();
+      if (this.admin.matches(token)) return true;
+      if (await this.keys.authenticate(token)) {
+        throw new DomainError('admin_token_required', 'This route needs the admin token, not a proxy key.');
+      }
+      throw new DomainError('invalid_api_key', 'Incorrect admin token provided.');
+    }
+
+    if (!token) throw missing();
+    const key = await this.keys.authenticate(token);
+    if (!key) throw new DomainError('invalid_api_key', 'Incorrect API key provided.');
+    request.proxyKey = key;
+    return true;
+  }
+}

@@ -1,0 +1,36 @@
+import { ERROR_CODES, ErrorBody, ErrorCode, ErrorType } from './error-codes';
+
+export interface DomainErrorOptions {
+  param?: string | null;
+  /** Overrides the code's usual status (e.g. `upstream_rejected` carries the upstream's status). */
+  status?: number;
+  headers?: Record<string, string>;
+}
+
+/** What services throw: a reason code, a message for the client, and the field at fault. */
+export class DomainError extends Error {
+  readonly status: number;
+  readonly type: ErrorType;
+  readonly param: string | null;
+  readonly headers: Record<string, string>;
+
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    options: DomainErrorOptions = {},
+  ) {
+    super(message);
+    this.name = 'DomainError';
+    this.status = options.status ?? ERROR_CODES[code].status;
+    this.type = ERROR_CODES[code].type;
+    this.param = options.param ?? null;
+    this.headers = options.headers ?? {};
+  }
+
+  toBody(): ErrorBody {
+    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
+  }
+}
+
+export const notFound = (what: string, id: string, param: string): DomainError =>
+  new DomainError('resource_not_found', `No ${what} found with id '${id}'.`, { param });

@@ -1,0 +1,53 @@
+/** OpenAI-style error categories (the `type` of the error body). */
+export type ErrorType =
+  | 'invalid_request_error'
+  | 'authentication_error'
+  | 'permission_error'
+  | 'not_found_error'
+  | 'conflict_error'
+  | 'rate_limit_error'
+  | 'upstream_error'
+  | 'api_error';
+
+/** Every specific reason the service reports, with its HTTP status and category. */
+export const ERROR_CODES = {
+  invalid_json: { status: 400, type: 'invalid_request_error' },
+  missing_field: { status: 400, type: 'invalid_request_error' },
+  unknown_field: { status: 400, type: 'invalid_request_error' },
+  invalid_value: { status: 400, type: 'invalid_request_error' },
+  invalid_cursor: { status: 400, type: 'invalid_request_error' },
+  unknown_provider: { status: 400, type: 'invalid_request_error' },
+  model_not_supported: { status: 400, type: 'invalid_request_error' },
+  voice_not_found: { status: 400, type: 'invalid_request_error' },
+  webhook_url_not_allowed: { status: 400, type: 'invalid_request_error' },
+  webhook_limit_reached: { status: 400, type: 'invalid_request_error' },
+  missing_api_key: { status: 401, type: 'authentication_error' },
+  invalid_api_key: { status: 401, type: 'authentication_error' },
+  admin_api_disabled: { status: 403, type: 'permission_error' },
+  admin_token_required: { status: 403, type: 'permission_error' },
+  route_not_found: { status: 404, type: 'not_found_error' },
+  resource_not_found: { status: 404, type: 'not_found_error' },
+  method_not_allowed: { status: 405, type: 'invalid_request_error' },
+  task_not_completed: { status: 409, type: 'conflict_error' },
+  task_failed: { status: 409, type: 'conflict_error' },
+  consent_in_use: { status: 409, type: 'conflict_error' },
+  task_expired: { status: 410, type: 'invalid_request_error' },
+  file_too_large: { status: 413, type: 'invalid_request_error' },
+  body_too_large: { status: 413, type: 'invalid_request_error' },
+  text_too_long: { status: 413, type: 'invalid_request_error' },
+  unsupported_media_type: { status: 415, type: 'invalid_request_error' },
+  rate_limited: { status: 429, type: 'rate_limit_error' },
+  internal_error: { status: 500, type: 'api_error' },
+  all_providers_failed: { status: 502, type: 'upstream_error' },
+  no_provider_available: { status: 503, type: 'upstream_error' },
+  database_unavailable: { status: 503, type: 'api_error' },
+  upstream_timeout: { status: 504, type: 'upstream_error' },
+  upstream_rejected: { status: 400, type: 'invalid_request_error' },
+} as const satisfies Record<string, { status: number; type: ErrorType }>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** The body of every error response (decisions §5). */
+export interface ErrorBody {
+  error: { message: string; type: ErrorType; param: string | null; code: ErrorCode | null };
+}

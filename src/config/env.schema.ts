@@ -1,0 +1,108 @@
+import { plainToInstance, Transform } from 'class-transformer';
+import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, MinLength, validateSync } from 'class-validator';
+
+const toBool = ({ value }: { value: unknown }): unknown =>
+  value === 'true' || value === '1' ? true : value === 'false' || value === '0' || value === '' ? false : value;
+
+const DURATION_UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 };
+
+/** `3600`, `90s`, `30m`, `24h`, `7d` → seconds; anything else is left for the validator to refuse. */
+const toSeconds = ({ value, key, obj }: { value: unknown; key: string; obj: Record<string, unknown> }): unknown => {
+  // the raw string: implicit conversion has already turned `24h` into NaN in `value`
+  const raw = obj[key];
+  if (typeof raw !== 'string') return value;
+  const match = /^\s*(\d+)\s*([smhd]?)\s*$/i.exec(raw);
+  return match ? Number(match[1]) * DURATION_UNITS[(match[2] || 's').toLowerCase()] : value;
+};
+
+/** `true`/`1` or `false`/`0`/empty from the raw text (implicit conversion would read `'false'` as true). */
+const rawBool = ({ value, key, obj }: { value: unknown; key: string; obj: Record<string, unknown> }): unknown => {
+  const raw = obj[key];
+  if (typeof raw !== 'string') return value;
+  const text = raw.trim().toLowerCase();
+  return text === 'true' || text === '1' ? true : text === 'false' || text === '0' || text === '' ? false : raw;
+};
+
+/** A webhook retry schedule: comma-separated waits like `30s,2m,1h` (empty: a single attempt). */
+const RETRY_SCHEDULE = /^\s*(\d+[smhd]?\s*(,\s*\d+[smhd]?\s*)*)?$/i;
+
+/** Every environment variable the service reads. Invalid values stop the boot. */
+export class EnvironmentVariables {
+  /** TCP port of the HTTP and WebSocket server. */
+  @IsOptional() @IsInt() @Min(0) @Max(65535)
+  PORT: number = 3000;
+
+  /** Bind address. */
+  @IsOptional() @IsString()
+  HOST: string = '0.0.0.0';
+
+  /** PostgreSQL connection string; unset → embedded PostgreSQL in SVC_DATA_DIR. */
+  @IsOptional() @Matches(/^postgres(ql)?:\/\//, { message: 'DATABASE_URL must start with postgres:// or postgresql://' })
+  DATABASE_URL?: string;
+
+  /** Size of the PostgreSQL connection pool (real server only; embedded uses one connection). */
+  @IsOptional() @IsInt() @Min(1) @Max(200)
+  DB_POOL_SIZE: number = 10;
+
+  /** Data directory of the embedded database. */
+  @IsOptional() @IsString()
+  SVC_DATA_DIR: string = '.data';
+
+  /** Gateway YAML (providers and bootstrap keys). */
+  @IsOptional() @IsString()
+  SVC_CONFIG: string = 'config/gateway.yaml';
+
+  /** Bearer token of the admin API; unset → admin API off (embedded `npm start` generates one). */
+  @IsOptional() @IsString() @MinLength(16, { message: 'SVC_ADMIN_TOKEN must be at least 16 characters' })
+  SVC_ADMIN_TOKEN?: string;
+
+  /** Create and print a demo key on first start with an empty database (default: only in embedded mode). */
+  @IsOptional() @Transform(toBool) @IsBoolean()
+  SVC_DEMO_KEY?: boolean;
+
+  /** Consecutive failures that open a provider's circuit. */
+  @IsOptional() @IsInt() @Min(1)
+  SVC_BREAKER_THRESHOLD: number = 5;
+
+  /** How long an open circuit skips its provider before a probe. */
+  @IsOptional() @IsInt() @Min(100)
+  SVC_BREAKER_COOLDOWN_MS: number = 30000;
+
+  /** How often (ms) each replica re-reads shared state (keys, breakers) as a safety net to NOTIFY. */
+  @IsOptional() @IsInt() @Min(50)
+  SVC_SYNC_INTERVAL_MS: number = 1000;
+
+  /** A speech WebSocket with no message in either direction for this long is closed. */
+  @IsOptional() @IsInt() @Min(1000)
+  SVC_WS_IDLE_MS: number = 120000;
+
+  /** How long a completed async speech task's audio is kept: seconds, or a duration like `30m`, `24h`, `7d`. */
+  @IsOptional() @Transform(toSeconds) @IsInt({ message: 'SVC_TASK_TTL must be seconds or a duration like 90s, 30m, 24h, 7d' }) @Min(1)
+  SVC_TASK_TTL: number = 86400;
+
+  /** Waits before the 2nd, 3rd, … webhook delivery attempt (`30s,2m,…`): N waits mean N + 1 attempts. */
+  @IsOptional() @Matches(RETRY_SCHEDULE, { message: 'SVC_WEBHOOK_RETRY_SCHEDULE must be comma-separated waits like 30s,2m,10m,1h' })
+  SVC_WEBHOOK_RETRY_SCHEDULE: string = '30s,2m,10m,30m,1h,3h,6h';
+
+  /** Let webhooks reach private, loopback and link-local addresses (development and tests only). */
+  @IsOptional() @Transform(rawBool) @IsBoolean()
+  SVC_WEBHOOK_ALLOW_PRIVATE: boolean = false;
+
+  /** Encrypts webhook endpoint secrets at rest (AES-256-GCM, key derived with scrypt); unset → stored plain. */
+  @IsOptional() @IsString() @MinLength(16, { message: 'SVC_SECRET_KEY must be at least 16 characters' })
+  SVC_SECRET_KEY?: string;
+
+  /** pino log level. */
+  @IsOptional() @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+  LOG_LEVEL: string = 'info';
+}
+
+export function validateEnvironment(raw: Record<string, unknown>): EnvironmentVariables {
+  const env = plainToInstance(EnvironmentVariables, raw, { enableImplicitConversion: true, exposeDefaultValues: true });
+  const errors = validateSync(env, { skipMissingProperties: false, whitelist: false });
+  if (errors.length > 0) {
+    const lines = errors.map((e) => `  ${e.property}: ${Object.values(e.constraints ?? {}).join('; ')}`);
+    throw new Error(`Invalid environment:\n${lines.join('\n')}`);
+  }
+  return env;
+}

@@ -1,0 +1,73 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { GatewayConfigError, loadGatewayConfig, parseGatewayConfig } from './gateway-config';
+
+const parse = (yaml: string, env: NodeJS.ProcessEnv = {}) => parseGatewayConfig(yaml, 'gw.yaml', env);
+
+describe('gateway configuration', () => {
+  it('fills in vendor defaults and capabilities', () => {
+    const config = parse('providers:\n  - { name: oa, kind: openai, api_key: sk-1 }\n  - { name: e, kind: echo }\n');
+    expect(config.provider('oa')).toEqual({
+      name: 'oa',
+      kind: 'openai',
+      baseUrl: 'https://api.openai.com/v1',
+      apiKey: 'sk-1',
+      groupId: null,
+      timeoutMs: null,
+      capabilities: ['chat', 'speech'],
+    });
+    expect(config.provider('e')?.capabilities).toEqual(['chat']);
+  });
+
+  it('interpolates ${ENV} and leaves out a provider whose api_key is empty, with a warning', () => {
+    const yaml = 'providers:\n  - { name: mm, kind: minimax, api_key: "${MM_KEY}", base_url: "${MM_URL}" }\n  - { name: oa, kind: openai, api_key: "${OA_KEY}" }\n';
+    const config = parse(yaml, { MM_KEY: 'k', MM_URL: 'http://127.0.0.1:9/v1/' });
+    expect(config.providers.map((p) => p.name)).toEqual(['mm']);
+    expect(config.provider('mm')?.baseUrl).toBe('http://127.0.0.1:9/v1');
+    expect(config.warnings).toEqual(["provider 'oa' (openai) left out: its api_key is empty"]);
+  });
+
+  it.each([
+    ['a wrong kind', 'providers:\n  - { name: x, kind: nope }\n', /gw\.yaml: providers\[0\]\.kind: kind must be one of openai, anthropic/],
+    ['a bad base_url', 'providers:\n  - { name: x, kind: openai, api_key: k, base_url: "ftp://h" }\n', /providers\[0\]\.base_url: base_url must be an http\(s\) URL/],
+    ['an unknown field', 'providers:\n  - { name: x, kind: echo, colour: red }\n', /providers\[0\]\.colour: property colour should not exist/],
+    ['a duplicate name', 'providers:\n  - { name: x, kind: echo }\n  - { name: x, kind: espeak }\n', /providers\[1\]\.name: duplicate provider name 'x'/],
+    ['a capability the kind lacks', 'providers:\n  - { name: x, kind: echo, capabilities: [speech] }\n', /providers\[0\]\.capabilities: kind echo cannot serve speech/],
+    ['no providers list', 'keys: []\n', /gw\.yaml: providers: /],
+    ['invalid YAML', 'providers: [\n', /gw\.yaml: not valid YAML/],
+    ['a key chain naming an undeclared provider', 'providers:\n  - { name: e, kind: echo }\nkeys:\n  - { name: k, secret: sk-svc-0123456789abcdef0123456789abcdef, chain: [{ provider: ghost, model: m }] }\n', /keys\[0\]\.chain\[0\]\.provider: no provider named 'ghost'/],
+    ['a weak bootstrap secret', 'providers: []\nkeys:\n  - { name: k, secret: short, chain: [] }\n', /keys\[0\]\.secret: secret must be sk-svc-/],
+  ])('stops with a message naming the file, the field and the problem for %s', (_, yaml, message) => {
+    expect(() => parse(yaml)).toThrow(GatewayConfigError);
+    expect(() => parse(yaml)).toThrow(message);
+  });
+
+  it('drops chain steps of left-out providers from bootstrap keys, with a warning', () => {
+    const yaml =
+      'providers:\n  - { name: oa, kind: openai, api_key: "" }\n  - { name: e, kind: echo }\nkeys:\n  - { name: k, secret: sk-svc-0123456789abcdef0123456789abcdef, chain: [{ provider: oa, model: gpt }, { provider: e, model: echo-1 }] }\n';
+    const config = parse(yaml);
+    expect(config.bootstrapKeys[0].chain.map((s) => s.provider)).toEqual(['e']);
+    expect(config.warnings).toContain("key 'k': steps of left-out providers dropped from its chain");
+  });
+
+  it('names the file it cannot read', () => {
+    expect(() => loadGatewayConfig('/nonexistent/gateway.yaml')).toThrow('Cannot read gateway configuration /nonexistent/gateway.yaml: ENOENT');
+  });
+
+  it('loads the shipped default and example configurations', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gw-'));
+    writeFileSync(join(dir, 'g.yaml'), 'providers:\n  - { name: e, kind: echo }\n');
+    expect(loadGatewayConfig(join(dir, 'g.yaml')).providers).toHaveLength(1);
+    const shipped = loadGatewayConfig('config/gateway.yaml', {});
+    expect(shipped.providers.map((p) => p.kind).sort()).toEqual(['echo', 'espeak']);
+    const example = loadGatewayConfig('config/gateway.example.yaml', {
+      OPENAI_API_KEY: 'a',
+      ANTHROPIC_API_KEY: 'b',
+      MINIMAX_API_KEY: 'c',
+      MINIMAX_GROUP_ID: 'g',
+      ELEVENLABS_API_KEY: 'd',
+    });
+    expect(example.providers.map((p) => p.kind).sort()).toEqual(['anthropic', 'echo', 'elevenlabs', 'espeak', 'minimax', 'openai']);
+  });
+});

@@ -1,0 +1,166 @@
+import { plainToInstance, Type } from 'class-transformer';
+import {
+  ArrayUnique,
+  IsArray,
+  IsIn,
+  IsInt,
+  IsOptional,
+  IsString,
+  IsUrl,
+  Matches,
+  Max,
+  MaxLength,
+  Min,
+  MinLength,
+  ValidateNested,
+  ValidationError,
+  validateSync,
+} from 'class-validator';
+import { readFileSync } from 'node:fs';
+import { parse } from 'yaml';
+import { ChainStepDto } from '../keys/dto/chain-step.dto';
+import { KIND_TRAITS, PROVIDER_KINDS } from './provider-kinds';
+import type { Capability, ProviderKind } from './provider-kinds';
+
+export class ProviderConfig {
+  @IsString() @Matches(/^[a-z0-9][a-z0-9_-]{0,62}$/, { message: 'name must be lowercase letters, digits, - or _' })
+  name!: string;
+
+  @IsIn(PROVIDER_KINDS, { message: `kind must be one of ${PROVIDER_KINDS.join(', ')}` })
+  kind!: ProviderKind;
+
+  @IsOptional() @IsUrl({ require_tld: false, require_protocol: true, protocols: ['http', 'https'] }, { message: 'base_url must be an http(s) URL' })
+  base_url?: string;
+
+  @IsOptional() @IsString()
+  api_key?: string;
+
+  @IsOptional() @IsString()
+  group_id?: string;
+
+  @IsOptional() @IsInt() @Min(100) @Max(600000)
+  timeout_ms?: number;
+
+  /** Restricts what the provider is used for (default: everything its kind can do). */
+  @IsOptional() @IsArray() @ArrayUnique() @IsIn(['chat', 'speech'], { each: true })
+  capabilities?: Capability[];
+}
+
+export class BootstrapKeyConfig {
+  @IsString() @MinLength(1) @MaxLength(256)
+  name!: string;
+
+  @IsString() @Matches(/^sk-svc-[0-9A-Za-z]{32,}$/, { message: 'secret must be sk-svc- followed by at least 32 base62 characters' })
+  secret!: string;
+
+  @IsArray() @ValidateNested({ each: true }) @Type(() => ChainStepDto)
+  chain!: ChainStepDto[];
+}
+
+export class GatewayFile {
+  @IsArray() @ValidateNested({ each: true }) @Type(() => ProviderConfig)
+  providers!: ProviderConfig[];
+
+  @IsOptional() @IsArray() @ValidateNested({ each: true }) @Type(() => BootstrapKeyConfig)
+  keys?: BootstrapKeyConfig[];
+}
+
+/** A provider as the rest of the service sees it: defaults filled in, capabilities resolved. */
+export interface ResolvedProvider {
+  name: string;
+  kind: ProviderKind;
+  baseUrl: string | null;
+  apiKey: string | null;
+  groupId: string | null;
+  timeoutMs: number | null;
+  capabilities: Capability[];
+}
+
+/** The validated gateway configuration. Injected wherever providers or bootstrap keys are needed. */
+export class GatewayConfig {
+  constructor(
+    readonly providers: ResolvedProvider[],
+    readonly bootstrapKeys: BootstrapKeyConfig[],
+    readonly warnings: string[] = [],
+  ) {}
+
+  provider(name: string): ResolvedProvider | undefined {
+    return this.providers.find((p) => p.name === name);
+  }
+}
+
+export class GatewayConfigError extends Error {}
+
+/** `${NAME}` → the environment's value (empty when unset). */
+export function interpolate(text: string, env: NodeJS.ProcessEnv): string {
+  return text.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => env[name] ?? '');
+}
+
+function describe(errors: ValidationError[], prefix: string): string[] {
+  return errors.flatMap((e) => {
+    const path = /^\d+$/.test(e.property) ? `${prefix}[${e.property}]` : prefix ? `${prefix}.${e.property}` : e.property;
+    const own = Object.values(e.constraints ?? {}).map((m) => `${path}: ${m}`);
+    return [...own, ...describe(e.children ?? [], path)];
+  });
+}
+
+export function parseGatewayConfig(text: string, source: string, env: NodeJS.ProcessEnv = process.env): GatewayConfig {
+  const fail = (detail: string): never => {
+    throw new GatewayConfigError(`Invalid gateway configuration ${source}: ${detail}`);
+  };
+  let raw: unknown;
+  try {
+    raw = parse(interpolate(text, env));
+  } catch (err) {
+    return fail(`not valid YAML (${(err as Error).message.split('\n')[0]})`);
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return fail('the top level must be a mapping with `providers:`');
+  const file = plainToInstance(GatewayFile, raw);
+  const errors = validateSync(file, { whitelist: true, forbidNonWhitelisted: true });
+  if (errors.length > 0) return fail(describe(errors, '').join('; '));
+
+  const warnings: string[] = [];
+  const seen = new Set<string>();
+  const providers: ResolvedProvider[] = [];
+  file.providers.forEach((p, i) => {
+    if (seen.has(p.name)) fail(`providers[${i}].name: duplicate provider name '${p.name}'`);
+    seen.add(p.name);
+    const traits = KIND_TRAITS[p.kind];
+    const apiKey = p.api_key?.trim() ? p.api_key.trim() : null;
+    if (traits.needsApiKey && !apiKey) {
+      warnings.push(`provider '${p.name}' (${p.kind}) left out: its api_key is empty`);
+      return;
+    }
+    const unsupported = (p.capabilities ?? []).filter((c) => !traits.capabilities.includes(c));
+    if (unsupported.length > 0) fail(`providers[${i}].capabilities: kind ${p.kind} cannot serve ${unsupported.join(', ')}`);
+    providers.push({
+      name: p.name,
+      kind: p.kind,
+      baseUrl: (p.base_url ?? traits.defaultBaseUrl)?.replace(/\/+$/, '') ?? null,
+      apiKey,
+      groupId: p.group_id ?? null,
+      timeoutMs: p.timeout_ms ?? null,
+      capabilities: p.capabilities ?? traits.capabilities,
+    });
+  });
+  const declared = new Set(file.providers.map((p) => p.name));
+  const keys = (file.keys ?? []).map((key, i) => {
+    key.chain.forEach((step, j) => {
+      if (!declared.has(step.provider)) fail(`keys[${i}].chain[${j}].provider: no provider named '${step.provider}'`);
+    });
+    const chain = key.chain.filter((step) => providers.some((p) => p.name === step.provider));
+    if (chain.length < key.chain.length) warnings.push(`key '${key.name}': steps of left-out providers dropped from its chain`);
+    return Object.assign(key, { chain });
+  });
+  return new GatewayConfig(providers, keys, warnings);
+}
+
+export function loadGatewayConfig(path: string, env: NodeJS.ProcessEnv = process.env): GatewayConfig {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new GatewayConfigError(`Cannot read gateway configuration ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  return parseGatewayConfig(text, path, env);
+}

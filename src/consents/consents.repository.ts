@@ -1,0 +1,65 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
+import { DataSource, Repository } from 'typeorm';
+import { ConsentRecordingEntity, VoiceConsentEntity } from './voice-consent.entity';
+
+export type NewConsent = Pick<VoiceConsentEntity, 'id' | 'keyId' | 'name' | 'language' | 'recordingType' | 'recordingSize'>;
+
+@Injectable()
+export class ConsentsRepository {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @InjectRepository(VoiceConsentEntity) private readonly consents: Repository<VoiceConsentEntity>,
+    @InjectRepository(ConsentRecordingEntity) private readonly recordings: Repository<ConsentRecordingEntity>,
+  ) {}
+
+  /** The consent and its recording are written together or not at all. */
+  insert(consent: NewConsent, recording: Buffer): Promise<VoiceConsentEntity> {
+    return this.dataSource.transaction(async (manager) => {
+      const row = await manager.save(manager.create(VoiceConsentEntity, consent));
+      await manager.insert(ConsentRecordingEntity, { consentId: row.id, data: recording });
+      return row;
+    });
+  }
+
+  findOwned(keyId: string, id: string): Promise<VoiceConsentEntity | null> {
+    return this.consents.findOneBy({ id, keyId });
+  }
+
+  async rename(keyId: string, id: string, name: string): Promise<VoiceConsentEntity | null> {
+    const result = await this.consents.update({ id, keyId }, { name });
+    return result.affected ? this.findOwned(keyId, id) : null;
+  }
+
+  async delete(keyId: string, id: string): Promise<boolean> {
+    const result = await this.consents.delete({ id, keyId });
+    return (result.affected ?? 0) > 0;
+  }
+
+  /**
+   * Newest first; equal timestamps are ordered by insertion, so pages never skip or repeat.
+   * The cursor row is compared in SQL (not through a JS Date, which would drop microseconds).
+   */
+  listPage(keyId: string, after: string | null, take: number): Promise<VoiceConsentEntity[]> {
+    const query = this.consents
+      .createQueryBuilder('c')
+      .where('c.key_id = :keyId', { keyId })
+      .orderBy('c.created_at', 'DESC')
+      .addOrderBy('c.seq', 'DESC')
+      .take(take);
+    if (after) {
+      query.andWhere('(c.created_at, c.seq) < (SELECT a.created_at, a.seq FROM voice_consents a WHERE a.id = :after AND a.key_id = :keyId)', { after });
+    }
+    return query.getMany();
+  }
+
+  async recording(keyId: string, id: string): Promise<{ type: string; data: Buffer } | null> {
+    const row = await this.consents
+      .createQueryBuilder('c')
+      .innerJoin(ConsentRecordingEntity, 'r', 'r.consent_id = c.id')
+      .select(['c.recording_type AS type', 'r.data AS data'])
+      .where('c.id = :id AND c.key_id = :keyId', { id, keyId })
+      .getRawOne<{ type: string; data: Buffer }>();
+    return row ?? null;
+  }
+}

@@ -1,0 +1,29 @@
+import { ConsentRecordingEntity, VoiceConsentEntity } from '../consents/voice-consent.entity';
+import { GatewayEventEntity } from '../failover/gateway-event.entity';
+import { ProviderCircuitEntity } from '../failover/provider-circuit.entity';
+import { UsageCounterEntity } from '../failover/usage-counter.entity';
+import { ProxyKeyEntity } from '../keys/proxy-key.entity';
+import { SpeechTaskChunkEntity, SpeechTaskEntity, SpeechTaskResultEntity } from '../speech/tasks/speech-task.entity';
+import { UsageRecordEntity } from '../usage/usage-record.entity';
+import { WebhookAttemptEntity, WebhookDeliveryEntity } from '../webhooks/webhook-delivery.entity';
+import { WebhookEndpointEntity } from '../webhooks/webhook-endpoint.entity';
+import { WebhookFanoutEventEntity, WebhookFanoutStateEntity } from '../webhooks/webhook-fanout.entity';
+
+/** Every entity, listed once for the app and the TypeORM CLI. */
+export const ENTITIES = [
+  ProxyKeyEntity,
+  VoiceConsentEntity,
+  ConsentRecordingEntity,
+  ProviderCircuitEntity,
+  GatewayEventEntity,
+  UsageRecordEntity,
+  UsageCounterEntity,
+  SpeechTaskEntity,
+  SpeechTaskChunkEntity,
+  SpeechTaskResultEntity,
+  WebhookEndpointEntity,
+  WebhookDeliveryEntity,
+  WebhookAttemptEntity,
+  WebhookFanoutEventEntity,
+  WebhookFanoutStateEntity,
+];

@@ -1,0 +1,272 @@
+import { Pool } from 'undici';
+import type { Dispatcher } from 'undici';
+import type { ResolvedProvider } from '../../config/gateway-config';
+import { UpstreamFailure } from '../provider-adapter';
+
+/** Keep-alive connections per upstream origin; a bound so one slow provider cannot exhaust sockets. */
+export const DEFAULT_UPSTREAM_CONNECTIONS = 64;
+/** Error bodies are only read for their message; anything longer is cut off and the socket dropped. */
+export const ERROR_BODY_CAP = 64 * 1024;
+const MAX_MESSAGE_CHARS = 1000;
+/** After a stream's end marker, the rest of the body is drained so the socket returns to the pool. */
+const DRAIN_LIMIT = 64 * 1024;
+const DRAIN_TIMEOUT_MS = 2000;
+
+export interface UpstreamClientOptions {
+  /** Max sockets to the origin (default 64). */
+  connections?: number;
+  /** Idle keep-alive time; undici's default (4 s, or the server's Keep-Alive hint) when unset. */
+  keepAliveTimeoutMs?: number;
+}
+
+export interface UpstreamCall {
+  method: 'GET' | 'POST';
+  /** Appended to the base URL's path, e.g. `/chat/completions`. */
+  path: string;
+  headers: Record<string, string>;
+  body?: string;
+  signal: AbortSignal;
+}
+
+export type UpstreamResponse = Dispatcher.ResponseData;
+export type UpstreamBody = UpstreamResponse['body'];
+
+const ignore = (): void => undefined;
+
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export function requireBaseUrl(provider: ResolvedProvider): string {
+  if (!provider.baseUrl) throw new Error(`provider '${provider.name}' (${provider.kind}) has no base_url`);
+  return provider.baseUrl;
+}
+
+/** By name, not instanceof: AbortSignal.timeout's DOMException may come from another realm. */
+function isTimeoutReason(reason: unknown): boolean {
+  return isRecord(reason) && reason.name === 'TimeoutError';
+}
+
+/**
+ * Why the call's signal fired: a TimeoutError reason (AbortSignal.timeout) is the step's timeout;
+ * an UpstreamFailure reason is the core's own verdict; anything else is a cancel (client gone).
+ */
+export function abortFailure(reason: unknown): UpstreamFailure {
+  if (reason instanceof UpstreamFailure) return reason;
+  if (isTimeoutReason(reason)) return new UpstreamFailure({ kind: 'timeout' });
+  return new UpstreamFailure({ kind: 'connection', code: 'ABORTED', message: 'request cancelled' });
+}
+
+function errorCode(err: unknown): string | undefined {
+  if (!isRecord(err)) return undefined;
+  const code = typeof err.code === 'string' ? err.code : undefined;
+  const cause = isRecord(err.cause) && typeof err.cause.code === 'string' ? err.cause.code : undefined;
+  // undici wraps a reset socket in UND_ERR_SOCKET; the OS code underneath says more
+  return code === 'UND_ERR_SOCKET' && cause ? cause : code;
+}
+
+/** Maps whatever a transport call threw to the failure the core classifies. */
+export function toUpstreamFailure(err: unknown, signal?: AbortSignal): UpstreamFailure {
+  if (err instanceof UpstreamFailure) return err;
+  if (signal?.aborted) return abortFailure(signal.reason);
+  if (isTimeoutReason(err)) return new UpstreamFailure({ kind: 'timeout' });
+  const code = errorCode(err);
+  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return new UpstreamFailure({ kind: 'timeout' });
+  const message = isRecord(err) && typeof err.message === 'string' ? err.message : undefined;
+  return new UpstreamFailure({ kind: 'connection', ...(code ? { code } : {}), ...(message ? { message } : {}) });
+}
+
+/** The upstream's own error text: OpenAI and Anthropic `{error:{message}}`, `{message}`, `{detail}`, or short plain text. */
+export function upstreamErrorMessage(text: string): string | undefined {
+  const trimmed = text.trim();
+  if (!trimmed) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(trimmed);
+  } catch {
+    if (trimmed.startsWith('<')) return undefined;
+    // a JSON body cut at the cap: its message is still the useful part
+    const cut = trimmed.startsWith('{') ? /"message"\s*:\s*"((?:[^"\\]|\\.)*)/.exec(trimmed) : null;
+    return (cut ? cut[1] : trimmed).slice(0, MAX_MESSAGE_CHARS);
+  }
+  if (!isRecord(parsed)) return undefined;
+  const { error } = parsed;
+  const message = isRecord(error) ? error.message : (error ?? parsed.message ?? parsed.detail);
+  return typeof message === 'string' && message ? message.slice(0, MAX_MESSAGE_CHARS) : undefined;
+}
+
+/** Reads at most `cap` bytes; a longer body is destroyed (its socket is not worth keeping). */
+export async function readCapped(body: AsyncIterable<Buffer>, cap: number): Promise<string> {
+  const parts: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    parts.push(chunk);
+    size += chunk.length;
+    if (size >= cap) break;
+  }
+  return Buffer.concat(parts).subarray(0, cap).toString('utf8');
+}
+
+export function parseJsonBody(text: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new UpstreamFailure({ kind: 'provider_error', code: 'invalid_response', message: 'upstream sent invalid JSON' });
+  }
+  if (!isRecord(parsed)) throw new UpstreamFailure({ kind: 'provider_error', code: 'invalid_response', message: 'upstream sent a non-object JSON' });
+  return parsed;
+}
+
+/** One keep-alive pool per provider origin; every call goes through `request`. */
+export class UpstreamClient {
+  private readonly pool: Pool;
+  private readonly prefix: string;
+
+  constructor(baseUrl: string, options: UpstreamClientOptions = {}) {
+    const url = new URL(baseUrl);
+    this.prefix = url.pathname.replace(/\/+$/, '');
+    this.pool = new Pool(url.origin, {
+      connections: options.connections ?? DEFAULT_UPSTREAM_CONNECTIONS,
+      ...(options.keepAliveTimeoutMs ? { keepAliveTimeout: options.keepAliveTimeoutMs } : {}),
+    });
+  }
+
+  /** Resolves with a 2xx response (body unread); throws UpstreamFailure for transport faults and other statuses. */
+  async request(call: UpstreamCall): Promise<UpstreamResponse> {
+    let response: UpstreamResponse;
+    try {
+      response = await this.pool.request({
+        method: call.method,
+        path: this.prefix + call.path,
+        headers: call.headers,
+        body: call.body,
+        signal: call.signal,
+      });
+    } catch (err) {
+      throw toUpstreamFailure(err, call.signal);
+    }
+    if (response.statusCode >= 200 && response.statusCode < 300) return response;
+    const text = await readCapped(response.body, ERROR_BODY_CAP).catch(() => '');
+    const message = upstreamErrorMessage(text);
+    throw new UpstreamFailure({ kind: 'http', status: response.statusCode, ...(message ? { message } : {}) });
+  }
+
+  /** A 2xx JSON object, read whole. */
+  async json(call: UpstreamCall): Promise<Record<string, unknown>> {
+    const response = await this.request(call);
+    let text: string;
+    try {
+      text = await response.body.text();
+    } catch (err) {
+      throw toUpstreamFailure(err, call.signal);
+    }
+    return parseJsonBody(text);
+  }
+
+  /** A 2xx whose body does not matter (probes); the body is drained so the socket is reused. */
+  async check(call: UpstreamCall): Promise<void> {
+    const response = await this.request(call);
+    try {
+      await response.body.dump({ limit: DRAIN_LIMIT });
+    } catch (err) {
+      throw toUpstreamFailure(err, call.signal);
+    }
+  }
+
+  /** Lets in-flight calls finish for `graceMs`, then cuts them. */
+  async close(graceMs = 5000): Promise<void> {
+    if (this.pool.destroyed) return;
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<'late'>((resolve) => (timer = setTimeout(resolve, graceMs, 'late')));
+    const outcome = await Promise.race([this.pool.close().then(() => 'closed' as const), grace]);
+    clearTimeout(timer);
+    if (outcome === 'late') await this.pool.destroy();
+  }
+}
+
+export interface SseEvent {
+  event: string;
+  data: string;
+}
+
+/**
+ * Server-sent events from a byte stream: events split across chunks, CRLF / CR / LF line ends,
+ * `:` comments, multi-line `data:` joined by `\n`. An unterminated last line is dropped (truncated).
+ */
+export async function* sseEvents(source: AsyncIterable<Uint8Array | string>): AsyncGenerator<SseEvent> {
+  const decoder = new TextDecoder();
+  const lineEnd = /\r\n|\r|\n/g;
+  // the unterminated line so far, in pieces: only new text is scanned, so a long line costs O(n), not O(n²)
+  let partial: string[] = [];
+  let skipLeadingLf = false;
+  let event = '';
+  let data: string[] = [];
+  for await (const chunk of source) {
+    let text = typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true });
+    if (skipLeadingLf && text.length > 0) {
+      if (text.startsWith('\n')) text = text.slice(1);
+      skipLeadingLf = false;
+    }
+    let start = 0;
+    lineEnd.lastIndex = 0;
+    for (let match = lineEnd.exec(text); match; match = lineEnd.exec(text)) {
+      const piece = text.slice(start, match.index);
+      const line = partial.length > 0 ? partial.join('') + piece : piece;
+      partial = [];
+      start = lineEnd.lastIndex;
+      // a CR ending this chunk may be the first half of a CRLF split across chunks
+      if (match[0] === '\r' && start === text.length) skipLeadingLf = true;
+      if (line === '') {
+        if (data.length > 0) yield { event: event || 'message', data: data.join('\n') };
+        event = '';
+        data = [];
+        continue;
+      }
+      if (line.startsWith(':')) continue;
+      const colon = line.indexOf(':');
+      const field = colon < 0 ? line : line.slice(0, colon);
+      let value = colon < 0 ? '' : line.slice(colon + 1);
+      if (value.startsWith(' ')) value = value.slice(1);
+      if (field === 'data') data.push(value);
+      else if (field === 'event') event = value;
+    }
+    if (start < text.length) partial.push(text.slice(start));
+  }
+  // complete lines of an event the server never closed with a blank line still count (lenient servers)
+  if (data.length > 0) yield { event: event || 'message', data: data.join('\n') };
+}
+
+/** What a stream translator makes of one SSE event: a chunk to yield, nothing, or the end marker. */
+export type StreamStep<T> = T | undefined | 'end';
+
+/**
+ * Relays an SSE body as translated chunks. Ends at the translator's end marker (the rest of the
+ * body is drained for reuse); an early exit destroys the body, closing the upstream socket; a
+ * body that ends before the marker, or breaks, throws UpstreamFailure.
+ */
+export async function* relaySse<T>(
+  body: UpstreamBody,
+  signal: AbortSignal,
+  translate: (event: SseEvent) => StreamStep<T>,
+): AsyncGenerator<T> {
+  let complete = false;
+  // our finally decides between draining and destroying, so the iterator must not destroy on return
+  const source: AsyncIterable<Buffer> = { [Symbol.asyncIterator]: () => body.iterator({ destroyOnReturn: false }) };
+  try {
+    for await (const event of sseEvents(source)) {
+      const step = translate(event);
+      if (step === 'end') {
+        complete = true;
+        return;
+      }
+      if (step !== undefined) yield step;
+    }
+  } catch (err) {
+    throw toUpstreamFailure(err, signal);
+  } finally {
+    if (complete) body.dump({ limit: DRAIN_LIMIT, signal: AbortSignal.timeout(DRAIN_TIMEOUT_MS) }).catch(ignore);
+    else body.on('error', ignore).destroy(); // destroying emits an abort error that nobody else listens to
+  }
+  throw new UpstreamFailure({ kind: 'connection', code: 'STREAM_TRUNCATED', message: 'upstream stream ended before its end marker' });
+}

@@ -1,0 +1,218 @@
+import { Injectable } from '@nestjs/common';
+import { Readable } from 'node:stream';
+import type { ResolvedProvider } from '../../config/gateway-config';
+import { parseFirstMp3Frame } from '../../speech/audio/parse';
+import { outputShape } from '../../speech/audio/transcoder';
+import { AdapterFactory, AudioStream, CallContext, ProviderAdapter, SpeechCall, UpstreamFailure, VoiceInfo } from '../provider-adapter';
+import {
+  isRecord,
+  parseJsonBody,
+  relaySse,
+  requireBaseUrl,
+  SseEvent,
+  StreamStep,
+  toUpstreamFailure,
+  UpstreamBody,
+  UpstreamClient,
+  UpstreamClientOptions,
+  UpstreamResponse,
+} from './http';
+
+/**
+ * MiniMax system voices (T2A v2 reference, platform.minimax.io / platform.minimaxi.com "T2A V2" voice_id list,
+ * plus ids shown by `POST /v1/get_voice`); the live list is longer and served by get_voice.
+ */
+const SYSTEM_VOICES: ReadonlyArray<readonly [id: string, name: string, language: string]> = [
+  ['male-qn-qingse', 'Qingse (young man)', 'zh'],
+  ['male-qn-jingying', 'Jingying (elite young man)', 'zh'],
+  ['male-qn-badao', 'Badao (domineering young man)', 'zh'],
+  ['male-qn-daxuesheng', 'Daxuesheng (college student)', 'zh'],
+  ['female-shaonv', 'Shaonv (girl)', 'zh'],
+  ['female-yujie', 'Yujie (mature woman)', 'zh'],
+  ['female-chengshu', 'Chengshu (mature woman)', 'zh'],
+  ['female-tianmei', 'Tianmei (sweet woman)', 'zh'],
+  ['presenter_male', 'Male presenter', 'zh'],
+  ['presenter_female', 'Female presenter', 'zh'],
+  ['audiobook_male_1', 'Male audiobook 1', 'zh'],
+  ['audiobook_male_2', 'Male audiobook 2', 'zh'],
+  ['audiobook_female_1', 'Female audiobook 1', 'zh'],
+  ['audiobook_female_2', 'Female audiobook 2', 'zh'],
+  ['clever_boy', 'Clever boy', 'zh'],
+  ['cute_boy', 'Cute boy', 'zh'],
+  ['lovely_girl', 'Lovely girl', 'zh'],
+  ['Chinese (Mandarin)_Reliable_Executive', 'Steady Executive', 'zh'],
+  ['Chinese (Mandarin)_News_Anchor', 'News Anchor (Female)', 'zh'],
+  ['Santa_Claus', 'Santa Claus', 'en'],
+  ['Grinch', 'Grinch', 'en'],
+  ['Rudolph', 'Rudolph', 'en'],
+  ['Arnold', 'Arnold', 'en'],
+  ['Charming_Santa', 'Charming Santa', 'en'],
+  ['Charming_Lady', 'Charming Lady', 'en'],
+  ['Sweet_Girl', 'Sweet Girl', 'en'],
+  ['Cute_Elf', 'Cute Elf', 'en'],
+  ['Attractive_Girl', 'Attractive Girl', 'en'],
+  ['Serene_Woman', 'Serene Woman', 'en'],
+  ['English_Graceful_Lady', 'Graceful Lady', 'en'],
+  ['English_Insightful_Speaker', 'Insightful Speaker', 'en'],
+  ['English_radiant_girl', 'Radiant Girl', 'en'],
+  ['English_Persuasive_Man', 'Persuasive Man', 'en'],
+  ['English_expressive_narrator', 'Expressive Narrator', 'en'],
+];
+const SYSTEM_VOICE_IDS = new Set(SYSTEM_VOICES.map(([id]) => id));
+/** MiniMax's rule for cloned/designed voice ids: 8..256 chars, a letter first, letters/digits/-/_, not ending in - or _. */
+const CUSTOM_VOICE_ID = /^[A-Za-z][A-Za-z0-9_-]{6,254}[A-Za-z0-9]$/;
+
+/** MiniMax answers HTTP 200 even for failures; `base_resp.status_code` (e.g. 1004 auth, 1002 rate limit) says so. */
+function throwOnBaseResp(reply: Record<string, unknown>): void {
+  const base = reply.base_resp;
+  if (!isRecord(base) || base.status_code === 0 || base.status_code === undefined) return;
+  const code = typeof base.status_code === 'number' || typeof base.status_code === 'string' ? base.status_code : 'unknown';
+  const message = typeof base.status_msg === 'string' && base.status_msg ? base.status_msg : undefined;
+  throw new UpstreamFailure({ kind: 'provider_error', code, ...(message ? { message } : {}) });
+}
+
+function hexAudio(value: unknown): Buffer | undefined {
+  if (typeof value !== 'string' || value === '') return undefined;
+  const bytes = Buffer.from(value, 'hex');
+  if (bytes.length * 2 !== value.length) throw new UpstreamFailure({ kind: 'provider_error', code: 'invalid_response', message: 'MiniMax sent audio that is not hex' });
+  return bytes;
+}
+
+const noAudio = (): UpstreamFailure => new UpstreamFailure({ kind: 'provider_error', code: 'no_audio', message: 'MiniMax finished without audio' });
+
+/** The whole clip from a non-streaming reply (`data.audio`, hex). */
+function replyAudio(reply: Record<string, unknown>): Buffer {
+  throwOnBaseResp(reply);
+  const audio = hexAudio(isRecord(reply.data) ? reply.data.audio : undefined);
+  if (!audio) throw noAudio();
+  return audio;
+}
+
+/**
+ * Stream events: `status` 1 carries a hex chunk; `status` 2 (with `extra_info`) ends the stream and, unless
+ * `exclude_aggregated_audio` took effect, repeats the whole clip, which is only used when no chunk came before.
+ */
+async function* streamedAudio(body: UpstreamBody, signal: AbortSignal): AsyncGenerator<Buffer> {
+  let emitted = false;
+  let wholeClip: Buffer | undefined;
+  const translate = (event: SseEvent): StreamStep<Buffer> => {
+    const reply = parseJsonBody(event.data);
+    throwOnBaseResp(reply);
+    const data = isRecord(reply.data) ? reply.data : {};
+    if (data.status === 2 || isRecord(reply.extra_info)) {
+      if (!emitted) wholeClip = hexAudio(data.audio);
+      return 'end';
+    }
+    const audio = hexAudio(data.audio);
+    if (audio) emitted = true;
+    return audio;
+  };
+  yield* relaySse(body, signal, translate);
+  if (wholeClip) yield wholeClip;
+  else if (!emitted) throw noAudio();
+}
+
+/** A one-chunk stream: the whole clip of a non-streaming reply. */
+const once = (chunk: Buffer): AsyncIterable<Buffer> => Readable.from([chunk]);
+
+/** Replays the chunk already read, then the rest. */
+async function* startingWith(first: Buffer, rest: AsyncIterator<Buffer>): AsyncGenerator<Buffer> {
+  try {
+    yield first;
+    for (let next = await rest.next(); !next.done; next = await rest.next()) yield next.value;
+  } finally {
+    await rest.return?.();
+  }
+}
+
+/** MiniMax T2A v2: the formats it makes natively (mp3, pcm, flac streamed; wav only whole) pass through as sent. */
+export class MiniMaxAdapter implements ProviderAdapter {
+  readonly kind = 'minimax' as const;
+  private readonly http: UpstreamClient;
+  private readonly headers: Record<string, string>;
+  /** The older accounts' GroupId rides on every call as a query parameter. */
+  private readonly query: string;
+
+  constructor(
+    readonly provider: ResolvedProvider,
+    options: UpstreamClientOptions = {},
+  ) {
+    this.http = new UpstreamClient(requireBaseUrl(provider), options);
+    this.headers = { 'content-type': 'application/json', ...(provider.apiKey ? { authorization: `Bearer ${provider.apiKey}` } : {}) };
+    this.query = provider.groupId ? `?GroupId=${encodeURIComponent(provider.groupId)}` : '';
+  }
+
+  async speech(call: SpeechCall, ctx: CallContext): Promise<AudioStream> {
+    const { output } = call;
+    const stream = output.format !== 'wav';
+    const body = JSON.stringify({
+      model: ctx.model,
+      text: call.text,
+      stream,
+      // the final event would otherwise repeat the whole clip: double the bytes for nothing
+      ...(stream ? { stream_options: { exclude_aggregated_audio: true } } : {}),
+      voice_setting: { voice_id: call.voiceId, speed: call.speed, vol: call.vol, pitch: call.pitch },
+      audio_setting: { sample_rate: output.sampleRate, bitrate: output.bitrate, format: output.format, channel: output.channels },
+    });
+    const { contentType } = outputShape(output);
+    const response = await this.http.request({ method: 'POST', path: `/t2a_v2${this.query}`, headers: this.headers, body, signal: ctx.signal });
+    // errors come back as a JSON object even when a stream was asked for
+    if (!stream || isJson(response)) return { contentType, chunks: once(replyAudio(await readReply(response, ctx.signal))) };
+    const chunks = streamedAudio(response.body, ctx.signal);
+    // the first audio decides the attempt: a base_resp error before it fails the call, not the stream
+    const first = await chunks.next();
+    if (first.done) throw noAudio();
+    const bitrate = output.format === 'mp3' ? mp3BitrateOf(first.value) : undefined;
+    return { contentType, ...(bitrate && bitrate !== output.bitrate ? { bitrate } : {}), chunks: startingWith(first.value, chunks) };
+  }
+
+  voices(): Promise<VoiceInfo[]> {
+    return Promise.resolve(SYSTEM_VOICES.map(([id, name, language]) => ({ id, name, languages: [language] })));
+  }
+
+  /** System ids, and any well-formed custom id: cloned and designed voices live upstream, per account. */
+  acceptsVoice(voiceId: string): Promise<boolean> {
+    return Promise.resolve(SYSTEM_VOICE_IDS.has(voiceId) || CUSTOM_VOICE_ID.test(voiceId));
+  }
+
+  /** Listing the system voices is free (nothing is synthesised) and checks the key: a bad one is base_resp 1004. */
+  async probe(signal: AbortSignal): Promise<void> {
+    const body = JSON.stringify({ voice_type: 'system' });
+    throwOnBaseResp(await this.http.json({ method: 'POST', path: `/get_voice${this.query}`, headers: this.headers, body, signal }));
+  }
+
+  close(): Promise<void> {
+    return this.http.close();
+  }
+}
+
+/** MiniMax may encode at another bitrate than asked (e.g. 256 kbps is beyond MPEG-2 rates): the first frame says. */
+function mp3BitrateOf(first: Buffer): number | undefined {
+  try {
+    return parseFirstMp3Frame(first).bitrate;
+  } catch {
+    return undefined; // the first chunk held no whole frame: the request's bitrate stands
+  }
+}
+
+function isJson(response: UpstreamResponse): boolean {
+  const type = response.headers['content-type'];
+  return typeof type === 'string' && type.includes('application/json');
+}
+
+async function readReply(response: UpstreamResponse, signal: AbortSignal): Promise<Record<string, unknown>> {
+  try {
+    return parseJsonBody(await response.body.text());
+  } catch (err) {
+    throw toUpstreamFailure(err, signal);
+  }
+}
+
+@Injectable()
+export class MiniMaxAdapterFactory implements AdapterFactory {
+  readonly kind = 'minimax' as const;
+
+  create(provider: ResolvedProvider): MiniMaxAdapter {
+    return new MiniMaxAdapter(provider);
+  }
+}

@@ -1,0 +1,136 @@
+import { Injectable } from '@nestjs/common';
+import type { ResolvedProvider } from '../../config/gateway-config';
+import { outputShape, transcodeStream } from '../../speech/audio/transcoder';
+import {
+  AdapterFactory,
+  AudioStream,
+  CallContext,
+  ChatChunk,
+  ChatCompletion,
+  ChatRequest,
+  ProviderAdapter,
+  SpeechCall,
+  UpstreamFailure,
+  VoiceInfo,
+} from '../provider-adapter';
+import {
+  isRecord,
+  parseJsonBody,
+  relaySse,
+  requireBaseUrl,
+  SseEvent,
+  StreamStep,
+  toUpstreamFailure,
+  UpstreamBody,
+  UpstreamClient,
+  UpstreamClientOptions,
+} from './http';
+
+/** OpenAI's `pcm` response format: 24 kHz, 16-bit signed little-endian, mono, no header. */
+export const OPENAI_PCM = { sampleRate: 24000, channels: 1 } as const;
+/** OpenAI's built-in TTS voices ("optimized for English", per OpenAI's text-to-speech guide). */
+export const OPENAI_VOICES = ['alloy', 'ash', 'ballad', 'coral', 'echo', 'fable', 'onyx', 'nova', 'sage', 'shimmer', 'verse'] as const;
+const OPENAI_VOICE_IDS: ReadonlySet<string> = new Set(OPENAI_VOICES);
+
+const ignore = (): void => undefined;
+
+/** An audio body as it arrives: a fault mid-way becomes an UpstreamFailure, an early exit closes the upstream socket. */
+export async function* relayBody(body: UpstreamBody, signal: AbortSignal): AsyncGenerator<Buffer> {
+  let complete = false;
+  try {
+    for await (const chunk of body) yield chunk as Buffer;
+    complete = true;
+  } catch (err) {
+    throw toUpstreamFailure(err, signal);
+  } finally {
+    if (!complete) body.on('error', ignore).destroy(); // destroying emits an abort error nobody else listens to
+  }
+}
+
+/** A chunk stream's `data: {"error": {...}}` (vLLM, LiteLLM, OpenRouter do this mid-stream). */
+function streamError(chunk: Record<string, unknown>): UpstreamFailure | undefined {
+  const { error } = chunk;
+  if (!isRecord(error)) return undefined;
+  const code = typeof error.code === 'string' || typeof error.code === 'number' ? error.code : typeof error.type === 'string' ? error.type : 'stream_error';
+  const message = typeof error.message === 'string' ? error.message : undefined;
+  return new UpstreamFailure({ kind: 'provider_error', code, ...(message ? { message } : {}) });
+}
+
+function translateOpenAiEvent(event: SseEvent): StreamStep<ChatChunk> {
+  if (event.data === '[DONE]') return 'end';
+  const chunk = parseJsonBody(event.data);
+  const failure = streamError(chunk);
+  if (failure) throw failure;
+  return chunk;
+}
+
+/** Any OpenAI-compatible chat and TTS endpoint: chat requests go through as is, with the step's model. */
+export class OpenAiAdapter implements ProviderAdapter {
+  readonly kind = 'openai' as const;
+  private readonly http: UpstreamClient;
+  private readonly headers: Record<string, string>;
+  private readonly probeHeaders: Record<string, string>;
+  /** api.openai.com itself, whose voice list is known. */
+  private readonly official: boolean;
+
+  constructor(
+    readonly provider: ResolvedProvider,
+    options: UpstreamClientOptions = {},
+  ) {
+    this.http = new UpstreamClient(requireBaseUrl(provider), options);
+    this.official = new URL(requireBaseUrl(provider)).hostname === 'api.openai.com';
+    // built once: undici takes the same object on every call
+    this.probeHeaders = provider.apiKey ? { authorization: `Bearer ${provider.apiKey}` } : {};
+    this.headers = { ...this.probeHeaders, 'content-type': 'application/json' };
+  }
+
+  chat(request: ChatRequest, ctx: CallContext): Promise<ChatCompletion> {
+    // stream_options is refused by OpenAI on a non-streaming call
+    const { stream: _stream, stream_options: _streamOptions, ...rest } = request;
+    const body = JSON.stringify({ ...rest, model: ctx.model });
+    return this.http.json({ method: 'POST', path: '/chat/completions', headers: this.headers, body, signal: ctx.signal });
+  }
+
+  async chatStream(request: ChatRequest, ctx: CallContext): Promise<AsyncIterable<ChatChunk>> {
+    const body = JSON.stringify({ ...request, model: ctx.model, stream: true });
+    const response = await this.http.request({ method: 'POST', path: '/chat/completions', headers: this.headers, body, signal: ctx.signal });
+    return relaySse(response.body, ctx.signal, translateOpenAiEvent);
+  }
+
+  /**
+   * Asks for `pcm`, the one format whose rate and channels OpenAI pins down, and makes the requested format here,
+   * so rate and channels are exactly as asked. `vol` becomes a gain here; `pitch` has no OpenAI equivalent and is ignored.
+   */
+  async speech(call: SpeechCall, ctx: CallContext): Promise<AudioStream> {
+    // speed is only sent when it changes something: some compatible servers and models reject the field
+    const body = JSON.stringify({ model: ctx.model, input: call.text, voice: call.voiceId, response_format: 'pcm', ...(call.speed !== 1 ? { speed: call.speed } : {}) });
+    const response = await this.http.request({ method: 'POST', path: '/audio/speech', headers: this.headers, body, signal: ctx.signal });
+    return { ...outputShape(call.output), chunks: transcodeStream(relayBody(response.body, ctx.signal), OPENAI_PCM, call.output, { gain: call.vol }) };
+  }
+
+  voices(): Promise<VoiceInfo[]> {
+    return Promise.resolve(OPENAI_VOICES.map((id) => ({ id, name: id[0].toUpperCase() + id.slice(1), languages: ['en'] })));
+  }
+
+  /** OpenAI itself has a fixed set; other OpenAI-compatible servers bring their own voices, so any id is theirs to judge. */
+  acceptsVoice(voiceId: string): Promise<boolean> {
+    return Promise.resolve(OPENAI_VOICE_IDS.has(voiceId) || (!this.official && voiceId.length > 0));
+  }
+
+  probe(signal: AbortSignal): Promise<void> {
+    return this.http.check({ method: 'GET', path: '/models', headers: this.probeHeaders, signal });
+  }
+
+  close(): Promise<void> {
+    return this.http.close();
+  }
+}
+
+@Injectable()
+export class OpenAiAdapterFactory implements AdapterFactory {
+  readonly kind = 'openai' as const;
+
+  create(provider: ResolvedProvider): OpenAiAdapter {
+    return new OpenAiAdapter(provider);
+  }
+}

@@ -1,0 +1,130 @@
+import { Capability } from '../config/provider-kinds';
+import { ChainStepDto } from '../keys/dto/chain-step.dto';
+
+export const DEFAULT_TIMEOUT_MS = 30000;
+
+/** One step a request may try, in the order it will try them. */
+export interface PlannedStep {
+  /** Position in the key's chain (the usage cap counts per chain position). */
+  chainIndex: number;
+  /** 0 for the entry step, 1.. for the fallbacks (the `x-svc-fallback-level` value). */
+  level: number;
+  provider: string;
+  model: string;
+  timeoutMs: number;
+  step: ChainStepDto;
+}
+
+/** What `planRoute` needs to know about a provider; `ResolvedProvider` satisfies it. */
+export interface ProviderFacts {
+  capabilities: Capability[];
+  timeoutMs: number | null;
+}
+
+/** Entry step, then the later steps with the capability; null means 400 model_not_supported. */
+export function planRoute(
+  chain: ChainStepDto[],
+  requestedModel: string,
+  capability: Capability,
+  providerOf: (name: string) => ProviderFacts | undefined,
+  defaultTimeoutMs = DEFAULT_TIMEOUT_MS,
+): PlannedStep[] | null {
+  const serves = (step: ChainStepDto): ProviderFacts | undefined => {
+    const provider = providerOf(step.provider);
+    return provider?.capabilities.includes(capability) ? provider : undefined;
+  };
+  const entryIndex = chain.findIndex((step) => step.model === requestedModel && serves(step) !== undefined);
+  if (entryIndex < 0) return null;
+
+  const planned: PlannedStep[] = [];
+  for (let chainIndex = entryIndex; chainIndex < chain.length; chainIndex++) {
+    const step = chain[chainIndex];
+    const provider = serves(step);
+    if (!provider) continue;
+    planned.push({
+      chainIndex,
+      level: planned.length,
+      provider: step.provider,
+      model: step.model,
+      timeoutMs: step.timeout_ms ?? provider.timeoutMs ?? defaultTimeoutMs,
+      step,
+    });
+  }
+  return planned;
+}
+
+/** How one upstream attempt ended, as an adapter reports it. */
+export type UpstreamOutcome =
+  | { kind: 'ok' }
+  | { kind: 'http'; status: number; message?: string }
+  | { kind: 'timeout' }
+  | { kind: 'connection'; code?: string; message?: string }
+  | { kind: 'provider_error'; code: string | number; message?: string };
+
+/** success: answer the client; next: try the next step; client_error: relay the upstream's refusal. */
+export type Verdict = 'success' | 'next' | 'client_error';
+
+export interface Classification {
+  verdict: Verdict;
+  /** Whether the attempt counts as a consecutive failure for the provider's circuit breaker. */
+  breakerFailure: boolean;
+  /** Short, header-safe text for the failover alert, e.g. `HTTP 503`. */
+  reason: string;
+}
+
+/** Statuses that mean the client's request is at fault: another provider would refuse it too. */
+export const CLIENT_FAULT_STATUSES: ReadonlySet<number> = new Set([400, 404, 413, 415, 422]);
+
+const CONNECTION_ERRORS: ReadonlyMap<string, string> = new Map([
+  ['ECONNREFUSED', 'connection refused'],
+  ['ECONNRESET', 'connection reset'],
+  ['ENOTFOUND', 'host not found'],
+  ['EAI_AGAIN', 'DNS lookup failed'],
+  ['ETIMEDOUT', 'connection timed out'],
+  ['EHOSTUNREACH', 'host unreachable'],
+  ['ENETUNREACH', 'network unreachable'],
+  ['EPIPE', 'connection closed'],
+  ['UND_ERR_SOCKET', 'connection closed'],
+  ['UND_ERR_CONNECT_TIMEOUT', 'connection timed out'],
+]);
+
+const MAX_DETAIL_CHARS = 120;
+
+/** The reason ends up in a response header, where Node refuses non-Latin-1 and control characters. */
+function headerSafe(text: string): string {
+  const flat = text.replace(/\s+/g, ' ').replace(/[^\x20-\x7e]/g, '?').trim();
+  return flat.length > MAX_DETAIL_CHARS ? `${flat.slice(0, MAX_DETAIL_CHARS - 3)}...` : flat;
+}
+
+function describeConnection(code: string | undefined, message: string | undefined): string {
+  const known = code ? CONNECTION_ERRORS.get(code) : undefined;
+  if (known) return `${known} (${code})`;
+  if (code) return `connection error (${headerSafe(code)})`;
+  return message ? `connection error: ${headerSafe(message)}` : 'connection error';
+}
+
+export function classify(outcome: UpstreamOutcome): Classification {
+  switch (outcome.kind) {
+    case 'ok':
+      return { verdict: 'success', breakerFailure: false, reason: 'ok' };
+    case 'timeout':
+      return { verdict: 'next', breakerFailure: true, reason: 'timeout' };
+    case 'connection':
+      return { verdict: 'next', breakerFailure: true, reason: describeConnection(outcome.code, outcome.message) };
+    case 'provider_error': {
+      const detail = outcome.message ? `: ${headerSafe(outcome.message)}` : '';
+      return { verdict: 'next', breakerFailure: true, reason: `provider error ${headerSafe(String(outcome.code))}${detail}` };
+    }
+    case 'http': {
+      const reason = `HTTP ${outcome.status}`;
+      if (CLIENT_FAULT_STATUSES.has(outcome.status)) return { verdict: 'client_error', breakerFailure: false, reason };
+      // 401/403/402 blame the provider's own account; a 1xx-3xx reported as a failure is a broken upstream
+      return { verdict: 'next', breakerFailure: true, reason };
+    }
+  }
+}
+
+/** The `message` of the failover alert header and webhook. */
+export function alertMessage(exhausted: string, reason: string, active: string, level: number): string {
+  return `${exhausted} failed (${reason}); served by ${active} at level ${level}`;
+}

@@ -1,0 +1,52 @@
+import { alertMessage } from './chain';
+
+/** Who served a request, and what failed before it. */
+export interface ServedBy {
+  provider: string;
+  model: string;
+  level: number;
+  /** The last step that failed (or was skipped) before the serving one; null when the entry step served. */
+  exhausted: { provider: string; reason: string } | null;
+}
+
+export interface FallbackAlert {
+  message: string;
+  exhausted_provider: string;
+  active_provider: string | null;
+  fallback_level: number;
+}
+
+export const alertFor = (served: ServedBy): FallbackAlert | null =>
+  served.exhausted
+    ? {
+        message: alertMessage(served.exhausted.provider, served.exhausted.reason, served.provider, served.level),
+        exhausted_provider: served.exhausted.provider,
+        active_provider: served.provider,
+        fallback_level: served.level,
+      }
+    : null;
+
+/** The x-svc-* headers of a served (or upstream-rejected) request (interface §6.3). */
+export function servedHeaders(served: ServedBy): Record<string, string> {
+  const headers: Record<string, string> = {
+    'x-svc-provider-used': served.provider,
+    'x-svc-is-fallback': String(served.level > 0),
+    'x-svc-fallback-level': String(served.level),
+  };
+  const alert = alertFor(served);
+  if (alert) headers['x-svc-fallback-alert'] = JSON.stringify(alert);
+  return headers;
+}
+
+/** When no step served: the alert names the last failure and no active provider. */
+export function exhaustedHeaders(failures: Array<{ provider: string; reason: string; level: number }>): Record<string, string> {
+  const last = failures[failures.length - 1];
+  if (!last) return {};
+  const alert: FallbackAlert = {
+    message: `all providers failed: ${failures.map((f) => `${f.provider} (${f.reason})`).join(', ')}`,
+    exhausted_provider: last.provider,
+    active_provider: null,
+    fallback_level: last.level,
+  };
+  return { 'x-svc-fallback-alert': JSON.stringify(alert) };
+}

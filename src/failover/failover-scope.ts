@@ -1,0 +1,56 @@
+import type { Response } from 'express';
+import type { Capability } from '../config/provider-kinds';
+import type { AuthenticatedKey } from '../keys/key-directory';
+import type { AttemptRecord } from '../usage/usage-record.entity';
+import type { TokenUsage } from './provider-adapter';
+import { ServedBy, servedHeaders } from './failover-headers';
+
+export interface ScopeResult {
+  status: number;
+  usage?: TokenUsage | null;
+  characters?: number | null;
+}
+
+/**
+ * One proxied request as the failover core sees it: the key, the attempts made, who served, and
+ * a signal that fires when the client goes away (which cancels the upstream call).
+ */
+export class FailoverScope {
+  readonly startedAt = Date.now();
+  readonly attempts: AttemptRecord[] = [];
+  served: ServedBy | null = null;
+  requestedModel = '';
+  /** Set by routes that write their own (streamed) body: they finish the scope when the stream ends. */
+  streaming = false;
+  private finished = false;
+  private readonly clientGone = new AbortController();
+
+  constructor(
+    readonly requestId: string,
+    readonly key: AuthenticatedKey,
+    readonly capability: Capability,
+    private readonly onFinish: (scope: FailoverScope, result: ScopeResult) => void,
+  ) {}
+
+  get signal(): AbortSignal {
+    return this.clientGone.signal;
+  }
+
+  /** The client disconnected before the response ended. */
+  abort(): void {
+    this.clientGone.abort(new Error('client disconnected'));
+  }
+
+  /** Writes the x-svc-* headers of the serving step (before the first byte of a stream). */
+  applyHeaders(res: Response): void {
+    if (!this.served || res.headersSent) return;
+    for (const [name, value] of Object.entries(servedHeaders(this.served))) res.setHeader(name, value);
+  }
+
+  /** Records the request's usage once, whatever path it ended on. */
+  finish(result: ScopeResult): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.onFinish(this, result);
+  }
+}

@@ -1,0 +1,195 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { DomainError } from '../common/errors/domain-error';
+import { GatewayConfig } from '../config/gateway-config';
+import type { Capability } from '../config/provider-kinds';
+import type { AuthenticatedKey } from '../keys/key-directory';
+import { UsageWriter } from '../usage/usage.writer';
+import { AdapterRegistry } from './adapter-registry';
+import { classify, PlannedStep, planRoute } from './chain';
+import { CircuitRegistry } from './circuit-registry';
+import { EventsService } from './events.service';
+import { exhaustedHeaders, servedHeaders } from './failover-headers';
+import { FailoverScope, ScopeResult } from './failover-scope';
+import { CallContext, ProviderAdapter, UpstreamFailure } from './provider-adapter';
+import { UsageCaps } from './usage-caps.service';
+
+/** One attempt on one step; for streams it resolves once the first chunk is in hand. */
+export type Attempt<T> = (adapter: ProviderAdapter, ctx: CallContext, step: PlannedStep) => Promise<T>;
+
+class StepTimeout extends Error {
+  constructor(readonly ms: number) {
+    super(`timeout after ${ms} ms`);
+    this.name = 'TimeoutError';
+  }
+}
+
+const upstreamMessage = (err: UpstreamFailure): string =>
+  (err.outcome.kind === 'http' || err.outcome.kind === 'provider_error' ? err.outcome.message : undefined) ?? err.message;
+
+/**
+ * The failover core, the same for chat, speech, async speech and the speech stream: walk the
+ * key's chain from the entry step of the requested model, skip open circuits and capped steps,
+ * fail over on what decisions §3 says, stop on the client's own errors, and report who served.
+ */
+@Injectable()
+export class FailoverService {
+  private readonly logger = new Logger(FailoverService.name);
+
+  constructor(
+    private readonly gateway: GatewayConfig,
+    private readonly adapters: AdapterRegistry,
+    private readonly circuits: CircuitRegistry,
+    private readonly caps: UsageCaps,
+    private readonly events: EventsService,
+    private readonly usage: UsageWriter,
+  ) {}
+
+  /** A scope for one request; its usage record is written (in a batch) when it finishes. */
+  openScope(requestId: string, key: AuthenticatedKey, capability: Capability): FailoverScope {
+    return new FailoverScope(requestId, key, capability, (scope, result) => this.recordUsage(scope, result));
+  }
+
+  /** The steps a request for `model` would walk; 400 model_not_supported when no step serves it. */
+  plan(key: AuthenticatedKey, model: string, capability: Capability): PlannedStep[] {
+    const planned = planRoute(key.chain, model, capability, (name) => this.gateway.provider(name));
+    if (!planned) {
+      throw new DomainError('model_not_supported', `The model '${model}' is not served by any ${capability} step of this key's chain.`, {
+        param: 'model',
+      });
+    }
+    return planned;
+  }
+
+  async execute<T>(scope: FailoverScope, model: string, attempt: Attempt<T>, planned = this.plan(scope.key, model, scope.capability)): Promise<T> {
+    scope.requestedModel = model;
+    const failures: Array<{ provider: string; reason: string; level: number }> = [];
+    let attempted = 0;
+    for (const step of planned) {
+      const adapter = this.adapters.get(step.provider);
+      const skip = !adapter
+        ? 'no adapter'
+        : !this.circuits.isAvailable(step.provider)
+          ? 'circuit open'
+          : step.step.usage_cap && !this.caps.tryConsume(scope.key.id, step.chainIndex, step.step.usage_cap)
+            ? 'usage cap reached'
+            : null;
+      if (skip || !adapter) {
+        scope.attempts.push({ provider: step.provider, model: step.model, level: step.level, outcome: `skipped: ${skip}`, latency_ms: null });
+        failures.push({ provider: step.provider, reason: skip ?? 'skipped', level: step.level });
+        continue;
+      }
+      attempted += 1;
+      const started = Date.now();
+      try {
+        const value = await this.attemptWithTimeout(scope, adapter, step, attempt);
+        const latency = Date.now() - started;
+        scope.attempts.push({ provider: step.provider, model: step.model, level: step.level, outcome: 'ok', latency_ms: latency });
+        this.circuits.recordSuccess(step.provider);
+        const exhausted = failures[failures.length - 1] ?? null;
+        scope.served = { provider: step.provider, model: step.model, level: step.level, exhausted: exhausted && { provider: exhausted.provider, reason: exhausted.reason } };
+        if (step.level > 0) await this.storeFailoverEvent(scope, latency);
+        return value;
+      } catch (err) {
+        const latency = Date.now() - started;
+        if (scope.signal.aborted) {
+          // the client left: not the provider's fault, and nobody is waiting for another step
+          scope.attempts.push({ provider: step.provider, model: step.model, level: step.level, outcome: 'client disconnected', latency_ms: latency });
+          throw err;
+        }
+        const failure = this.toFailure(err);
+        const verdict = classify(failure.outcome);
+        scope.attempts.push({ provider: step.provider, model: step.model, level: step.level, outcome: verdict.reason, latency_ms: latency });
+        if (verdict.verdict === 'client_error') {
+          const status = failure.outcome.kind === 'http' ? failure.outcome.status : 400;
+          const exhausted = failures[failures.length - 1] ?? null;
+          scope.served = { provider: step.provider, model: step.model, level: step.level, exhausted: exhausted && { provider: exhausted.provider, reason: exhausted.reason } };
+          throw new DomainError('upstream_rejected', `${step.provider} rejected the request: ${upstreamMessage(failure)}`, {
+            status,
+            headers: servedHeaders(scope.served),
+          });
+        }
+        if (verdict.breakerFailure) this.circuits.recordFailure(step.provider);
+        this.logger.warn(`${step.provider} failed for ${scope.requestId} (${verdict.reason}); trying the next step`);
+        failures.push({ provider: step.provider, reason: verdict.reason, level: step.level });
+      }
+    }
+    const headers = exhaustedHeaders(failures);
+    if (attempted === 0) {
+      throw new DomainError('no_provider_available', 'Every provider of this request is unavailable (open circuit or usage cap); retry later.', { headers });
+    }
+    throw new DomainError('all_providers_failed', `Every provider failed: ${failures.map((f) => `${f.provider} (${f.reason})`).join(', ')}.`, {
+      headers,
+    });
+  }
+
+  /** Runs one attempt under the step's timeout; the attempt's signal also fires when the client leaves. */
+  private attemptWithTimeout<T>(scope: FailoverScope, adapter: ProviderAdapter, step: PlannedStep, attempt: Attempt<T>): Promise<T> {
+    const controller = new AbortController();
+    const onClientGone = (): void => controller.abort(scope.signal.reason);
+    scope.signal.addEventListener('abort', onClientGone, { once: true });
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const error = new StepTimeout(step.timeoutMs);
+        controller.abort(error);
+        reject(error);
+      }, step.timeoutMs);
+    });
+    const ctx: CallContext = { model: step.model, signal: controller.signal, requestId: scope.requestId };
+    return Promise.race([attempt(adapter, ctx, step), timeout]).finally(() => clearTimeout(timer));
+  }
+
+  private toFailure(err: unknown): UpstreamFailure {
+    if (err instanceof UpstreamFailure) return err;
+    if (err instanceof StepTimeout) return new UpstreamFailure({ kind: 'timeout' });
+    this.logger.error({ err }, 'adapter threw an unexpected error');
+    return new UpstreamFailure({ kind: 'connection', message: (err as Error).message });
+  }
+
+  /** A stream that broke after its first byte: the provider failed (breaker), the client gets an error event. */
+  streamFailed(scope: FailoverScope, err: unknown): string {
+    const verdict = classify(this.toFailure(err).outcome);
+    const provider = scope.served?.provider;
+    if (provider && verdict.breakerFailure) this.circuits.recordFailure(provider);
+    scope.attempts.push({ provider: provider ?? '', model: scope.served?.model ?? '', level: scope.served?.level ?? 0, outcome: `stream broke: ${verdict.reason}`, latency_ms: Date.now() - scope.startedAt });
+    return verdict.reason;
+  }
+
+  private async storeFailoverEvent(scope: FailoverScope, latencyMs: number): Promise<void> {
+    const served = scope.served;
+    if (!served) return;
+    try {
+      await this.events.recordFailover({
+        keyId: scope.key.id,
+        model: scope.requestedModel,
+        exhaustedProvider: served.exhausted?.provider ?? null,
+        activeProvider: served.provider,
+        fallbackLevel: served.level,
+        latencyMs,
+        requestId: scope.requestId,
+      });
+    } catch (err) {
+      // the request was served; losing its event (database down) must not turn it into an error
+      this.logger.error({ err }, `failover event of ${scope.requestId} could not be stored`);
+    }
+  }
+
+  private recordUsage(scope: FailoverScope, result: ScopeResult): void {
+    this.usage.add({
+      requestId: scope.requestId,
+      keyId: scope.key.id,
+      capability: scope.capability,
+      requestedModel: scope.requestedModel,
+      provider: scope.served?.provider ?? null,
+      model: scope.served?.model ?? null,
+      fallbackLevel: scope.served?.level ?? null,
+      status: result.status,
+      latencyMs: Date.now() - scope.startedAt,
+      attempts: scope.attempts,
+      promptTokens: result.usage?.prompt_tokens ?? null,
+      completionTokens: result.usage?.completion_tokens ?? null,
+      totalTokens: result.usage?.total_tokens ?? null,
+      characters: result.characters ?? null,
+    });
+  }
+}

@@ -1,0 +1,30 @@
+import { Column, CreateDateColumn, Entity, Index, PrimaryColumn } from 'typeorm';
+
+export type GatewayEventType = 'failover' | 'provider_recovered';
+
+/** A stored `failover` or `provider_recovered` event; webhook deliveries are made from these. */
+@Entity({ name: 'gateway_events' })
+@Index('gateway_events_created', ['createdAt'])
+export class GatewayEventEntity {
+  /** `evt_<uuid>`. */
+  @PrimaryColumn({ type: 'text', primaryKeyConstraintName: 'PK_gateway_events' })
+  id!: string;
+
+  @Column({ type: 'text' })
+  type!: GatewayEventType;
+
+  /** The key whose request failed over; null for a recovery (it concerns every key using the provider). */
+  @Column({ name: 'key_id', type: 'text', nullable: true })
+  keyId!: string | null;
+
+  /** The provider the event is about (the serving one for failover, the recovered one). */
+  @Column({ type: 'text' })
+  provider!: string;
+
+  /** The interface's `data` object (§6.4), minus the per-receiver `proxy_key` of recoveries. */
+  @Column({ type: 'jsonb' })
+  data!: Record<string, unknown>;
+
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
+  createdAt!: Date;
+}

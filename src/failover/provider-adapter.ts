@@ -1,0 +1,131 @@
+import type { ResolvedProvider } from '../config/gateway-config';
+import type { ProviderKind } from '../config/provider-kinds';
+import type { UpstreamOutcome } from './chain';
+
+/** How an upstream attempt failed; adapters throw it, the failover core classifies `outcome`. */
+export class UpstreamFailure extends Error {
+  constructor(readonly outcome: Exclude<UpstreamOutcome, { kind: 'ok' }>) {
+    super(outcome.kind === 'http' ? `HTTP ${outcome.status}${outcome.message ? `: ${outcome.message}` : ''}` : outcome.kind);
+    this.name = 'UpstreamFailure';
+  }
+}
+
+/** What one attempt on one chain step gets from the core. */
+export interface CallContext {
+  /** The model this step sends (each fallback step has its own). */
+  model: string;
+  /**
+   * Aborted on the step's timeout (reason named `TimeoutError`: report `{kind:'timeout'}`) or when
+   * the client goes away (the core checks that itself and does not count it against the provider).
+   * For streams the timeout covers only the time to the first chunk.
+   */
+  signal: AbortSignal;
+  requestId: string;
+}
+
+export interface ChatMessage {
+  role: string;
+  content: unknown;
+  [field: string]: unknown;
+}
+
+/** An OpenAI chat completions request; every field is passed through, `model` is replaced per step. */
+export interface ChatRequest {
+  model: string;
+  messages: ChatMessage[];
+  stream?: boolean;
+  [field: string]: unknown;
+}
+
+export interface TokenUsage {
+  prompt_tokens?: number;
+  completion_tokens?: number;
+  total_tokens?: number;
+}
+
+/** An OpenAI `chat.completion` object (without the gateway's `provider` field). */
+export type ChatCompletion = Record<string, unknown> & { usage?: TokenUsage };
+
+/** An OpenAI `chat.completion.chunk` object. */
+export type ChatChunk = Record<string, unknown> & { usage?: TokenUsage | null };
+
+export type SpeechFormat = 'mp3' | 'wav' | 'pcm' | 'flac';
+
+/** The audio a speech call must produce: exactly this format, rate and channel count. */
+export interface SpeechOutput {
+  format: SpeechFormat;
+  sampleRate: number;
+  /** Requested bitrate (mp3); an adapter may report the one it really used. */
+  bitrate: number;
+  channels: number;
+}
+
+/** One synthesis on one provider: the voice is already this provider's own (voice_map applied). */
+export interface SpeechCall {
+  text: string;
+  voiceId: string;
+  /** 0.5..2 */
+  speed: number;
+  /** (0..10] */
+  vol: number;
+  /** -12..12 semitones */
+  pitch: number;
+  output: SpeechOutput;
+}
+
+/** Audio as it arrives: the promise resolves once the upstream accepted the call. */
+export interface AudioStream {
+  contentType: string;
+  /** The mp3 bitrate really used, when it differs from the requested one. */
+  bitrate?: number;
+  /** Encoded bytes in `output`'s format; throws UpstreamFailure on a fault mid-stream. */
+  chunks: AsyncIterable<Buffer>;
+}
+
+export interface VoiceInfo {
+  /** The provider's own voice id. */
+  id: string;
+  name: string;
+  languages: string[];
+}
+
+/**
+ * One configured provider. Adapters translate wire formats only: they report failures as
+ * UpstreamFailure and never decide failover.
+ */
+export interface ProviderAdapter {
+  readonly provider: ResolvedProvider;
+  readonly kind: ProviderKind;
+  /** Non-streaming chat completion. */
+  chat?(request: ChatRequest, ctx: CallContext): Promise<ChatCompletion>;
+  /**
+   * Streaming chat completion. Resolves once the upstream has accepted the request (status and
+   * headers); the chunks then arrive through the iterable, which throws UpstreamFailure on a fault
+   * mid-stream and ends after the upstream's last chunk. Breaking out of the loop (or the signal)
+   * cancels the upstream request.
+   */
+  chatStream?(request: ChatRequest, ctx: CallContext): Promise<AsyncIterable<ChatChunk>>;
+  /**
+   * Text to speech in exactly `call.output`'s format, rate and channels (adapters whose upstream
+   * cannot produce them natively transcode). Bytes flow as the upstream sends them.
+   */
+  speech?(call: SpeechCall, ctx: CallContext): Promise<AudioStream>;
+  /** The voice a fallback step speaks with when the requested one is not its own and no voice_map names one. */
+  readonly defaultVoice?: string;
+  /** The provider's built-in voices (known system voices for upstreams that have no list call). */
+  voices?(): Promise<VoiceInfo[]>;
+  /** True when the provider can speak with `voiceId` (its own id); unknown custom ids may be accepted. */
+  acceptsVoice?(voiceId: string): Promise<boolean>;
+  /** A cheap, never billed liveness call (e.g. GET /models); throws UpstreamFailure when sick. */
+  probe(signal: AbortSignal): Promise<void>;
+  /** Releases connections (undici pools) at shutdown. */
+  close?(): Promise<void>;
+}
+
+/** Makes the adapter of one provider kind. Injectable classes, listed under ADAPTER_FACTORIES. */
+export interface AdapterFactory {
+  readonly kind: ProviderKind;
+  create(provider: ResolvedProvider): ProviderAdapter;
+}
+
+export const ADAPTER_FACTORIES = Symbol('ADAPTER_FACTORIES');

@@ -1,0 +1,24 @@
+import { Controller, Get } from '@nestjs/common';
+import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
+import { CurrentKey } from '../common/auth/auth.decorators';
+import { ApiErrors } from '../common/http/api-errors.decorator';
+import { overallStatus } from '../failover/circuit-breaker';
+import { CircuitRegistry } from '../failover/circuit-registry';
+import type { AuthenticatedKey } from '../keys/key-directory';
+import { ProviderHealthDto } from './dto/provider-health.dto';
+
+@ApiTags('providers')
+@ApiBearerAuth('proxy-key')
+@ApiErrors(401)
+@Controller('v1/providers/health')
+export class ProviderHealthController {
+  constructor(private readonly circuits: CircuitRegistry) {}
+
+  /** Live health of the providers in the bearer key's chain (from memory: no database round trip). */
+  @Get()
+  health(@CurrentKey() key: AuthenticatedKey): ProviderHealthDto {
+    const now = Date.now();
+    const providers = [...new Set(key.chain.map((step) => step.provider))].map((provider) => ({ provider, ...this.circuits.view(provider, now) }));
+    return { overall: overallStatus(providers.map((p) => p.status)), providers };
+  }
+}

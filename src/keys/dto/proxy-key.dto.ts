@@ -1,0 +1,53 @@
+import { Type } from 'class-transformer';
+import { ArrayMaxSize, IsArray, IsOptional, IsString, MaxLength, MinLength, ValidateNested } from 'class-validator';
+import { ChainStepDto } from './chain-step.dto';
+
+export class CreateProxyKeyDto {
+  /** Label of the key (the tenant). */
+  @IsString() @MinLength(1) @MaxLength(256)
+  name!: string;
+
+  /** Ordered failover chain. */
+  @IsArray() @ArrayMaxSize(32) @ValidateNested({ each: true }) @Type(() => ChainStepDto)
+  chain!: ChainStepDto[];
+}
+
+export class UpdateProxyKeyDto {
+  /** New label. */
+  @IsOptional() @IsString() @MinLength(1) @MaxLength(256)
+  name?: string;
+
+  /** New failover chain; takes effect on the next request on every replica. */
+  @IsOptional() @IsArray() @ArrayMaxSize(32) @ValidateNested({ each: true }) @Type(() => ChainStepDto)
+  chain?: ChainStepDto[];
+}
+
+export class ProxyKeyDto {
+  /** `pk_` identifier. */
+  id!: string;
+  object!: 'proxy_key';
+  name!: string;
+  chain!: ChainStepDto[];
+  /** Last four characters of the secret. */
+  secret_hint!: string;
+  /** Unix time in seconds. */
+  created_at!: number;
+  /** Unix time in seconds. */
+  updated_at!: number;
+}
+
+export class CreatedProxyKeyDto extends ProxyKeyDto {
+  /** The bearer secret, shown only in this response. */
+  secret!: string;
+}
+
+export class ProxyKeyListDto {
+  object!: 'list';
+  data!: ProxyKeyDto[];
+}
+
+export class DeletedProxyKeyDto {
+  id!: string;
+  object!: 'proxy_key';
+  deleted!: boolean;
+}

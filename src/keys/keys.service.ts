@@ -1,0 +1,93 @@
+import { Injectable } from '@nestjs/common';
+import { GatewayConfig } from '../config/gateway-config';
+import { DomainError, notFound } from '../common/errors/domain-error';
+import { newId, randomBase62 } from '../common/ids';
+import type { ChainStepDto } from './dto/chain-step.dto';
+import { CreatedProxyKeyDto, DeletedProxyKeyDto, ProxyKeyDto, UpdateProxyKeyDto } from './dto/proxy-key.dto';
+import { hashSecret, KeyDirectory } from './key-directory';
+import { KeysRepository } from './keys.repository';
+import { ProxyKeyEntity } from './proxy-key.entity';
+
+export const newKeySecret = (): string => `sk-svc-${randomBase62(40)}`;
+
+const toSeconds = (date: Date): number => Math.floor(date.getTime() / 1000);
+
+function toDto(row: ProxyKeyEntity): ProxyKeyDto {
+  return {
+    id: row.id,
+    object: 'proxy_key',
+    name: row.name,
+    chain: row.chain,
+    secret_hint: row.secretHint,
+    created_at: toSeconds(row.createdAt),
+    updated_at: toSeconds(row.updatedAt),
+  };
+}
+
+/** Proxy keys (tenants): what the admin API and the CLI manage. */
+@Injectable()
+export class KeysService {
+  constructor(
+    private readonly repository: KeysRepository,
+    private readonly directory: KeyDirectory,
+    private readonly gateway: GatewayConfig,
+  ) {}
+
+  async create(name: string, chain: ChainStepDto[], secret = newKeySecret()): Promise<CreatedProxyKeyDto> {
+    this.assertChain(chain);
+    const row = await this.repository.insert({
+      id: newId('pk'),
+      name,
+      secretHash: hashSecret(secret),
+      secretHint: secret.slice(-4),
+      chain: chain.map(normaliseStep),
+    });
+    await this.directory.changed();
+    return { ...toDto(row), secret };
+  }
+
+  async list(): Promise<ProxyKeyDto[]> {
+    return (await this.repository.findAll()).map(toDto);
+  }
+
+  async get(id: string): Promise<ProxyKeyDto> {
+    const row = await this.repository.findById(id);
+    if (!row) throw notFound('proxy key', id, 'key_id');
+    return toDto(row);
+  }
+
+  async update(id: string, patch: UpdateProxyKeyDto): Promise<ProxyKeyDto> {
+    if (patch.chain) this.assertChain(patch.chain);
+    const row = await this.repository.update(id, { name: patch.name, chain: patch.chain?.map(normaliseStep) });
+    if (!row) throw notFound('proxy key', id, 'key_id');
+    await this.directory.changed();
+    return toDto(row);
+  }
+
+  async delete(id: string): Promise<DeletedProxyKeyDto> {
+    if (!(await this.repository.delete(id))) throw notFound('proxy key', id, 'key_id');
+    await this.directory.changed();
+    return { id, object: 'proxy_key', deleted: true };
+  }
+
+  /** Every step must name a configured provider. */
+  private assertChain(chain: ChainStepDto[]): void {
+    chain.forEach((step, i) => {
+      if (!this.gateway.provider(step.provider)) {
+        const known = this.gateway.providers.map((p) => p.name).join(', ') || 'none';
+        throw new DomainError('unknown_provider', `Unknown provider '${step.provider}' (configured: ${known}).`, {
+          param: `chain[${i}].provider`,
+        });
+      }
+    });
+  }
+}
+
+/** Stored steps carry only the fields a step has (class instances → plain JSON). */
+function normaliseStep(step: ChainStepDto): ChainStepDto {
+  const out: ChainStepDto = { provider: step.provider, model: step.model };
+  if (step.timeout_ms !== undefined) out.timeout_ms = step.timeout_ms;
+  if (step.usage_cap !== undefined) out.usage_cap = { requests: step.usage_cap.requests, per: step.usage_cap.per };
+  if (step.voice_map !== undefined) out.voice_map = { ...step.voice_map };
+  return out;
+}

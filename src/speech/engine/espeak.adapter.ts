@@ -1,0 +1,82 @@
+import { Injectable, Logger } from '@nestjs/common';
+import type { ResolvedProvider } from '../../config/gateway-config';
+import type { AdapterFactory, AudioStream, CallContext, ProviderAdapter, SpeechCall, VoiceInfo } from '../../failover/provider-adapter';
+import { UpstreamFailure } from '../../failover/provider-adapter';
+import { contentTypeFor, createStreamingEncoder, encodeAudio } from '../audio/encoders';
+import { ESPEAK_DEFAULT_VOICE, EspeakEngine, EspeakVoiceNotFoundError, SynthesisOptions } from './espeak-engine';
+
+/** The offline engine as a provider: real speech, no network, sentence by sentence. */
+export class EspeakAdapter implements ProviderAdapter {
+  readonly kind = 'espeak' as const;
+  readonly defaultVoice = ESPEAK_DEFAULT_VOICE;
+
+  constructor(
+    readonly provider: ResolvedProvider,
+    private readonly engine: EspeakEngine,
+  ) {}
+
+  speech(call: SpeechCall, ctx: CallContext): Promise<AudioStream> {
+    const options: SynthesisOptions = {
+      voice: call.voiceId,
+      speed: call.speed,
+      vol: call.vol,
+      pitch: call.pitch,
+      sampleRate: call.output.sampleRate,
+      channels: call.output.channels,
+    };
+    return Promise.resolve({ contentType: contentTypeFor(call.output.format, call.output.sampleRate, call.output.channels), chunks: this.chunks(call, options, ctx.signal) });
+  }
+
+  private async *chunks(call: SpeechCall, options: SynthesisOptions, signal: AbortSignal): AsyncGenerator<Buffer> {
+    try {
+      const { output } = call;
+      if (output.format === 'wav') {
+        // a WAV header needs the length first: the whole clip is made, then sent
+        const audio = await this.engine.synthesize(call.text, options);
+        yield (await encodeAudio(audio, 'wav', output.bitrate)).bytes;
+        return;
+      }
+      const encoder = await createStreamingEncoder(output.format, output);
+      for await (const piece of this.engine.stream(call.text, options)) {
+        if (signal.aborted) return;
+        const bytes = encoder.push(piece.samples);
+        if (bytes.length > 0) yield bytes;
+      }
+      const tail = encoder.end();
+      if (tail.length > 0) yield tail;
+    } catch (err) {
+      if (err instanceof EspeakVoiceNotFoundError) throw new UpstreamFailure({ kind: 'http', status: 400, message: err.message });
+      throw err;
+    }
+  }
+
+  async voices(): Promise<VoiceInfo[]> {
+    return this.engine.listVoices();
+  }
+
+  async acceptsVoice(voiceId: string): Promise<boolean> {
+    return (await this.engine.listVoices()).some((voice) => voice.id === voiceId);
+  }
+
+  /** The engine is in-process: it is healthy once it has started. */
+  async probe(): Promise<void> {
+    await this.engine.warmUp();
+  }
+}
+
+let sharedEngine: EspeakEngine | null = null;
+
+/** One warm engine per process (it holds ~120 MB), shared by every espeak provider; started in the background at boot. */
+@Injectable()
+export class EspeakAdapterFactory implements AdapterFactory {
+  readonly kind = 'espeak' as const;
+  private readonly logger = new Logger(EspeakAdapterFactory.name);
+
+  create(provider: ResolvedProvider): ProviderAdapter {
+    if (!sharedEngine) {
+      sharedEngine = new EspeakEngine();
+      sharedEngine.warmUp().catch((err: Error) => this.logger.error(`offline speech engine failed to start: ${err.message}`));
+    }
+    return new EspeakAdapter(provider, sharedEngine);
+  }
+}

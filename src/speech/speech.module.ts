@@ -1,0 +1,33 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { KeysModule } from '../keys/keys.module';
+import { SpeechController } from './speech.controller';
+import { SpeechService } from './speech.service';
+import { SpeechStreamGateway } from './stream/speech-stream.gateway';
+import { SpeechTaskChunkEntity, SpeechTaskEntity, SpeechTaskResultEntity } from './tasks/speech-task.entity';
+import { SpeechTaskScheduler } from './tasks/speech-task.scheduler';
+import { SpeechTaskWorker } from './tasks/speech-task.worker';
+import { SpeechTasksController } from './tasks/speech-tasks.controller';
+import { SpeechTasksRepository } from './tasks/speech-tasks.repository';
+import { SpeechTasksService } from './tasks/speech-tasks.service';
+import { TaskAssembler } from './tasks/task-assembler';
+import { TaskRunner } from './tasks/task-runner';
+import { VoicesService } from './voices.service';
+
+@Module({
+  imports: [KeysModule, TypeOrmModule.forFeature([SpeechTaskEntity, SpeechTaskChunkEntity, SpeechTaskResultEntity])],
+  controllers: [SpeechController, SpeechTasksController],
+  providers: [
+    SpeechService,
+    VoicesService,
+    SpeechStreamGateway,
+    SpeechTasksRepository,
+    SpeechTasksService,
+    TaskAssembler,
+    TaskRunner,
+    SpeechTaskWorker,
+    SpeechTaskScheduler,
+  ],
+  exports: [SpeechService, VoicesService],
+})
+export class SpeechModule {}

@@ -1,0 +1,82 @@
+import { Injectable, Logger } from '@nestjs/common';
+import type { Response } from 'express';
+import { once } from 'node:events';
+import type { FailoverScope } from '../failover/failover-scope';
+import type { PlannedStep } from '../failover/chain';
+import { FailoverService } from '../failover/failover.service';
+import { AudioStream, UpstreamFailure } from '../failover/provider-adapter';
+import type { SpeechJob } from './speech-job';
+import { VoicesService } from './voices.service';
+
+/** Audio whose first chunk is in hand: from here on the provider is fixed (no failover after the first byte). */
+export interface PrimedAudio {
+  audio: AudioStream;
+  first: IteratorResult<Buffer>;
+  rest: AsyncIterator<Buffer>;
+}
+
+const noSpeech = (): UpstreamFailure => new UpstreamFailure({ kind: 'http', status: 501, message: 'speech is not supported by this adapter' });
+
+/** Text to speech through the failover core; the same core as chat. */
+@Injectable()
+export class SpeechService {
+  private readonly logger = new Logger(SpeechService.name);
+
+  constructor(
+    private readonly failover: FailoverService,
+    private readonly voices: VoicesService,
+  ) {}
+
+  /** The steps a speech request would walk; 400 when the model or the entry step's voice does not fit. */
+  async route(scope: FailoverScope, job: SpeechJob): Promise<PlannedStep[]> {
+    const planned = this.failover.plan(scope.key, job.model, 'speech');
+    await this.voices.assertEntryVoice(planned[0], job.voiceId);
+    return planned;
+  }
+
+  /** Walks the chain (or only `planned`) until a step has produced its first audio bytes. */
+  async start(scope: FailoverScope, job: SpeechJob, planned?: PlannedStep[]): Promise<PrimedAudio> {
+    planned ??= await this.route(scope, job);
+    return this.failover.execute<PrimedAudio>(
+      scope,
+      job.model,
+      async (adapter, ctx, step) => {
+        if (!adapter.speech) throw noSpeech();
+        const voiceId = await this.voices.voiceFor(step, adapter, job.voiceId);
+        const audio = await adapter.speech({ text: job.text, voiceId, speed: job.speed, vol: job.vol, pitch: job.pitch, output: job.output }, ctx);
+        const rest = audio.chunks[Symbol.asyncIterator]();
+        return { audio, first: await rest.next(), rest };
+      },
+      planned,
+    );
+  }
+
+  /** Synchronous speech: bytes go to the client as the provider produces them. */
+  async respond(scope: FailoverScope, job: SpeechJob, res: Response): Promise<void> {
+    scope.streaming = true;
+    const primed = await this.start(scope, job);
+    res.status(200);
+    res.setHeader('Content-Type', primed.audio.contentType);
+    if (job.output.format === 'mp3') res.setHeader('x-svc-audio-bitrate', String(primed.audio.bitrate ?? job.output.bitrate));
+    scope.applyHeaders(res);
+    const send = async (bytes: Buffer): Promise<void> => {
+      if (bytes.length > 0 && !res.write(bytes)) await once(res, 'drain');
+    };
+    try {
+      if (!primed.first.done) await send(primed.first.value);
+      for (let next = await primed.rest.next(); !next.done; next = await primed.rest.next()) await send(next.value);
+      res.end();
+      scope.finish({ status: 200, characters: job.text.length });
+    } catch (err) {
+      if (scope.signal.aborted) {
+        scope.finish({ status: 499, characters: job.text.length });
+        return;
+      }
+      const reason = this.failover.streamFailed(scope, err);
+      this.logger.warn(`speech from ${scope.served?.provider ?? '?'} broke after the first byte (${reason}) for ${scope.requestId}`);
+      // never a silent truncation: the chunked body is cut without its terminator, which clients report as an error
+      res.destroy(new Error(`upstream failed mid-stream: ${reason}`));
+      scope.finish({ status: 502, characters: job.text.length });
+    }
+  }
+}

@@ -1,0 +1,197 @@
+import { Logger } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { WebSocket } from 'ws';
+import { toDomainError } from '../../common/errors/api-error.filter';
+import { DomainError } from '../../common/errors/domain-error';
+import { newRequestId } from '../../common/ids';
+import type { PlannedStep } from '../../failover/chain';
+import type { FailoverService } from '../../failover/failover.service';
+import type { AuthenticatedKey } from '../../keys/key-directory';
+import { AudioEncoder } from '../audio/encoder';
+import { createStreamingEncoder } from '../audio/encoders';
+import { SYNC_TEXT_LIMIT, SpeechJob, toSpeechJob } from '../speech-job';
+import type { SpeechService } from '../speech.service';
+import { SentenceBuffer } from './sentence-buffer';
+import { ClientMessage, parseClientMessage, TaskStartMessage } from './stream-messages';
+
+export interface StreamLimits {
+  idleMs: number;
+  /** Socket buffer above which upstream reading pauses (backpressure). */
+  highWaterBytes: number;
+  /** How long a client may leave the buffer full before it is closed. */
+  stalledMs: number;
+}
+
+type State = 'idle' | 'started' | 'finishing' | 'closed';
+
+/** One WebSocket connection speaking MiniMax's event protocol (decisions §7). */
+export class SpeechStreamSession {
+  private readonly logger = new Logger('SpeechStream');
+  private state: State = 'idle';
+  private job: SpeechJob | null = null;
+  private encoder: AudioEncoder | null = null;
+  private planned: PlannedStep[] = [];
+  /** The step that produced the first audio: every later sentence goes to it (no failover after audio began). */
+  private step: PlannedStep | null = null;
+  private readonly sentences = new SentenceBuffer();
+  private work: Promise<void> = Promise.resolve();
+  private idleTimer: NodeJS.Timeout | null = null;
+  private readonly inFlight = new Set<AbortController>();
+  private pendingBytes = Buffer.alloc(0);
+
+  constructor(
+    private readonly ws: WebSocket,
+    readonly sessionId: string,
+    private readonly key: AuthenticatedKey,
+    private readonly speech: SpeechService,
+    private readonly failover: FailoverService,
+    private readonly limits: StreamLimits,
+  ) {
+    ws.on('message', (data, isBinary) => this.onMessage(data as Buffer, isBinary));
+    ws.on('close', () => this.onClose());
+    this.send({ event: 'connected_success', session_id: sessionId });
+    this.touch();
+  }
+
+  /** Server shutdown: close with 1001 and a reason. */
+  shutdown(): void {
+    this.close(1001, 'server shutting down');
+  }
+
+  private onMessage(data: Buffer, isBinary: boolean): void {
+    this.touch();
+    let message: ClientMessage;
+    try {
+      message = parseClientMessage(data, isBinary);
+    } catch (err) {
+      return this.fail(err, 1008);
+    }
+    switch (message.event) {
+      case 'task_start':
+        if (this.state !== 'idle') return this.fail(new DomainError('invalid_value', 'task_start was already sent on this connection.', { param: 'event' }), 1008);
+        this.work = this.work.then(() => this.start(message.body)).catch((err: unknown) => this.fail(err, 1008));
+        return;
+      case 'task_continue':
+        if (this.state !== 'started') return this.fail(new DomainError('invalid_value', 'Send task_start before task_continue.', { param: 'event' }), 1008);
+        for (const piece of this.sentences.push(message.body.text)) this.enqueue(piece);
+        return;
+      case 'task_finish':
+        if (this.state !== 'started') return this.fail(new DomainError('invalid_value', 'Send task_start before task_finish.', { param: 'event' }), 1008);
+        for (const piece of this.sentences.flush()) this.enqueue(piece);
+        this.state = 'finishing';
+        this.work = this.work.then(() => this.finish()).catch((err: unknown) => this.fail(err, 1011));
+        return;
+    }
+  }
+
+  private async start(body: TaskStartMessage): Promise<void> {
+    const job = toSpeechJob({ model: body.model, text: ' ', voice_setting: body.voice_setting, audio_setting: body.audio_setting }, SYNC_TEXT_LIMIT);
+    if (job.output.format === 'wav') {
+      throw new DomainError('invalid_value', 'wav cannot be streamed (its header needs the length): use mp3, pcm or flac.', { param: 'audio_setting.format' });
+    }
+    // checks the model and the entry voice now, so a bad task_start fails before any text arrives
+    this.planned = await this.speech.route(this.failover.openScope(newRequestId(), this.key, 'speech'), job);
+    this.encoder = await createStreamingEncoder(job.output.format, job.output);
+    this.job = job;
+    this.state = 'started';
+    this.send({ event: 'task_started', session_id: this.sessionId, provider: this.planned[0].provider, fallback_level: this.planned[0].level });
+  }
+
+  private enqueue(text: string): void {
+    this.work = this.work.then(() => this.synthesize(text)).catch((err: unknown) => this.fail(err, 1011));
+  }
+
+  /** One sentence group: the first decides the provider (failover allowed); later ones must use the same step. */
+  private async synthesize(text: string): Promise<void> {
+    if (!this.job || !this.encoder || this.state === 'closed') return;
+    const job: SpeechJob = { ...this.job, text, output: { ...this.job.output, format: 'pcm' } };
+    const scope = this.failover.openScope(newRequestId(), this.key, 'speech');
+    scope.streaming = true;
+    const controller = new AbortController();
+    this.inFlight.add(controller);
+    controller.signal.addEventListener('abort', () => scope.abort(), { once: true });
+    try {
+      const primed = await this.speech.start(scope, job, this.step ? [this.step] : this.planned);
+      this.step ??= this.planned.find((s) => s.level === scope.served?.level) ?? null;
+      if (!primed.first.done) await this.emitPcm(primed.first.value);
+      for (let next = await primed.rest.next(); !next.done; next = await primed.rest.next()) await this.emitPcm(next.value);
+      scope.finish({ status: 200, characters: text.length });
+    } catch (err) {
+      scope.finish({ status: toDomainError(err)?.status ?? 502, characters: text.length });
+      throw err;
+    } finally {
+      this.inFlight.delete(controller);
+    }
+  }
+
+  /** Raw s16le from the provider → the session's one continuous encoder → hex audio messages. */
+  private async emitPcm(bytes: Buffer): Promise<void> {
+    if (!this.encoder || !this.job) return;
+    const frame = 2 * this.job.output.channels;
+    const all = Buffer.concat([this.pendingBytes, bytes]);
+    const usable = all.length - (all.length % frame);
+    this.pendingBytes = all.subarray(usable);
+    if (usable === 0) return;
+    const samples = new Int16Array(all.buffer.slice(all.byteOffset, all.byteOffset + usable));
+    await this.sendAudio(this.encoder.push(samples), false);
+  }
+
+  private async finish(): Promise<void> {
+    if (!this.encoder) return;
+    await this.sendAudio(this.encoder.end(), true);
+    this.send({ event: 'task_finished', session_id: this.sessionId });
+    this.close(1000, 'task finished');
+  }
+
+  /** Waits while the client's buffer is full; a client that stops reading is closed, not buffered without bound. */
+  private async sendAudio(audio: Buffer, isFinal: boolean): Promise<void> {
+    if (audio.length === 0 && !isFinal) return;
+    const started = Date.now();
+    while (this.ws.bufferedAmount > this.limits.highWaterBytes && this.state !== 'closed') {
+      if (Date.now() - started > this.limits.stalledMs) {
+        this.close(1008, 'client is not reading');
+        throw new DomainError('invalid_value', 'The client stopped reading audio.');
+      }
+      await sleep(10);
+    }
+    const served = this.step;
+    this.touch();
+    this.send({ event: 'task_continued', data: { audio: audio.toString('hex') }, is_final: isFinal, provider: served?.provider ?? null, fallback_level: served?.level ?? null });
+  }
+
+  private fail(err: unknown, code: 1008 | 1011): void {
+    if (this.state === 'closed') return;
+    const error = toDomainError(err) ?? new DomainError('internal_error', 'The stream failed.');
+    if (!(err instanceof DomainError) && error.code === 'internal_error') this.logger.error({ err }, `stream ${this.sessionId} failed`);
+    // a client mistake is 1008; an upstream failure after the task started is 1011
+    const closeCode = error.status >= 500 ? 1011 : code;
+    this.send({ event: 'task_failed', session_id: this.sessionId, error: { code: error.code, message: error.message } });
+    this.close(closeCode, error.code);
+  }
+
+  private send(message: object): void {
+    if (this.ws.readyState === this.ws.OPEN) this.ws.send(JSON.stringify(message));
+  }
+
+  private close(code: number, reason: string): void {
+    if (this.state === 'closed') return;
+    this.state = 'closed';
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    for (const controller of this.inFlight) controller.abort();
+    this.ws.close(code, reason.slice(0, 120));
+  }
+
+  private onClose(): void {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    if (this.state !== 'closed') {
+      this.state = 'closed';
+      for (const controller of this.inFlight) controller.abort();
+    }
+  }
+
+  private touch(): void {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => this.close(1000, 'idle timeout'), this.limits.idleMs);
+    this.idleTimer.unref();
+  }
+}

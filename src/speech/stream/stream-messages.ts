@@ -1,0 +1,62 @@
+import { plainToInstance, Type } from 'class-transformer';
+import { IsOptional, IsString, MaxLength, MinLength, ValidateNested, validateSync } from 'class-validator';
+import { DomainError } from '../../common/errors/domain-error';
+import { validationErrorToDomain } from '../../common/http/validation';
+import { AudioSettingDto, VoiceSettingDto } from '../dto/speech-request.dto';
+import { SYNC_TEXT_LIMIT } from '../speech-job';
+
+export class TaskStartMessage {
+  @IsString()
+  event!: 'task_start';
+
+  @IsString() @MinLength(1) @MaxLength(200)
+  model!: string;
+
+  @ValidateNested() @Type(() => VoiceSettingDto)
+  voice_setting!: VoiceSettingDto;
+
+  @IsOptional() @ValidateNested() @Type(() => AudioSettingDto)
+  audio_setting?: AudioSettingDto;
+}
+
+export class TaskContinueMessage {
+  @IsString()
+  event!: 'task_continue';
+
+  @IsString() @MinLength(1) @MaxLength(SYNC_TEXT_LIMIT)
+  text!: string;
+}
+
+export type ClientMessage = { event: 'task_start'; body: TaskStartMessage } | { event: 'task_continue'; body: TaskContinueMessage } | { event: 'task_finish' };
+
+const invalid = (message: string, param: string | null = null): DomainError => new DomainError('invalid_value', message, { param });
+
+function validated<T extends object>(cls: new () => T, plain: object): T {
+  const instance = plainToInstance(cls, plain);
+  const errors = validateSync(instance, { whitelist: true, forbidNonWhitelisted: true, stopAtFirstError: true });
+  if (errors.length > 0) throw validationErrorToDomain(errors);
+  return instance;
+}
+
+/** Parses one client frame of MiniMax's event protocol; anything else is a DomainError (→ task_failed, 1008). */
+export function parseClientMessage(data: Buffer | ArrayBuffer | Buffer[], isBinary: boolean): ClientMessage {
+  if (isBinary) throw invalid('Binary frames are not accepted: send JSON text messages.');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.isBuffer(data) ? data.toString('utf8') : Buffer.concat(Array.isArray(data) ? data : [Buffer.from(data)]).toString('utf8'));
+  } catch {
+    throw new DomainError('invalid_json', 'The message is not valid JSON.');
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw invalid('A message must be a JSON object with an `event`.', 'event');
+  const event = (parsed as { event?: unknown }).event;
+  switch (event) {
+    case 'task_start':
+      return { event, body: validated(TaskStartMessage, parsed) };
+    case 'task_continue':
+      return { event, body: validated(TaskContinueMessage, parsed) };
+    case 'task_finish':
+      return { event };
+    default:
+      throw invalid(`Unknown event ${JSON.stringify(event)}: expected task_start, task_continue or task_finish.`, 'event');
+  }
+}

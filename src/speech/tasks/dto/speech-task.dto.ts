@@ -1,0 +1,57 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { FORMATS } from '../../dto/speech-request.dto';
+
+export const TASK_STATUSES = ['queued', 'processing', 'completed', 'failed', 'expired'] as const;
+
+export class SpeechTaskAudioDto {
+  @ApiProperty({ enum: FORMATS })
+  format!: (typeof FORMATS)[number];
+  /** Hz, as requested. */
+  sample_rate!: number;
+  /** Number of channels, as requested. */
+  channel!: number;
+  /** Size of the file in bytes (the download's Content-Length). */
+  bytes!: number;
+  /** Length of the audio in milliseconds. */
+  duration_ms!: number;
+  /** mp3 only: the bitrate really encoded (it may differ from the request at low sample rates). */
+  @ApiPropertyOptional()
+  bitrate?: number;
+}
+
+export class SpeechTaskErrorDto {
+  /** e.g. `upstream_rejected`, `voice_not_found`, `all_providers_failed`. */
+  code!: string;
+  message!: string;
+}
+
+/** An async speech task (decisions §7). Times are Unix seconds. */
+export class SpeechTaskDto {
+  /** Identifier, `task_…`. */
+  id!: string;
+  object!: 'audio.speech.task';
+  @ApiProperty({ enum: TASK_STATUSES })
+  status!: (typeof TASK_STATUSES)[number];
+  model!: string;
+  created_at!: number;
+  @ApiProperty({ type: 'integer', nullable: true })
+  started_at!: number | null;
+  @ApiProperty({ type: 'integer', nullable: true })
+  completed_at!: number | null;
+  /** When the audio stops being downloadable (completed tasks). */
+  @ApiProperty({ type: 'integer', nullable: true })
+  expires_at!: number | null;
+  /** Characters of the submitted text. */
+  characters!: number;
+  /** Characters synthesised so far. */
+  characters_done!: number;
+  /** Provider that served the first chunk. */
+  @ApiProperty({ type: 'string', nullable: true })
+  provider!: string | null;
+  @ApiProperty({ type: 'integer', nullable: true })
+  fallback_level!: number | null;
+  @ApiProperty({ type: SpeechTaskAudioDto, nullable: true })
+  audio!: SpeechTaskAudioDto | null;
+  @ApiProperty({ type: SpeechTaskErrorDto, nullable: true })
+  error!: SpeechTaskErrorDto | null;
+}

@@ -1,0 +1,144 @@
+import { Column, CreateDateColumn, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
+import { ProxyKeyEntity } from '../../keys/proxy-key.entity';
+import type { SpeechJob } from '../speech-job';
+import type { TaskChunk } from './chunk-plan';
+
+export type SpeechTaskStatus = 'queued' | 'processing' | 'completed' | 'failed' | 'expired';
+
+/** What a completed task's file is; `bitrate` is the mp3 bitrate really encoded. */
+export interface TaskAudio {
+  format: SpeechJob['output']['format'];
+  sample_rate: number;
+  channel: number;
+  bytes: number;
+  duration_ms: number;
+  bitrate?: number;
+}
+
+export interface TaskError {
+  code: string;
+  message: string;
+}
+
+/** An async speech task: one long text, synthesised chunk by chunk by whichever worker claims it. */
+@Entity({ name: 'speech_tasks' })
+@Index('speech_tasks_key', ['keyId'])
+@Index('speech_tasks_status_heartbeat', ['status', 'heartbeatAt'])
+@Index('speech_tasks_status_expires', ['status', 'expiresAt'])
+export class SpeechTaskEntity {
+  @PrimaryColumn({ type: 'text', primaryKeyConstraintName: 'PK_speech_tasks' })
+  id!: string;
+
+  @Column({ name: 'key_id', type: 'text' })
+  keyId!: string;
+
+  @ManyToOne(() => ProxyKeyEntity, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'key_id', foreignKeyConstraintName: 'FK_speech_tasks_key' })
+  key?: ProxyKeyEntity;
+
+  @Column({ type: 'text' })
+  status!: SpeechTaskStatus;
+
+  @Column({ type: 'text' })
+  model!: string;
+
+  /** The validated request, text included; only the worker reads it (status polls skip the big columns). */
+  @Column({ type: 'jsonb', select: false })
+  job!: SpeechJob;
+
+  /** The chunks decided at submission, so a new version of the splitter never shifts stored chunk numbers. */
+  @Column({ type: 'jsonb', select: false })
+  plan!: TaskChunk[];
+
+  @Column({ type: 'integer' })
+  characters!: number;
+
+  @Column({ name: 'characters_done', type: 'integer', default: 0 })
+  charactersDone!: number;
+
+  @Column({ name: 'chunks_total', type: 'integer' })
+  chunksTotal!: number;
+
+  @Column({ name: 'chunks_done', type: 'integer', default: 0 })
+  chunksDone!: number;
+
+  /** The provider that served the first chunk. */
+  @Column({ type: 'text', nullable: true })
+  provider!: string | null;
+
+  @Column({ name: 'fallback_level', type: 'integer', nullable: true })
+  fallbackLevel!: number | null;
+
+  @Column({ type: 'jsonb', nullable: true })
+  audio!: TaskAudio | null;
+
+  /** Set when failed (and, while retrying, the last transient error). */
+  @Column({ type: 'jsonb', nullable: true })
+  error!: TaskError | null;
+
+  /** Claims so far; a task claimed too often is failed instead of retried forever. */
+  @Column({ type: 'integer', default: 0 })
+  attempts!: number;
+
+  @Column({ name: 'worker_id', type: 'text', nullable: true })
+  workerId!: string | null;
+
+  /** Refreshed by the owning worker; a stale one lets another worker take the task over. */
+  @Column({ name: 'heartbeat_at', type: 'timestamptz', nullable: true })
+  heartbeatAt!: Date | null;
+
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
+  createdAt!: Date;
+
+  @Column({ name: 'started_at', type: 'timestamptz', nullable: true })
+  startedAt!: Date | null;
+
+  @Column({ name: 'completed_at', type: 'timestamptz', nullable: true })
+  completedAt!: Date | null;
+
+  @Column({ name: 'expires_at', type: 'timestamptz', nullable: true })
+  expiresAt!: Date | null;
+}
+
+/** Raw s16le audio of one synthesised chunk; kept until the file is assembled, so a resumed task never redoes it. */
+@Entity({ name: 'speech_task_chunks' })
+export class SpeechTaskChunkEntity {
+  @PrimaryColumn({ name: 'task_id', type: 'text', primaryKeyConstraintName: 'PK_speech_task_chunks' })
+  taskId!: string;
+
+  @PrimaryColumn({ type: 'integer', primaryKeyConstraintName: 'PK_speech_task_chunks' })
+  idx!: number;
+
+  @ManyToOne(() => SpeechTaskEntity, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'task_id', foreignKeyConstraintName: 'FK_speech_task_chunks_task' })
+  task?: SpeechTaskEntity;
+
+  @Column({ type: 'bytea' })
+  pcm!: Buffer;
+
+  @Column({ type: 'text' })
+  provider!: string;
+
+  @Column({ name: 'fallback_level', type: 'integer' })
+  fallbackLevel!: number;
+
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
+  createdAt!: Date;
+}
+
+/** The finished file in ~1 MiB parts, streamed in order on download. */
+@Entity({ name: 'speech_task_results' })
+export class SpeechTaskResultEntity {
+  @PrimaryColumn({ name: 'task_id', type: 'text', primaryKeyConstraintName: 'PK_speech_task_results' })
+  taskId!: string;
+
+  @PrimaryColumn({ type: 'integer', primaryKeyConstraintName: 'PK_speech_task_results' })
+  part!: number;
+
+  @ManyToOne(() => SpeechTaskEntity, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'task_id', foreignKeyConstraintName: 'FK_speech_task_results_task' })
+  task?: SpeechTaskEntity;
+
+  @Column({ type: 'bytea' })
+  data!: Buffer;
+}

@@ -1,0 +1,53 @@
+import { Body, Controller, Get, HttpCode, Param, Post, Res, StreamableFile } from '@nestjs/common';
+import { ApiAcceptedResponse, ApiBearerAuth, ApiOkResponse, ApiProduces, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
+import { Readable } from 'node:stream';
+import { CurrentKey } from '../../common/auth/auth.decorators';
+import { ApiErrors } from '../../common/http/api-errors.decorator';
+import type { AuthenticatedKey } from '../../keys/key-directory';
+import { SpeechRequestDto } from '../dto/speech-request.dto';
+import { SpeechTaskDto } from './dto/speech-task.dto';
+import { SpeechTasksService } from './speech-tasks.service';
+
+const TASKS_PATH = 'v1/audio/speech/async';
+
+@ApiTags('speech')
+@ApiBearerAuth('proxy-key')
+@ApiErrors(401)
+@Controller(TASKS_PATH)
+export class SpeechTasksController {
+  constructor(private readonly tasks: SpeechTasksService) {}
+
+  /**
+   * Start speech for a long text (up to 200,000 characters; same body as synchronous speech). The
+   * model and voice are checked now; the audio is made in the background. Poll the `Location`.
+   */
+  @Post()
+  @HttpCode(202)
+  @ApiAcceptedResponse({ type: SpeechTaskDto, headers: { Location: { description: 'Path of the task: /v1/audio/speech/async/{id}', schema: { type: 'string' } } } })
+  @ApiErrors(400, 413)
+  async create(@CurrentKey() key: AuthenticatedKey, @Body() body: SpeechRequestDto, @Res({ passthrough: true }) res: Response): Promise<SpeechTaskDto> {
+    const task = await this.tasks.create(key, body);
+    res.setHeader('Location', `/${TASKS_PATH}/${task.id}`);
+    return task;
+  }
+
+  /** Status and progress of a task. */
+  @Get(':task_id')
+  @ApiOkResponse({ type: SpeechTaskDto })
+  @ApiErrors(404)
+  get(@CurrentKey() key: AuthenticatedKey, @Param('task_id') id: string): Promise<SpeechTaskDto> {
+    return this.tasks.get(key.id, id);
+  }
+
+  /** The audio of a completed task, in the requested format (409 before, 410 after the retention). */
+  @Get(':task_id/download')
+  @ApiProduces('audio/mpeg', 'audio/wav', 'audio/flac', 'audio/L16')
+  @ApiOkResponse({ description: 'The audio file.', schema: { type: 'string', format: 'binary' } })
+  @ApiErrors(404, 409, 410)
+  async download(@CurrentKey() key: AuthenticatedKey, @Param('task_id') id: string): Promise<StreamableFile> {
+    const file = await this.tasks.download(key.id, id);
+    // a part that cannot be read later cuts the connection (StreamableFile's default): a short body, never a wrong one
+    return new StreamableFile(Readable.from(file.parts), { type: file.contentType, length: file.length });
+  }
+}

@@ -1,0 +1,230 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
+import { DataSource, EntityManager, Repository } from 'typeorm';
+import type { SpeechJob } from '../speech-job';
+import type { TaskChunk } from './chunk-plan';
+import { SpeechTaskEntity, TaskAudio, TaskError } from './speech-task.entity';
+
+export type NewTask = Pick<SpeechTaskEntity, 'id' | 'keyId' | 'model' | 'job' | 'plan' | 'characters' | 'chunksTotal'>;
+
+/** A task its worker holds: the claim's attempt number and what it needs to synthesise. */
+export interface ClaimedTask {
+  id: string;
+  keyId: string;
+  attempts: number;
+  job: SpeechJob;
+  plan: TaskChunk[];
+  error: TaskError | null;
+}
+
+export interface StoredChunk {
+  idx: number;
+  pcm: Buffer;
+  provider: string;
+  level: number;
+  chars: number;
+}
+
+/** Seconds without a heartbeat after which a processing task is taken to be abandoned (its worker died). */
+export const STALE_SECONDS = 30;
+
+/** Only the worker that holds the task may write for it (row-locked so a takeover cannot interleave). */
+const OWNED = `SELECT id FROM speech_tasks WHERE id = $1 AND worker_id = $2 AND status = 'processing' FOR UPDATE`;
+
+/** All SQL of async speech tasks. Every write of a worker is conditioned on still holding the task. */
+@Injectable()
+export class SpeechTasksRepository {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @InjectRepository(SpeechTaskEntity) private readonly tasks: Repository<SpeechTaskEntity>,
+  ) {}
+
+  /** The task row and its job are written together or not at all. */
+  insertWithJob(task: NewTask, enqueue: (manager: EntityManager) => Promise<unknown>): Promise<SpeechTaskEntity> {
+    return this.dataSource.transaction(async (manager) => {
+      await manager.insert(SpeechTaskEntity, { ...task, status: 'queued' });
+      await enqueue(manager);
+      return manager.findOneByOrFail(SpeechTaskEntity, { id: task.id });
+    });
+  }
+
+  /** The record without the text (status polls stay cheap on 200,000-character tasks). */
+  findOwned(keyId: string, id: string): Promise<SpeechTaskEntity | null> {
+    return this.tasks.findOneBy({ id, keyId });
+  }
+
+  /** Compare-and-set: queued, or processing with a dead worker; anything else belongs to someone (or is done). */
+  async claim(id: string, workerId: string): Promise<ClaimedTask | null> {
+    const [row] = await this.rows<ClaimedTask & { key_id: string }>(
+      `WITH claimed AS (
+         UPDATE speech_tasks SET status = 'processing', worker_id = $2, heartbeat_at = now(), attempts = attempts + 1,
+           started_at = COALESCE(started_at, now())
+         WHERE id = $1 AND (status = 'queued' OR (status = 'processing' AND heartbeat_at < now() - make_interval(secs => $3)))
+         RETURNING id, key_id, attempts, job, plan, error)
+       SELECT * FROM claimed`,
+      [id, workerId, STALE_SECONDS],
+    );
+    return row ? { id: row.id, keyId: row.key_id, attempts: row.attempts, job: row.job, plan: row.plan, error: row.error } : null;
+  }
+
+  async storedChunks(id: string): Promise<Set<number>> {
+    const rows = await this.rows<{ idx: number }>(`SELECT idx FROM speech_task_chunks WHERE task_id = $1`, [id]);
+    return new Set(rows.map((r) => r.idx));
+  }
+
+  /** False once another worker holds the task (or it ended): the caller stops. */
+  async heartbeat(id: string, workerId: string): Promise<boolean> {
+    const rows = await this.rows(`WITH o AS (${OWNED}), u AS (UPDATE speech_tasks t SET heartbeat_at = now() FROM o WHERE t.id = o.id RETURNING t.id) SELECT id FROM u`, [
+      id,
+      workerId,
+    ]);
+    return rows.length > 0;
+  }
+
+  async isOwner(id: string, workerId: string): Promise<boolean> {
+    return (await this.rows(`SELECT 1 FROM speech_tasks WHERE id = $1 AND worker_id = $2 AND status = 'processing'`, [id, workerId])).length > 0;
+  }
+
+  /** The chunk and the task's progress in one statement; the first chunk also names the task's provider. */
+  async storeChunk(id: string, workerId: string, chunk: StoredChunk): Promise<boolean> {
+    const rows = await this.rows(
+      `WITH o AS (${OWNED}),
+       ins AS (INSERT INTO speech_task_chunks (task_id, idx, pcm, provider, fallback_level) SELECT id, $3, $4, $5, $6 FROM o
+               ON CONFLICT DO NOTHING RETURNING task_id),
+       u AS (UPDATE speech_tasks t SET chunks_done = chunks_done + 1, characters_done = characters_done + $7, heartbeat_at = now(),
+               provider = CASE WHEN $3 = 0 THEN $5 ELSE provider END, fallback_level = CASE WHEN $3 = 0 THEN $6 ELSE fallback_level END
+             FROM ins WHERE t.id = ins.task_id RETURNING t.id)
+       SELECT id FROM u`,
+      [id, workerId, chunk.idx, chunk.pcm, chunk.provider, chunk.level, chunk.chars],
+    );
+    return rows.length > 0;
+  }
+
+  async chunkPcm(id: string, idx: number): Promise<Buffer | null> {
+    const [row] = await this.rows<{ pcm: Buffer }>(`SELECT pcm FROM speech_task_chunks WHERE task_id = $1 AND idx = $2`, [id, idx]);
+    return row?.pcm ?? null;
+  }
+
+  /** Total PCM bytes and every provider that served a chunk, chunk 0's first. */
+  async chunkSummary(id: string): Promise<{ count: number; bytes: number; providers: Array<{ provider: string; level: number }> }> {
+    const rows = await this.rows<{ idx: number; bytes: number; provider: string; fallback_level: number }>(
+      `SELECT idx, octet_length(pcm) AS bytes, provider, fallback_level FROM speech_task_chunks WHERE task_id = $1 ORDER BY idx`,
+      [id],
+    );
+    return {
+      count: rows.length,
+      bytes: rows.reduce((sum, r) => sum + Number(r.bytes), 0),
+      providers: rows.map((r) => ({ provider: r.provider, level: r.fallback_level })),
+    };
+  }
+
+  /** Parts of an earlier, interrupted assembly. */
+  async clearResult(id: string, workerId: string): Promise<boolean> {
+    const rows = await this.rows(`WITH o AS (${OWNED}), d AS (DELETE FROM speech_task_results r USING o WHERE r.task_id = o.id) SELECT id FROM o`, [
+      id,
+      workerId,
+    ]);
+    return rows.length > 0;
+  }
+
+  async insertPart(id: string, workerId: string, part: number, data: Buffer): Promise<boolean> {
+    const rows = await this.rows(`WITH o AS (${OWNED}), ins AS (INSERT INTO speech_task_results (task_id, part, data) SELECT id, $3, $4 FROM o RETURNING task_id) SELECT task_id FROM ins`, [
+      id,
+      workerId,
+      part,
+      data,
+    ]);
+    return rows.length > 0;
+  }
+
+  /** Completed once: only the holder completes, and the chunks go in the same statement. */
+  async complete(id: string, workerId: string, audio: TaskAudio, ttlSeconds: number): Promise<boolean> {
+    const rows = await this.rows(
+      `WITH o AS (${OWNED}),
+       done AS (UPDATE speech_tasks t SET status = 'completed', audio = $3, error = NULL, characters_done = characters,
+                  completed_at = now(), expires_at = now() + make_interval(secs => $4), heartbeat_at = now()
+                FROM o WHERE t.id = o.id RETURNING t.id),
+       gone AS (DELETE FROM speech_task_chunks c USING done WHERE c.task_id = done.id)
+       SELECT id FROM done`,
+      [id, workerId, JSON.stringify(audio), ttlSeconds],
+    );
+    return rows.length > 0;
+  }
+
+  /** Failed for good; with `workerId` only if still held, without it (giving up before a claim) whatever the holder. */
+  async fail(id: string, workerId: string | null, error: TaskError): Promise<boolean> {
+    const rows = await this.rows(
+      `WITH done AS (UPDATE speech_tasks SET status = 'failed', error = $3, worker_id = NULL, heartbeat_at = now()
+                     WHERE id = $1 AND status IN ('queued', 'processing') AND ($2::text IS NULL OR worker_id = $2) RETURNING id),
+       gone AS (DELETE FROM speech_task_chunks c USING done WHERE c.task_id = done.id)
+       SELECT id FROM done`,
+      [id, workerId, JSON.stringify(error)],
+    );
+    return rows.length > 0;
+  }
+
+  /**
+   * Back to the queue (stored chunks kept): after a transient error, or at shutdown (`refund`: not the task's fault).
+   * `enqueue` runs in the same transaction, so a released task always has a job to pick it up.
+   */
+  release(id: string, workerId: string, error: TaskError | null, refund: boolean, enqueue?: (manager: EntityManager) => Promise<unknown>): Promise<boolean> {
+    return this.dataSource.transaction(async (manager) => {
+      const rows = await manager.query<unknown[]>(
+        `WITH o AS (${OWNED}),
+         u AS (UPDATE speech_tasks t SET status = 'queued', worker_id = NULL, heartbeat_at = now(),
+                 error = COALESCE($3, t.error), attempts = CASE WHEN $4 THEN GREATEST(t.attempts - 1, 0) ELSE t.attempts END
+               FROM o WHERE t.id = o.id RETURNING t.id)
+         SELECT id FROM u`,
+        [id, workerId, error && JSON.stringify(error), refund],
+      );
+      if (rows.length === 0) return false;
+      if (enqueue) await enqueue(manager);
+      return true;
+    });
+  }
+
+  async resultPart(id: string, part: number): Promise<Buffer | null> {
+    const [row] = await this.rows<{ data: Buffer }>(`SELECT data FROM speech_task_results WHERE task_id = $1 AND part = $2`, [id, part]);
+    return row?.data ?? null;
+  }
+
+  /** Tasks whose job may be lost: processing with a dead worker, or queued and untouched for a while (they are touched now). */
+  async stalled(limit: number): Promise<string[]> {
+    const rows = await this.rows<{ id: string }>(
+      `WITH s AS (
+         SELECT id, status FROM speech_tasks
+         WHERE (status = 'processing' AND heartbeat_at < now() - make_interval(secs => $1))
+            OR (status = 'queued' AND COALESCE(heartbeat_at, created_at) < now() - make_interval(secs => $1))
+         ORDER BY created_at LIMIT $2),
+       touched AS (UPDATE speech_tasks t SET heartbeat_at = now() FROM s WHERE t.id = s.id AND s.status = 'queued')
+       SELECT id FROM s`,
+      [STALE_SECONDS, limit],
+    );
+    return rows.map((r) => r.id);
+  }
+
+  /** Retention: completed tasks past expires_at lose their file and become expired. */
+  async expireCompleted(): Promise<number> {
+    const rows = await this.rows(
+      `WITH expired AS (UPDATE speech_tasks SET status = 'expired' WHERE status = 'completed' AND expires_at <= now() RETURNING id),
+       gone AS (DELETE FROM speech_task_results r USING expired e WHERE r.task_id = e.id)
+       SELECT id FROM expired`,
+      [],
+    );
+    return rows.length;
+  }
+
+  /** Chunks of failed tasks are never assembled (a safety net: failing deletes them already). */
+  async purgeFailedChunks(): Promise<void> {
+    await this.rows(
+      `WITH gone AS (DELETE FROM speech_task_chunks c USING speech_tasks t WHERE c.task_id = t.id AND t.status IN ('failed', 'expired') RETURNING 1)
+       SELECT count(*) FROM gone`,
+      [],
+    );
+  }
+
+  /** Every statement here ends in a SELECT or RETURNING, so the driver hands back rows. */
+  private rows<T = unknown>(sql: string, params: unknown[]): Promise<T[]> {
+    return this.dataSource.query<T[]>(sql, params);
+  }
+}

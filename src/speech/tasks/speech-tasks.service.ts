@@ -1,0 +1,122 @@
+import { Injectable } from '@nestjs/common';
+import { DomainError, notFound } from '../../common/errors/domain-error';
+import { newId } from '../../common/ids';
+import { JobQueue } from '../../database/job-queue';
+import { FailoverService } from '../../failover/failover.service';
+import type { AuthenticatedKey } from '../../keys/key-directory';
+import { contentTypeFor } from '../audio/encoders';
+import type { SpeechRequestDto } from '../dto/speech-request.dto';
+import { ASYNC_TEXT_LIMIT, toSpeechJob } from '../speech-job';
+import { VoicesService } from '../voices.service';
+import { planChunks } from './chunk-plan';
+import { SpeechTaskDto } from './dto/speech-task.dto';
+import { SpeechTaskEntity, SpeechTaskStatus } from './speech-task.entity';
+import { SpeechTasksRepository } from './speech-tasks.repository';
+import { enqueueTask } from './task-queue';
+
+export interface TaskDownload {
+  contentType: string;
+  length: number;
+  parts: AsyncIterable<Buffer>;
+}
+
+const seconds = (date: Date | null): number | null => (date ? Math.floor(date.getTime() / 1000) : null);
+
+/** A completed task past its expiry is expired even before the retention job has removed its file. */
+const statusOf = (row: SpeechTaskEntity, now = Date.now()): SpeechTaskStatus =>
+  row.status === 'completed' && row.expiresAt && row.expiresAt.getTime() <= now ? 'expired' : row.status;
+
+const toDto = (row: SpeechTaskEntity): SpeechTaskDto => {
+  const status = statusOf(row);
+  return {
+    id: row.id,
+    object: 'audio.speech.task',
+    status,
+    model: row.model,
+    created_at: Math.floor(row.createdAt.getTime() / 1000),
+    started_at: seconds(row.startedAt),
+    completed_at: seconds(row.completedAt),
+    expires_at: seconds(row.expiresAt),
+    characters: row.characters,
+    characters_done: row.charactersDone,
+    provider: row.provider,
+    fallback_level: row.fallbackLevel,
+    audio: row.audio && (status === 'completed' || status === 'expired') ? row.audio : null,
+    error: status === 'failed' ? (row.error ?? { code: 'internal_error', message: 'The task failed.' }) : null,
+  };
+};
+
+const taskNotFound = (id: string): DomainError => notFound('speech task', id, 'task_id');
+
+/** Async speech for long text: submit (checked up front like sync speech), poll, download. */
+@Injectable()
+export class SpeechTasksService {
+  constructor(
+    private readonly repository: SpeechTasksRepository,
+    private readonly queue: JobQueue,
+    private readonly failover: FailoverService,
+    private readonly voices: VoicesService,
+  ) {}
+
+  /** The task row and its job are committed together: a 202 always means a worker will run it. */
+  async create(key: AuthenticatedKey, dto: SpeechRequestDto): Promise<SpeechTaskDto> {
+    // the DTO's nested object is optional to class-validator (no @IsDefined): without this a missing one is a 500
+    if (!dto.voice_setting) throw new DomainError('missing_field', "Missing required field 'voice_setting'.", { param: 'voice_setting' });
+    const job = toSpeechJob(dto, ASYNC_TEXT_LIMIT);
+    // the same 400s as sync speech, before anything is stored
+    const planned = this.failover.plan(key, job.model, 'speech');
+    await this.voices.assertEntryVoice(planned[0], job.voiceId);
+    const plan = planChunks(job.text);
+    const id = newId('task');
+    const row = await this.repository.insertWithJob(
+      { id, keyId: key.id, model: job.model, job, plan, characters: job.text.length, chunksTotal: plan.length },
+      (manager) => enqueueTask(this.queue, id, manager),
+    );
+    return toDto(row);
+  }
+
+  async get(keyId: string, id: string): Promise<SpeechTaskDto> {
+    const row = await this.repository.findOwned(keyId, id);
+    if (!row) throw taskNotFound(id);
+    return toDto(row);
+  }
+
+  async download(keyId: string, id: string): Promise<TaskDownload> {
+    const row = await this.repository.findOwned(keyId, id);
+    if (!row) throw taskNotFound(id);
+    const status = statusOf(row);
+    switch (status) {
+      case 'queued':
+      case 'processing':
+        throw new DomainError('task_not_completed', `The task is ${status} (${row.charactersDone} of ${row.characters} characters done); poll it until it is completed.`, {
+          param: 'task_id',
+        });
+      case 'failed':
+        throw new DomainError('task_failed', `The task failed: ${row.error?.message ?? 'unknown error'}`, { param: 'task_id' });
+      case 'expired':
+        throw new DomainError('task_expired', `The audio of this task expired at ${row.expiresAt?.toISOString() ?? 'its retention'} and was deleted.`, {
+          param: 'task_id',
+        });
+      case 'completed':
+        break;
+    }
+    const audio = row.audio;
+    if (!audio) throw new DomainError('internal_error', 'The completed task has no audio.');
+    // read before the 200 goes out: the retention job may have removed the file since the status was read
+    const first = audio.bytes > 0 ? await this.repository.resultPart(id, 0) : Buffer.alloc(0);
+    if (!first) throw new DomainError('task_expired', 'The audio of this task expired and was deleted.', { param: 'task_id' });
+    return { contentType: contentTypeFor(audio.format, audio.sample_rate, audio.channel), length: audio.bytes, parts: this.parts(id, first, audio.bytes) };
+  }
+
+  /** Reads one part at a time, so a long file never sits in memory whole. */
+  private async *parts(id: string, first: Buffer, bytes: number): AsyncGenerator<Buffer> {
+    if (first.length > 0) yield first;
+    let sent = first.length;
+    for (let part = 1; sent < bytes; part++) {
+      const data = await this.repository.resultPart(id, part);
+      if (!data) throw new Error(`task ${id} lost part ${part} of its audio (${sent} of ${bytes} bytes sent)`);
+      sent += data.length;
+      yield data;
+    }
+  }
+}

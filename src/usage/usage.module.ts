@@ -1,0 +1,14 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { UsageRecordEntity } from './usage-record.entity';
+import { UsageController } from './usage.controller';
+import { UsageService } from './usage.service';
+import { UsageWriter } from './usage.writer';
+
+@Module({
+  imports: [TypeOrmModule.forFeature([UsageRecordEntity])],
+  controllers: [UsageController],
+  providers: [UsageWriter, UsageService],
+  exports: [UsageWriter],
+})
+export class UsageModule {}

@@ -1,0 +1,60 @@
+import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { Repository } from 'typeorm';
+import { UsageRecordEntity } from './usage-record.entity';
+
+export type NewUsageRecord = Omit<UsageRecordEntity, 'id' | 'createdAt'>;
+
+const FLUSH_INTERVAL_MS = 500;
+const FLUSH_SIZE = 500;
+const MAX_BUFFERED = 50000;
+
+/** Usage records leave the request path at once and reach the database in multi-row INSERTs. */
+@Injectable()
+export class UsageWriter implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger(UsageWriter.name);
+  private buffer: NewUsageRecord[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private flushing: Promise<void> = Promise.resolve();
+
+  constructor(@InjectRepository(UsageRecordEntity) private readonly records: Repository<UsageRecordEntity>) {}
+
+  onModuleInit(): void {
+    this.timer = setInterval(() => void this.flush(), FLUSH_INTERVAL_MS);
+    this.timer.unref();
+  }
+
+  add(record: NewUsageRecord): void {
+    if (this.buffer.length >= MAX_BUFFERED) {
+      this.logger.error(`usage buffer full (${MAX_BUFFERED}): dropping the oldest record; is the database reachable?`);
+      this.buffer.shift();
+    }
+    this.buffer.push(record);
+    if (this.buffer.length >= FLUSH_SIZE) void this.flush();
+  }
+
+  /** Writes everything buffered so far (chained, so flushes never overlap). */
+  flush(): Promise<void> {
+    this.flushing = this.flushing.then(() => this.writeBuffered());
+    return this.flushing;
+  }
+
+  private async writeBuffered(): Promise<void> {
+    while (this.buffer.length > 0) {
+      const batch = this.buffer.slice(0, FLUSH_SIZE);
+      try {
+        await this.records.insert(batch);
+        this.buffer.splice(0, batch.length);
+      } catch (err) {
+        // kept for the next flush: nothing is lost while the database is away
+        this.logger.warn(`usage flush failed, ${this.buffer.length} record(s) kept: ${(err as Error).message}`);
+        return;
+      }
+    }
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    await this.flush();
+  }
+}

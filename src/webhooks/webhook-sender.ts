@@ -1,0 +1,136 @@
+import { Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { lookup as dnsLookup, LookupAddress, LookupAllOptions } from 'node:dns';
+import type { LookupFunction } from 'node:net';
+import { Agent, request } from 'undici';
+import { EnvironmentVariables } from '../config/env.schema';
+import { BlockedRange, blockedRange } from './address-policy';
+import { deliveryHeaders, WebhookEventType } from './signature';
+import { literalAddress } from './webhook-url';
+
+/** A receiver must answer within this (connect, headers and the read snippet together). */
+export const DELIVERY_TIMEOUT_MS = 10_000;
+/** How much of the receiver's answer is kept for operators. */
+const SNIPPET_BYTES = 2048;
+
+export interface AttemptResult {
+  delivered: boolean;
+  statusCode: number | null;
+  latencyMs: number;
+  error: string | null;
+  snippet: string | null;
+}
+
+/** A destination in a range webhooks may not reach; raised inside the connection's own DNS lookup. */
+export class AddressRefused extends Error {
+  readonly code = 'EWEBHOOKADDRESS';
+  constructor(address: string, range: BlockedRange) {
+    super(`destination address not allowed: ${address} is ${range}`);
+  }
+}
+
+type Resolve = (hostname: string, options: LookupAllOptions, callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
+
+/**
+ * The lookup the connection itself uses: every address of the host is checked and the socket
+ * connects to a checked one, so a second DNS answer (rebinding) can never slip past the check.
+ */
+export function guardedLookup(allowPrivate: boolean, resolve: Resolve = dnsLookup): LookupFunction {
+  return (hostname, options, callback) => {
+    resolve(hostname, { ...options, all: true }, (err, addresses) => {
+      if (err) return callback(err, '', 0);
+      const refused = allowPrivate ? undefined : addresses.map((a) => ({ a, range: blockedRange(a.address) })).find((x) => x.range !== null);
+      if (refused?.range) return callback(new AddressRefused(refused.a.address, refused.range), '', 0);
+      if (addresses.length === 0) return callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }), '', 0);
+      if (options.all) return callback(null, addresses);
+      callback(null, addresses[0].address, addresses[0].family);
+    });
+  };
+}
+
+const ERROR_TEXT: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  ENOTFOUND: 'host not found',
+  EAI_AGAIN: 'DNS lookup failed',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  UND_ERR_CONNECT_TIMEOUT: `no connection within ${DELIVERY_TIMEOUT_MS / 1000} s`,
+  UND_ERR_HEADERS_TIMEOUT: `no response within ${DELIVERY_TIMEOUT_MS / 1000} s`,
+  UND_ERR_BODY_TIMEOUT: `no response within ${DELIVERY_TIMEOUT_MS / 1000} s`,
+  UND_ERR_SOCKET: 'connection closed by the receiver',
+};
+
+/** A short, secret-free reason for a failed attempt. */
+export function describeFailure(err: unknown, timedOut: boolean): string {
+  // duck-typed, not instanceof: socket errors may come from another realm (vm contexts, workers)
+  type Failure = { code?: unknown; message?: unknown; cause?: unknown };
+  for (let e = err as Failure | null, depth = 0; typeof e === 'object' && e !== null && depth < 5; e = e.cause as Failure | null, depth++) {
+    if (e instanceof AddressRefused) return e.message;
+    if (typeof e.code === 'string' && ERROR_TEXT[e.code]) return ERROR_TEXT[e.code];
+    if (typeof e.code === 'string' && /CERT|SSL|TLS/.test(e.code)) return `TLS error: ${e.code}`;
+  }
+  if (timedOut) return `no response within ${DELIVERY_TIMEOUT_MS / 1000} s`;
+  const message = (err as Failure | null)?.message;
+  return (typeof message === 'string' ? message : String(err)).slice(0, 200);
+}
+
+async function readSnippet(body: AsyncIterable<Buffer> & { destroy(): unknown }): Promise<string> {
+  const parts: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    parts.push(chunk);
+    size += chunk.length;
+    // the rest is not needed: stop reading rather than download a large answer
+    if (size >= SNIPPET_BYTES) {
+      body.destroy();
+      break;
+    }
+  }
+  return Buffer.concat(parts).subarray(0, SNIPPET_BYTES).toString('utf8');
+}
+
+/** POSTs one signed attempt; never throws, never follows a redirect. */
+@Injectable()
+export class WebhookSender implements OnApplicationShutdown {
+  private readonly allowPrivate: boolean;
+  private readonly agent: Agent;
+
+  constructor(env: EnvironmentVariables) {
+    this.allowPrivate = env.SVC_WEBHOOK_ALLOW_PRIVATE;
+    this.agent = new Agent({
+      connect: { lookup: guardedLookup(this.allowPrivate), timeout: DELIVERY_TIMEOUT_MS },
+      headersTimeout: DELIVERY_TIMEOUT_MS,
+      bodyTimeout: DELIVERY_TIMEOUT_MS,
+      keepAliveTimeout: 4000,
+    });
+  }
+
+  async send(url: string, event: WebhookEventType, secret: string, body: string, signal?: AbortSignal): Promise<AttemptResult> {
+    const started = performance.now();
+    const elapsed = (): number => Math.round(performance.now() - started);
+    // a literal IP never goes through DNS, so the lookup guard does not see it: check it here
+    const literal = literalAddress(new URL(url));
+    const range = literal && !this.allowPrivate ? blockedRange(literal) : null;
+    if (literal && range) return { delivered: false, statusCode: null, latencyMs: elapsed(), error: new AddressRefused(literal, range).message, snippet: null };
+    const timeout = AbortSignal.timeout(DELIVERY_TIMEOUT_MS);
+    try {
+      const res = await request(url, {
+        method: 'POST',
+        headers: deliveryHeaders(secret, event, body, Date.now()),
+        body,
+        dispatcher: this.agent,
+        signal: signal ? AbortSignal.any([timeout, signal]) : timeout,
+      });
+      const snippet = await readSnippet(res.body);
+      const delivered = res.statusCode >= 200 && res.statusCode < 300;
+      const redirect = res.statusCode >= 300 && res.statusCode < 400 ? ' (redirects are not followed)' : '';
+      return { delivered, statusCode: res.statusCode, latencyMs: elapsed(), error: delivered ? null : `HTTP ${res.statusCode}${redirect}`, snippet };
+    } catch (err) {
+      return { delivered: false, statusCode: null, latencyMs: elapsed(), error: describeFailure(err, timeout.aborted), snippet: null };
+    }
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.agent.destroy().catch(() => undefined);
+  }
+}

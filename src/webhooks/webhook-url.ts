@@ -1,0 +1,33 @@
+import { isIP } from 'node:net';
+import { BlockedRange, blockedRange } from './address-policy';
+
+export const MAX_URL_LENGTH = 2048;
+
+/** Why `raw` cannot be a webhook URL, or null when it can (the host's addresses are checked at delivery). */
+export function webhookUrlProblem(raw: string): string | null {
+  if (raw.length > MAX_URL_LENGTH) return `must be at most ${MAX_URL_LENGTH} characters`;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return 'must be an absolute http:// or https:// URL';
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return `must use http or https, not ${url.protocol.slice(0, -1)}`;
+  if (url.username || url.password) return 'must not contain credentials (deliveries are authenticated by their signature)';
+  if (!url.hostname) return 'must name a host';
+  return null;
+}
+
+/** The host of a URL when it is a literal IP address (brackets of IPv6 removed), else null. */
+export function literalAddress(url: URL): string | null {
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  return isIP(host) ? host : null;
+}
+
+/** The blocked range of a URL whose host is a literal IP; a hostname is checked when it is resolved. */
+export function literalHostBlocked(raw: string): { address: string; range: BlockedRange } | null {
+  const address = literalAddress(new URL(raw));
+  if (!address) return null;
+  const range = blockedRange(address);
+  return range ? { address, range } : null;
+}

@@ -1,0 +1,29 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { EnvironmentVariables } from '../config/env.schema';
+import { DeliveriesRepository } from './deliveries.repository';
+import { WebhookDeliveryWorker } from './delivery.worker';
+import { SecretBox } from './secret-box';
+import { WebhookAttemptEntity, WebhookDeliveryEntity } from './webhook-delivery.entity';
+import { WebhookEndpointEntity } from './webhook-endpoint.entity';
+import { WebhookFanout } from './webhook-fanout';
+import { WebhookSender } from './webhook-sender';
+import { WebhooksController } from './webhooks.controller';
+import { WebhooksRepository } from './webhooks.repository';
+import { WebhooksService } from './webhooks.service';
+
+/** Webhook endpoints of keys, and the delivery of stored failover and recovery events to them. */
+@Module({
+  imports: [TypeOrmModule.forFeature([WebhookEndpointEntity, WebhookDeliveryEntity, WebhookAttemptEntity])],
+  controllers: [WebhooksController],
+  providers: [
+    { provide: SecretBox, inject: [EnvironmentVariables], useFactory: (env: EnvironmentVariables) => SecretBox.fromPassphrase(env.SVC_SECRET_KEY) },
+    WebhookSender,
+    WebhooksRepository,
+    DeliveriesRepository,
+    WebhooksService,
+    WebhookDeliveryWorker,
+    WebhookFanout,
+  ],
+})
+export class WebhooksModule {}

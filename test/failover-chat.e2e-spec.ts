@@ -1,0 +1,443 @@
+import type { FakeOpenAiMode, ModeOptions } from './fakes/fake-openai';
+import { startApp, TestApp } from './support/app';
+import {
+  awayFromMinuteBoundary,
+  CHAT_PATH,
+  chatBody,
+  entryOf,
+  health,
+  modelsSent,
+  ProviderPool,
+  REQUEST_ID,
+  servedAlert,
+  sleep,
+} from './support/failover';
+
+/** Non-streaming chat completions through a key's failover chain (interface §1, decisions §3, §4). */
+describe('chat completion failover', () => {
+  let pool: ProviderPool;
+  let t: TestApp;
+
+  beforeAll(async () => {
+    pool = await ProviderPool.start('fo-chat', 60, { anthropic: { 'claude-fallback': {}, 'claude-overloaded': {}, 'claude-rejects': {} } });
+    t = await startApp({ gateway: pool.gateway, env: { SVC_BREAKER_COOLDOWN_MS: '1000' } });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await pool?.close();
+  });
+
+  const post = (secret: string, body: Record<string, unknown>) => t.http.post(CHAT_PATH).set('Authorization', `Bearer ${secret}`).send(body);
+
+  it('serves from the entry step with level-0 headers, the provider in the body and no alert', async () => {
+    const [a, b] = pool.take(2);
+    const key = await t.createKey('entry serves', [
+      { provider: a.name, model: 'm-a' },
+      { provider: b.name, model: 'm-b' },
+    ]);
+
+    const res = await post(key.secret, chatBody('m-a'));
+
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ object: 'chat.completion', model: 'm-a', provider: a.name });
+    expect(res.body.choices[0].message.content).toBe(a.fake.replyFor('m-a'));
+    expect(res.headers['x-svc-provider-used']).toBe(a.name);
+    expect(res.headers['x-svc-is-fallback']).toBe('false');
+    expect(res.headers['x-svc-fallback-level']).toBe('0');
+    expect(res.headers['x-svc-request-id']).toMatch(REQUEST_ID);
+    expect(res.headers['x-svc-fallback-alert']).toBeUndefined();
+    expect(modelsSent(a.fake)).toEqual(['m-a']);
+    expect(b.fake.count()).toBe(0);
+  });
+
+  it('enters the chain at the first step serving the requested model and never calls the steps before it', async () => {
+    const [a, b, c, d] = pool.take(4);
+    const key = await t.createKey('later entry', [
+      { provider: a.name, model: 'm-a' },
+      { provider: b.name, model: 'm-shared' },
+      { provider: c.name, model: 'm-shared' },
+      { provider: d.name, model: 'm-d' },
+    ]);
+
+    const res = await post(key.secret, chatBody('m-shared'));
+
+    expect(res.status).toBe(200);
+    expect(res.body.provider).toBe(b.name);
+    expect(res.headers['x-svc-provider-used']).toBe(b.name);
+    expect(res.headers['x-svc-is-fallback']).toBe('false');
+    expect(res.headers['x-svc-fallback-level']).toBe('0');
+    expect(modelsSent(b.fake)).toEqual(['m-shared']);
+    expect(a.fake.count()).toBe(0);
+    expect(c.fake.count()).toBe(0);
+    expect(d.fake.count()).toBe(0);
+  });
+
+  it('fails over from a later entry step to the steps after it, never to the ones before', async () => {
+    const [a, b, c] = pool.take(3);
+    const key = await t.createKey('later entry failover', [
+      { provider: a.name, model: 'm-a' },
+      { provider: b.name, model: 'm-b' },
+      { provider: c.name, model: 'm-c' },
+    ]);
+    b.fake.setMode('error500', { status: 503 });
+
+    const res = await post(key.secret, chatBody('m-b'));
+
+    expect(res.status).toBe(200);
+    expect(res.body.provider).toBe(c.name);
+    expect(res.headers['x-svc-fallback-level']).toBe('1');
+    expect(JSON.parse(res.headers['x-svc-fallback-alert'])).toEqual(servedAlert(b.name, 'HTTP 503', c.name, 1));
+    expect(a.fake.count()).toBe(0);
+    expect(modelsSent(b.fake)).toEqual(['m-b']);
+    expect(modelsSent(c.fake)).toEqual(['m-c']);
+  });
+
+  it('sends every fallback step its own model and reports the depth that served', async () => {
+    const [a, b, c] = pool.take(3);
+    const key = await t.createKey('own models', [
+      { provider: a.name, model: 'gpt-4o' },
+      { provider: b.name, model: 'claude-haiku' },
+      { provider: c.name, model: 'llama-3' },
+    ]);
+    a.fake.setMode('error500');
+    b.fake.setMode('error500', { status: 503 });
+
+    const res = await post(key.secret, chatBody('gpt-4o'));
+
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ provider: c.name, model: 'llama-3' });
+    expect(res.body.choices[0].message.content).toBe(c.fake.replyFor('llama-3'));
+    expect(res.headers['x-svc-provider-used']).toBe(c.name);
+    expect(res.headers['x-svc-is-fallback']).toBe('true');
+    expect(res.headers['x-svc-fallback-level']).toBe('2');
+    expect(JSON.parse(res.headers['x-svc-fallback-alert'])).toEqual(servedAlert(b.name, 'HTTP 503', c.name, 2));
+    expect(modelsSent(a.fake)).toEqual(['gpt-4o']);
+    expect(modelsSent(b.fake)).toEqual(['claude-haiku']);
+    expect(modelsSent(c.fake)).toEqual(['llama-3']);
+  });
+
+  const failoverCases: Array<[string, FakeOpenAiMode, ModeOptions, string]> = [
+    ['an HTTP 500', 'error500', {}, 'HTTP 500'],
+    ['an HTTP 503', 'error500', { status: 503 }, 'HTTP 503'],
+    ['an HTTP 502', 'error500', { status: 502 }, 'HTTP 502'],
+    ['an HTTP 429 rate limit', 'rate429', {}, 'HTTP 429'],
+    ['an HTTP 401 on the provider credentials', 'auth401', {}, 'HTTP 401'],
+    ['an HTTP 403 on the provider account', 'error500', { status: 403 }, 'HTTP 403'],
+    ['an HTTP 408 request timeout', 'error500', { status: 408 }, 'HTTP 408'],
+    ['an HTTP 409 conflict', 'error500', { status: 409 }, 'HTTP 409'],
+  ];
+
+  it.each(failoverCases)('fails over to the next step on %s, with the alert header', async (_label, mode, options, reason) => {
+    const [a, b] = pool.take(2);
+    const key = await t.createKey(`failover on ${reason}`, [
+      { provider: a.name, model: 'm-a' },
+      { provider: b.name, model: 'm-b' },
+    ]);
+    a.fake.setMode(mode, options);
+
+    const res = await post(key.secret, chatBody('m-a'));
+
+    expect(res.status).toBe(200);
+    expect(res.body.provider).toBe(b.name);
+    expect(res.body.choices[0].message.content).toBe(b.fake.replyFor('m-b'));
+    expect(res.headers['x-svc-provider-used']).toBe(b.name);
+    expect(res.headers['x-svc-is-fallback']).toBe('true');
+    expect(res.headers['x-svc-fallback-level']).toBe('1');
+    expect(res.headers['x-svc-request-id']).toMatch(REQUEST_ID);
+    expect(JSON.parse(res.headers['x-svc-fallback-alert'])).toEqual(servedAlert(a.name, reason, b.name, 1));
+    expect(modelsSent(a.fake)).toEqual(['m-a']);
+    expect(modelsSent(b.fake)).toEqual(['m-b']);
+  });
+
+  it('fails over when the upstream refuses the connection', async () => {
+    const [a, b] = pool.take(2);
+    const key = await t.createKey('refused', [
+      { provider: a.name, model: 'm-a' },
+      { provider: b.name, model: 'm-b' },
+    ]);
+    a.fake.setMode('refuse');
+
+    const res = await post(key.secret, chatBody('m-a'));
+
+    expect(res.status).toBe(200);
+    expect(res.body.provider).toBe(b.name);
+    expect(res.headers['x-svc-fallback-level']).toBe('1');
+    const alert = JSON.parse(res.headers['x-svc-fallback-alert']) as Record<string, unknown>;
+    expect(alert).toEqual({ message: expect.any(String), exhausted_provider: a.name, active_provider: b.name, fallback_level: 1 });
+    expect(alert.message).toMatch(new RegExp(`^${a.name} failed \\(.+\\); served by ${b.name} at level 1$`));
+    expect(modelsSent(b.fake)).toEqual(['m-b']);
+  });
+
+  it('fails over when the upstream hangs past the step timeout, well before the default timeout', async () => {
+    const [a, b] = pool.take(2);
+    const key = await t.createKey('hang', [
+      { provider: a.name, model: 'm-a', timeout_ms: 300 },
+      { provider: b.name, model: 'm-b' },
+    ]);
+    a.fake.setMode('hang');
+
+    const started = Date.now();
+    const res = await post(key.secret, chatBody('m-a'));
+    const elapsed = Date.now() - started;
+
+    expect(res.status).toBe(200);
+    expect(res.body.provider).toBe(b.name);
+    expect(JSON.parse(res.headers['x-svc-fallback-alert'])).toEqual(servedAlert(a.name, 'timeout', b.name, 1));
+    expect(elapsed).toBeGreaterThanOrEqual(300);
+    expect(elapsed).toBeLessThan(2000);
+    // the gateway gave up on the hung call: the upstream sees its connection closed
+    await a.fake.waitUntil(() => a.fake.requests[0]?.closedEarly === true);
+  });
+
+  it('cancels the upstream call when the client gives up waiting, without blaming the provider or calling the next', async () => {
+    const [a, b] = pool.take(2);
+    const key = await t.createKey('client gives up', [
+      { provider: a.name, model: 'm-a' },
+      { provider: b.name, model: 'm-b' },
+    ]);
+    a.fake.setMode('hang');
+    const controller = new AbortController();
+
+    const pending = fetch(`${t.url}${CHAT_PATH}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' },
+      body: JSON.stringify(chatBody('m-a')),
+      signal: controller.signal,
+    }).catch((err: unknown) => err);
+    await a.fake.waitUntil(() => a.fake.count(CHAT_PATH) === 1);
+    controller.abort();
+    await pending;
+
+    await a.fake.waitUntil(() => a.fake.requests[0]?.closedEarly === true);
+    await sleep(200);
+    expect(b.fake.count()).toBe(0);
+    expect(entryOf(await health(t, key.secret), a.name)).toMatchObject({ status: 'healthy', consecutive_failures: 0 });
+  });
+
+  it.each([
+    ['a 400', 'bad400' as const, 400, "Invalid value for 'messages'"],
+    ['a 404', 'notfound404' as const, 404, "The model 'm-a' does not exist"],
+  ])('relays %s from the upstream as upstream_rejected without failing over', async (_label, mode, status, message) => {
+    const [a, b] = pool.take(2);
+    const key = await t.createKey(`rejected ${status}`, [
+      { provider: a.name, model: 'm-a' },
+      { provider: b.name, model: 'm-b' },
+    ]);
+    a.fake.setMode(mode);
+
+    const res = await post(key.secret, chatBody('m-a'));
+
+    expect(res.status).toBe(status);
+    expect(res.body).toEqual({ error: { message: expect.stringContaining(message), type: 'invalid_request_error', param: null, code: 'upstream_rejected' } });
+    expect(res.headers['x-svc-provider-used']).toBe(a.name);
+    expect(res.headers['x-svc-is-fallback']).toBe('false');
+    expect(res.headers['x-svc-fallback-level']).toBe('0');
+    expect(res.headers['x-svc-request-id']).toMatch(REQUEST_ID);
+    expect(res.headers['x-svc-fallback-alert']).toBeUndefined();
+    expect(b.fake.count()).toBe(0);
+  });
+
+  it('does not count an upstream 400 against the provider circuit', async () => {
+    const [a] = pool.take(1);
+    const key = await t.createKey('400 not a failure', [{ provider: a.name, model: 'm-a' }]);
+    a.fake.setMode('bad400');
+
+    for (let i = 0; i < 6; i++) expect((await post(key.secret, chatBody('m-a'))).status).toBe(400);
+
+    expect(a.fake.count(CHAT_PATH)).toBe(6);
+    expect(entryOf(await health(t, key.secret), a.name)).toEqual({ provider: a.name, status: 'healthy', consecutive_failures: 0, cooldown_remaining_secs: 0 });
+  });
+
+  it('relays a rejection from a fallback step with the headers of that step and the alert', async () => {
+    const [a, b, c] = pool.take(3);
+    const key = await t.createKey('fallback rejects', [
+      { provider: a.name, model: 'm-a' },
+      { provider: b.name, model: 'm-b' },
+      { provider: c.name, model: 'm-c' },
+    ]);
+    a.fake.setMode('error500', { status: 503 });
+    b.fake.setMode('bad400', { message: 'messages[0].content is too long for m-b' });
+
+    const res = await post(key.secret, chatBody('m-a'));
+
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ type: 'invalid_request_error', code: 'upstream_rejected' });
+    expect(res.body.error.message).toContain('messages[0].content is too long for m-b');
+    expect(res.headers['x-svc-provider-used']).toBe(b.name);
+    expect(res.headers['x-svc-is-fallback']).toBe('true');
+    expect(res.headers['x-svc-fallback-level']).toBe('1');
+    expect(JSON.parse(res.headers['x-svc-fallback-alert'])).toEqual(servedAlert(a.name, 'HTTP 503', b.name, 1));
+    expect(c.fake.count()).toBe(0);
+  });
+
+  it('fails over to an Anthropic step, which gets its own model and answers as a chat completion', async () => {
+    const [a] = pool.take(1);
+    const claude = pool.anthropic('claude-fallback');
+    const key = await t.createKey('to anthropic', [
+      { provider: a.name, model: 'gpt-4o-mini' },
+      { provider: claude.name, model: 'claude-3-5-haiku-latest' },
+    ]);
+    a.fake.setMode('error500', { status: 503 });
+
+    const res = await post(key.secret, chatBody('gpt-4o-mini'));
+
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ object: 'chat.completion', model: 'claude-3-5-haiku-latest', provider: claude.name });
+    expect(res.body.choices[0].message).toMatchObject({ role: 'assistant', content: claude.fake.replyFor('claude-3-5-haiku-latest') });
+    expect(res.headers['x-svc-provider-used']).toBe(claude.name);
+    expect(JSON.parse(res.headers['x-svc-fallback-alert'])).toEqual(servedAlert(a.name, 'HTTP 503', claude.name, 1));
+    expect(claude.fake.requests.map((r) => [r.path, r.model])).toEqual([['/v1/messages', 'claude-3-5-haiku-latest']]);
+  });
+
+  it('fails over from an Anthropic step that is overloaded (HTTP 529)', async () => {
+    const claude = pool.anthropic('claude-overloaded');
+    const [b] = pool.take(1);
+    const key = await t.createKey('from anthropic', [
+      { provider: claude.name, model: 'claude-sonnet' },
+      { provider: b.name, model: 'm-b' },
+    ]);
+    claude.fake.setMode('overloaded529');
+
+    const res = await post(key.secret, chatBody('claude-sonnet'));
+
+    expect(res.status).toBe(200);
+    expect(res.body.provider).toBe(b.name);
+    expect(JSON.parse(res.headers['x-svc-fallback-alert'])).toEqual(servedAlert(claude.name, 'HTTP 529', b.name, 1));
+    expect(modelsSent(b.fake)).toEqual(['m-b']);
+  });
+
+  it('relays an Anthropic 400 as upstream_rejected without failing over', async () => {
+    const claude = pool.anthropic('claude-rejects');
+    const [b] = pool.take(1);
+    const key = await t.createKey('anthropic rejects', [
+      { provider: claude.name, model: 'claude-sonnet' },
+      { provider: b.name, model: 'm-b' },
+    ]);
+    claude.fake.setMode('bad400', { message: 'messages.0.content: text content blocks must be non-empty' });
+
+    const res = await post(key.secret, chatBody('claude-sonnet'));
+
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ type: 'invalid_request_error', code: 'upstream_rejected' });
+    expect(res.body.error.message).toContain('messages.0.content: text content blocks must be non-empty');
+    expect(res.headers['x-svc-provider-used']).toBe(claude.name);
+    expect(b.fake.count()).toBe(0);
+  });
+
+  it('answers 502 all_providers_failed with the request id and the alert when every step fails', async () => {
+    const [a, b] = pool.take(2);
+    const key = await t.createKey('all fail', [
+      { provider: a.name, model: 'm-a' },
+      { provider: b.name, model: 'm-b' },
+    ]);
+    a.fake.setMode('error500');
+    b.fake.setMode('error500', { status: 503 });
+
+    const res = await post(key.secret, chatBody('m-a'));
+
+    expect(res.status).toBe(502);
+    expect(res.body).toEqual({ error: { message: expect.any(String), type: 'upstream_error', param: null, code: 'all_providers_failed' } });
+    expect(res.headers['x-svc-request-id']).toMatch(REQUEST_ID);
+    expect(res.headers['x-svc-provider-used']).toBeUndefined();
+    const alert = JSON.parse(res.headers['x-svc-fallback-alert']) as Record<string, unknown>;
+    expect(alert).toMatchObject({ message: expect.any(String), exhausted_provider: b.name, fallback_level: 1 });
+    expect(alert.message).toContain(a.name);
+    expect(alert.message).toContain(b.name);
+    expect(modelsSent(a.fake)).toEqual(['m-a']);
+    expect(modelsSent(b.fake)).toEqual(['m-b']);
+  });
+
+  it('answers 400 model_not_supported for a model no step serves, calling no provider', async () => {
+    const [a, b] = pool.take(2);
+    const key = await t.createKey('unknown model', [
+      { provider: a.name, model: 'm-a' },
+      { provider: b.name, model: 'm-b' },
+    ]);
+
+    const res = await post(key.secret, chatBody('m-z'));
+
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: { message: expect.stringContaining('m-z'), type: 'invalid_request_error', param: 'model', code: 'model_not_supported' } });
+    expect(res.headers['x-svc-request-id']).toMatch(REQUEST_ID);
+    expect(a.fake.count()).toBe(0);
+    expect(b.fake.count()).toBe(0);
+  });
+
+  it('skips a step whose usage cap is reached, without counting it against the breaker', async () => {
+    await awayFromMinuteBoundary();
+    const [a, b] = pool.take(2);
+    const key = await t.createKey('capped', [
+      { provider: a.name, model: 'm-a', usage_cap: { requests: 2, per: 'minute' } },
+      { provider: b.name, model: 'm-b' },
+    ]);
+
+    const served: string[] = [];
+    for (let i = 0; i < 7; i++) {
+      const res = await post(key.secret, chatBody('m-a'));
+      expect(res.status).toBe(200);
+      served.push(res.headers['x-svc-provider-used']);
+      if (i >= 2) {
+        expect(res.headers['x-svc-fallback-level']).toBe('1');
+        expect(JSON.parse(res.headers['x-svc-fallback-alert'])).toMatchObject({ exhausted_provider: a.name, active_provider: b.name, fallback_level: 1 });
+      }
+    }
+
+    expect(served).toEqual([a.name, a.name, b.name, b.name, b.name, b.name, b.name]);
+    expect(a.fake.count(CHAT_PATH)).toBe(2);
+    expect(modelsSent(b.fake)).toEqual(['m-b', 'm-b', 'm-b', 'm-b', 'm-b']);
+    // five skips in a row are not five failures: the circuit stays closed
+    expect(entryOf(await health(t, key.secret), a.name)).toEqual({ provider: a.name, status: 'healthy', consecutive_failures: 0, cooldown_remaining_secs: 0 });
+  });
+
+  it('counts a usage cap per key: another key on the same provider is not capped', async () => {
+    await awayFromMinuteBoundary();
+    const [a, b] = pool.take(2);
+    const chain = [
+      { provider: a.name, model: 'm-a', usage_cap: { requests: 1, per: 'minute' as const } },
+      { provider: b.name, model: 'm-b' },
+    ];
+    const first = await t.createKey('capped one', chain);
+    const second = await t.createKey('capped two', chain);
+
+    expect((await post(first.secret, chatBody('m-a'))).headers['x-svc-provider-used']).toBe(a.name);
+    expect((await post(first.secret, chatBody('m-a'))).headers['x-svc-provider-used']).toBe(b.name);
+    expect((await post(second.secret, chatBody('m-a'))).headers['x-svc-provider-used']).toBe(a.name);
+  });
+
+  it('answers 503 no_provider_available when every candidate is skipped by its usage cap', async () => {
+    await awayFromMinuteBoundary();
+    const [a, b] = pool.take(2);
+    const key = await t.createKey('all capped', [
+      { provider: a.name, model: 'm-a', usage_cap: { requests: 1, per: 'minute' } },
+      { provider: b.name, model: 'm-b', usage_cap: { requests: 1, per: 'minute' } },
+    ]);
+
+    expect((await post(key.secret, chatBody('m-a'))).headers['x-svc-provider-used']).toBe(a.name);
+    expect((await post(key.secret, chatBody('m-a'))).headers['x-svc-provider-used']).toBe(b.name);
+    const res = await post(key.secret, chatBody('m-a'));
+
+    expect(res.status).toBe(503);
+    expect(res.body).toEqual({ error: { message: expect.any(String), type: 'upstream_error', param: null, code: 'no_provider_available' } });
+    expect(res.headers['x-svc-request-id']).toMatch(REQUEST_ID);
+    expect(JSON.parse(res.headers['x-svc-fallback-alert'])).toMatchObject({ exhausted_provider: b.name });
+    expect(a.fake.count(CHAT_PATH)).toBe(1);
+    expect(b.fake.count(CHAT_PATH)).toBe(1);
+  });
+
+  it('answers 502, not 503, when some steps were skipped and the others failed', async () => {
+    await awayFromMinuteBoundary();
+    const [a, b] = pool.take(2);
+    const key = await t.createKey('capped then failing', [
+      { provider: a.name, model: 'm-a', usage_cap: { requests: 1, per: 'minute' } },
+      { provider: b.name, model: 'm-b' },
+    ]);
+    expect((await post(key.secret, chatBody('m-a'))).status).toBe(200);
+    b.fake.setMode('error500');
+
+    const res = await post(key.secret, chatBody('m-a'));
+
+    expect(res.status).toBe(502);
+    expect(res.body.error.code).toBe('all_providers_failed');
+    expect(b.fake.count(CHAT_PATH)).toBe(1);
+  });
+});

@@ -1,0 +1,135 @@
+import type { AudioFormat } from '../../src/speech/audio/encoders';
+import { FakeExchange, FakeUpstream, sendJson, startSse } from './fake-upstream';
+import { encodedTone, splitBytes, toneSeconds } from './speech-audio';
+
+export type { ModeOptions, RecordedRequest } from './fake-upstream';
+
+/**
+ * `baseRespError`: HTTP 200 with `base_resp.status_code` = settings.status (default 1004) before any audio;
+ * `midStreamBaseRespError`: one audio event, then such an error event.
+ */
+export type FakeMiniMaxMode = 'ok' | 'http500' | 'baseRespError' | 'midStreamBaseRespError' | 'hang' | 'slowFirstByte' | 'refuse';
+
+export interface FakeMiniMaxOptions {
+  name?: string;
+  mode?: FakeMiniMaxMode;
+  /** Pause between stream events (default 0). */
+  chunkDelayMs?: number;
+  /** Audio events per streamed answer (default 5). */
+  chunkCount?: number;
+}
+
+export type FakeMiniMax = FakeUpstream<FakeMiniMaxMode> & {
+  readonly name: string;
+  chunkDelayMs: number;
+  chunkCount: number;
+  /** Ignore `stream_options.exclude_aggregated_audio` (older API): the final event repeats the whole clip. */
+  aggregateFinal: boolean;
+  /** In `baseRespError`, answer a stream request with an SSE error event instead of a JSON object. */
+  errorAsEvent: boolean;
+  /** Audio events written since the counter was last zeroed. */
+  audioEventsSent: number;
+  /** Each request's path with its query string (`?GroupId=`), in arrival order. */
+  urls: string[];
+};
+
+interface T2aBody {
+  text?: string;
+  stream?: boolean;
+  stream_options?: { exclude_aggregated_audio?: boolean };
+  audio_setting?: { sample_rate?: number; bitrate?: number; format?: AudioFormat; channel?: number };
+}
+
+const ok = { status_code: 0, status_msg: 'success' };
+let sequence = 0;
+
+/** The system voices the fake's get_voice lists (a few of MiniMax's real ids). */
+export const FAKE_MINIMAX_SYSTEM_VOICES = ['male-qn-qingse', 'female-shaonv', 'English_Graceful_Lady'];
+
+/** MiniMax's T2A v2 on 127.0.0.1: hex audio in JSON or SSE, errors as HTTP 200 with a non-zero base_resp. */
+export async function startFakeMiniMax(options: FakeMiniMaxOptions = {}): Promise<FakeMiniMax> {
+  const name = options.name ?? 'fake-minimax';
+  const tag = { 'x-fake-provider': name };
+  const failure = (x: FakeExchange<FakeMiniMaxMode>): Record<string, unknown> => ({
+    trace_id: `trace-${++sequence}`,
+    base_resp: { status_code: x.settings.status ?? 1004, status_msg: x.settings.message ?? 'login fail: Please carry the API secret key in the Authorization field' },
+  });
+
+  const t2a = async (x: FakeExchange<FakeMiniMaxMode>): Promise<void> => {
+    const body = (x.record.body ?? {}) as T2aBody;
+    const audio = body.audio_setting ?? {};
+    const shape = { sampleRate: audio.sample_rate ?? 32000, channels: audio.channel ?? 1, bitrate: audio.bitrate ?? 128000 };
+    const format = audio.format ?? 'mp3';
+    const traceId = `trace-${++sequence}`;
+    // MiniMax refuses WAV when streaming
+    if (body.stream && format === 'wav') return sendJson(x.res, 200, { trace_id: traceId, base_resp: { status_code: 2013, status_msg: 'invalid params, wav is not supported in stream mode' } }, tag);
+    const seconds = toneSeconds(body.text ?? '');
+    const bytes = await encodedTone(format, shape, seconds);
+    const extra = {
+      audio_length: Math.round(seconds * 1000),
+      audio_sample_rate: shape.sampleRate,
+      audio_size: bytes.length,
+      bitrate: shape.bitrate,
+      audio_format: format,
+      audio_channel: shape.channels,
+      usage_characters: (body.text ?? '').length,
+    };
+    if (!body.stream) return sendJson(x.res, 200, { data: { audio: bytes.toString('hex'), status: 2 }, extra_info: extra, trace_id: traceId, base_resp: ok }, tag);
+
+    const send = startSse(x.res, tag);
+    for (const [i, piece] of splitBytes(bytes, fake.chunkCount).entries()) {
+      if (i > 0 && fake.chunkDelayMs > 0 && !(await x.wait(fake.chunkDelayMs))) return;
+      if (x.mode === 'midStreamBaseRespError' && i === 1) return void (await send(null, JSON.stringify(failure(x)), true));
+      if (!(await send(null, JSON.stringify({ data: { audio: piece.toString('hex'), status: 1 }, trace_id: traceId, base_resp: ok })))) return;
+      fake.audioEventsSent++;
+    }
+    const aggregated = fake.aggregateFinal || body.stream_options?.exclude_aggregated_audio !== true;
+    const final = { data: { audio: aggregated ? bytes.toString('hex') : '', status: 2 }, extra_info: extra, trace_id: traceId, base_resp: ok };
+    if (fake.chunkDelayMs > 0 && !(await x.wait(fake.chunkDelayMs))) return;
+    await send(null, JSON.stringify(final), true);
+  };
+
+  const voices = (x: FakeExchange<FakeMiniMaxMode>): void =>
+    sendJson(x.res, 200, {
+      system_voice: FAKE_MINIMAX_SYSTEM_VOICES.map((id) => ({ voice_id: id, voice_name: id, description: [], created_time: '1970-01-01' })),
+      voice_cloning: [],
+      voice_generation: [],
+      base_resp: ok,
+    }, tag);
+
+  const handler = async (x: FakeExchange<FakeMiniMaxMode>): Promise<void> => {
+    fake.urls.push(x.req.url ?? '');
+    switch (x.mode) {
+      case 'http500':
+        return sendJson(x.res, x.settings.status ?? 500, { base_resp: { status_code: 1000, status_msg: x.settings.message ?? `${name}: unknown error` } }, tag);
+      case 'baseRespError':
+        if (fake.errorAsEvent && x.record.stream) return void (await startSse(x.res, tag)(null, JSON.stringify(failure(x)), true));
+        return sendJson(x.res, 200, failure(x), tag);
+      case 'hang':
+      case 'refuse':
+        return; // hang: the socket stays open until the client or close() ends it
+      case 'slowFirstByte':
+        if (!(await x.wait(x.settings.delayMs ?? 1000))) return;
+        break;
+      case 'ok':
+      case 'midStreamBaseRespError':
+        break;
+    }
+    const route = `${x.record.method} ${x.record.path}`;
+    if (route === 'POST /v1/t2a_v2') return t2a(x);
+    if (route === 'POST /v1/get_voice') return voices(x);
+    sendJson(x.res, 404, { base_resp: { status_code: 404, status_msg: `no route ${route}` } }, tag);
+  };
+
+  const upstream = new FakeUpstream<FakeMiniMaxMode>(options.mode ?? 'ok', handler);
+  const fake: FakeMiniMax = Object.assign(upstream, {
+    name,
+    chunkDelayMs: options.chunkDelayMs ?? 0,
+    chunkCount: options.chunkCount ?? 5,
+    aggregateFinal: false,
+    errorAsEvent: false,
+    audioEventsSent: 0,
+    urls: [] as string[],
+  });
+  return fake.listen('/v1');
+}

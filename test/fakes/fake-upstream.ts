@@ -1,0 +1,233 @@
+import { createServer } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+
+/** One request the fake received, as the test inspects it. */
+export interface RecordedRequest {
+  path: string;
+  method: string;
+  model: string | null;
+  stream: boolean;
+  headers: IncomingHttpHeaders;
+  /** Parsed JSON when the body was JSON, else the raw text ('' for none). */
+  body: unknown;
+  /** True once the connection closed before the fake finished its answer (the client went away). */
+  closedEarly: boolean;
+}
+
+export interface ModeSettings {
+  /** Status for the 5xx mode (e.g. 503). */
+  status?: number;
+  /** Delay before the first byte (`slowFirstByte`). */
+  delayMs?: number;
+  /** Error message for error modes. */
+  message?: string;
+}
+
+export interface ModeOptions extends ModeSettings {
+  /** Only requests for this model get the mode. */
+  model?: string;
+}
+
+/** What a route handler gets: the request, its recording, and the mode that applies to it. */
+export interface FakeExchange<Mode extends string> {
+  req: IncomingMessage;
+  res: ServerResponse;
+  record: RecordedRequest;
+  mode: Mode;
+  settings: ModeSettings;
+  /** Resolves true after `ms`, or false as soon as the connection is gone (stop writing then). */
+  wait(ms: number): Promise<boolean>;
+}
+
+export type FakeHandler<Mode extends string> = (exchange: FakeExchange<Mode>) => void | Promise<void>;
+
+/** The connection-level mode that makes clients see ECONNRESET: every socket is reset on arrival. */
+export const REFUSE = 'refuse';
+
+/** A real HTTP server on 127.0.0.1 with switchable failure modes and a request log; shared by the fakes. */
+export class FakeUpstream<Mode extends string> {
+  readonly requests: RecordedRequest[] = [];
+  /** Connections accepted since the last reset (shows keep-alive reuse). */
+  connectionsAccepted = 0;
+  url = '';
+  private defaultMode: { mode: Mode; settings: ModeSettings };
+  private readonly modelModes = new Map<string, { mode: Mode; settings: ModeSettings }>();
+  private readonly sockets = new Set<Socket>();
+  private readonly server: Server;
+
+  constructor(
+    initialMode: Mode,
+    private readonly handler: FakeHandler<Mode>,
+  ) {
+    this.defaultMode = { mode: initialMode, settings: {} };
+    this.server = createServer((req, res) => void this.receive(req, res));
+    this.server.on('connection', (socket) => this.accept(socket));
+  }
+
+  async listen(apiPath: string): Promise<this> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(0, '127.0.0.1', () => resolve());
+    });
+    const { port } = this.server.address() as AddressInfo;
+    this.url = `http://127.0.0.1:${port}${apiPath}`;
+    return this;
+  }
+
+  /** The mode for requests without a per-model override. */
+  get mode(): Mode {
+    return this.defaultMode.mode;
+  }
+
+  set mode(mode: Mode) {
+    this.setMode(mode);
+  }
+
+  /** Switches mode now; with `model`, only for that model's requests. */
+  setMode(mode: Mode, options: ModeOptions = {}): void {
+    const { model, ...settings } = options;
+    if (model !== undefined) {
+      this.modelModes.set(model, { mode, settings });
+      return;
+    }
+    this.defaultMode = { mode, settings };
+    // idle keep-alive sockets must not keep working once the server "refuses"
+    if (mode === REFUSE) for (const socket of this.sockets) socket.resetAndDestroy();
+  }
+
+  /** Drops every per-model override. */
+  clearModelModes(): void {
+    this.modelModes.clear();
+  }
+
+  count(path?: string): number {
+    return path === undefined ? this.requests.length : this.requests.filter((r) => r.path === path).length;
+  }
+
+  /** Clears the request log and the connection counter (modes stay). */
+  reset(): void {
+    this.requests.length = 0;
+    this.connectionsAccepted = 0;
+  }
+
+  get openConnections(): number {
+    return this.sockets.size;
+  }
+
+  /** Polls until `predicate` holds; rejects after `timeoutMs`. */
+  async waitUntil(predicate: () => boolean, timeoutMs = 2000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!predicate()) {
+      if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
+  /** Stops listening and destroys every socket, hanging ones included. */
+  async close(): Promise<void> {
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    for (const socket of this.sockets) socket.destroy();
+    this.server.closeAllConnections();
+    await closed;
+  }
+
+  private accept(socket: Socket): void {
+    this.connectionsAccepted++;
+    if (this.defaultMode.mode === REFUSE && this.modelModes.size === 0) {
+      socket.resetAndDestroy();
+      return;
+    }
+    this.sockets.add(socket);
+    socket.once('close', () => this.sockets.delete(socket));
+  }
+
+  private async receive(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const text = await readBody(req);
+    let body: unknown = text;
+    try {
+      if (text) body = JSON.parse(text);
+    } catch {
+      // not JSON: keep the raw text
+    }
+    const fields = typeof body === 'object' && body !== null ? (body as Record<string, unknown>) : {};
+    const model = typeof fields.model === 'string' ? fields.model : null;
+    const record: RecordedRequest = {
+      path: (req.url ?? '/').split('?')[0],
+      method: req.method ?? 'GET',
+      model,
+      stream: fields.stream === true,
+      headers: req.headers,
+      body,
+      closedEarly: false,
+    };
+    this.requests.push(record);
+    res.once('close', () => {
+      if (!res.writableFinished) record.closedEarly = true;
+    });
+    const { mode, settings } = (model !== null ? this.modelModes.get(model) : undefined) ?? this.defaultMode;
+    if (mode === REFUSE) {
+      req.socket.resetAndDestroy();
+      return;
+    }
+    try {
+      await this.handler({ req, res, record, mode, settings, wait: (ms) => waitUnlessClosed(res, ms) });
+    } catch {
+      res.destroy();
+    }
+  }
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => parts.push(chunk));
+    req.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function waitUnlessClosed(res: ServerResponse, ms: number): Promise<boolean> {
+  if (res.destroyed) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const onClose = (): void => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      res.off('close', onClose);
+      resolve(!res.destroyed);
+    }, ms);
+    res.once('close', onClose);
+  });
+}
+
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
+  res.end(text);
+}
+
+export type SseSender = (event: string | null, data: string, last?: boolean) => Promise<boolean>;
+
+/**
+ * Starts an SSE response; `send` writes one event and reports whether the connection is still
+ * there. The last event goes out with the end of the body, in one write, as real servers do.
+ */
+export function startSse(res: ServerResponse, headers: Record<string, string> = {}): SseSender {
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...headers });
+  return (event, data, last = false) =>
+    new Promise((resolve) => {
+      if (res.destroyed) return resolve(false);
+      const text = `${event ? `event: ${event}\n` : ''}data: ${data}\n\n`;
+      if (last) res.end(text, () => resolve(true));
+      else res.write(text, (err) => resolve(!err));
+    });
+}
+
+/** Sends `first`, then cuts the connection: a provider dying mid-answer. */
+export function writeThenDrop(res: ServerResponse, first: string): void {
+  res.write(first, () => res.socket?.destroy());
+}
+
+export const wordsOf = (text: string): string[] => text.split(/(?<=\s)/);

@@ -1,0 +1,152 @@
+import { parseFirstMp3Frame, parseFlacStreamInfo } from '../src/speech/audio/parse';
+import { parseGatewayConfig } from '../src/config/gateway-config';
+import { startFakeMiniMax, FakeMiniMax } from './fakes/fake-minimax';
+import { startApp, TestApp } from './support/app';
+import { refusedUpgrade, StreamClient } from './support/ws-client';
+
+const START = { event: 'task_start', model: 'speech-02-hd', voice_setting: { voice_id: 'en-us' } };
+
+describe('speech WebSocket stream', () => {
+  let t: TestApp;
+  let minimax: FakeMiniMax;
+  let secret: string;
+  let wsUrl: string;
+
+  beforeAll(async () => {
+    minimax = await startFakeMiniMax();
+    const gateway = parseGatewayConfig(
+      `providers:\n  - { name: ws-minimax, kind: minimax, base_url: "${minimax.url}", api_key: k }\n  - { name: espeak, kind: espeak }\n`,
+      'ws test',
+    );
+    t = await startApp({ gateway, env: { SVC_WS_IDLE_MS: '1500' } });
+    secret = (await t.createKey('ws', [{ provider: 'espeak', model: 'speech-02-hd' }])).secret;
+    wsUrl = `${t.url.replace('http', 'ws')}/v1/audio/speech/stream`;
+  });
+  afterAll(async () => {
+    await t.close();
+    await minimax.close();
+  });
+
+  const connect = (token = secret): Promise<StreamClient> => StreamClient.connect(wsUrl, { Authorization: `Bearer ${token}` });
+
+  it('streams audio sentence by sentence: first audio arrives before task_finish, then task_finished and close 1000', async () => {
+    const client = await connect();
+    const hello = await client.waitFor((m) => m.event === 'connected_success');
+    expect(hello.session_id).toMatch(/^sess_/);
+    client.send({ ...START, audio_setting: { format: 'pcm', sample_rate: 16000, channel: 1 } });
+    const started = await client.waitFor((m) => m.event === 'task_started');
+    expect(started).toMatchObject({ session_id: hello.session_id, provider: 'espeak', fallback_level: 0 });
+    client.send({ event: 'task_continue', text: 'Hello from the stream. This is the second sentence, still' });
+    const first = await client.waitFor((m) => m.event === 'task_continued');
+    expect(first).toMatchObject({ is_final: false, provider: 'espeak', fallback_level: 0 });
+    client.send({ event: 'task_continue', text: ' going on.' });
+    client.send({ event: 'task_finish' });
+    await client.waitFor((m) => m.event === 'task_finished');
+    expect(await client.closed).toBe(1000);
+    const audioMessages = client.messages.filter((m) => m.event === 'task_continued');
+    expect(audioMessages.filter((m) => m.is_final)).toHaveLength(1);
+    expect(audioMessages[audioMessages.length - 1].is_final).toBe(true);
+    const pcm = client.audio();
+    expect(pcm.length % 2).toBe(0);
+    expect(pcm.length / 2 / 16000).toBeGreaterThan(2);
+  });
+
+  it.each([
+    ['mp3', (bytes: Buffer) => parseFirstMp3Frame(bytes).sampleRate],
+    ['flac', (bytes: Buffer) => parseFlacStreamInfo(bytes).sampleRate],
+  ])('sends one continuous %s stream across sentences', async (format, rateOf) => {
+    const client = await connect();
+    client.send({ ...START, audio_setting: { format, sample_rate: 22050, channel: 2 } });
+    await client.waitFor((m) => m.event === 'task_started');
+    client.send({ event: 'task_continue', text: 'One sentence here. And another one.' });
+    client.send({ event: 'task_finish' });
+    await client.waitFor((m) => m.event === 'task_finished');
+    expect(rateOf(client.audio())).toBe(22050);
+  });
+
+  it('accepts ?api_key= for browsers, and refuses a missing or wrong key on the upgrade with 401 and the error body', async () => {
+    const viaQuery = await StreamClient.connect(`${wsUrl}?api_key=${secret}`);
+    await viaQuery.waitFor((m) => m.event === 'connected_success');
+    viaQuery.ws.close();
+    const missing = await refusedUpgrade(wsUrl);
+    expect(missing.status).toBe(401);
+    expect(JSON.parse(missing.body)).toMatchObject({ error: { type: 'authentication_error', code: 'missing_api_key' } });
+    expect(missing.requestId).toMatch(/^req_/);
+    const wrong = await refusedUpgrade(wsUrl, { Authorization: 'Bearer sk-svc-wrongwrongwrongwrongwrongwrongwrong1' });
+    expect(wrong.status).toBe(401);
+    expect(JSON.parse(wrong.body)).toMatchObject({ error: { code: 'invalid_api_key' } });
+  });
+
+  it.each([
+    ['bad JSON', (c: StreamClient) => c.ws.send('{not json'), 'invalid_json'],
+    ['a binary frame', (c: StreamClient) => c.ws.send(Buffer.from([1, 2, 3])), 'invalid_value'],
+    ['task_continue before task_start', (c: StreamClient) => c.send({ event: 'task_continue', text: 'hi' }), 'invalid_value'],
+    ['an unknown event', (c: StreamClient) => c.send({ event: 'task_dance' }), 'invalid_value'],
+    ['an unknown voice', (c: StreamClient) => c.send({ ...START, voice_setting: { voice_id: 'no-such-voice' } }), 'voice_not_found'],
+    ['wav, which cannot be streamed', (c: StreamClient) => c.send({ ...START, audio_setting: { format: 'wav' } }), 'invalid_value'],
+    ['an out-of-range speed', (c: StreamClient) => c.send({ ...START, voice_setting: { voice_id: 'en-us', speed: 9 } }), 'invalid_value'],
+  ])('answers %s with task_failed and close 1008', async (_, misbehave, code) => {
+    const client = await connect();
+    await client.waitFor((m) => m.event === 'connected_success');
+    misbehave(client);
+    const failed = await client.waitFor((m) => m.event === 'task_failed');
+    expect(failed.error).toMatchObject({ code, message: expect.any(String) });
+    expect(await client.closed).toBe(1008);
+  });
+
+  it('refuses a second task_start with task_failed and 1008', async () => {
+    const client = await connect();
+    client.send(START);
+    await client.waitFor((m) => m.event === 'task_started');
+    client.send(START);
+    await client.waitFor((m) => m.event === 'task_failed');
+    expect(await client.closed).toBe(1008);
+  });
+
+  it('closes an idle connection', async () => {
+    const client = await connect();
+    const started = Date.now();
+    await client.closed;
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
+    expect(client.closeReason).toBe('idle timeout');
+  });
+
+  it('fails over before the first audio, and reports the serving provider on every audio message', async () => {
+    minimax.setMode('http500');
+    const key = await t.createKey('ws-fo', [
+      { provider: 'ws-minimax', model: 'speech-02-hd', voice_map: { '*': 'male-qn-qingse' } },
+      { provider: 'espeak', model: 'speech-02-hd', voice_map: { '*': 'en-us' } },
+    ]);
+    const client = await connect(key.secret);
+    client.send({ ...START, voice_setting: { voice_id: 'narrator' }, audio_setting: { format: 'pcm' } });
+    await client.waitFor((m) => m.event === 'task_started');
+    client.send({ event: 'task_continue', text: 'Served by the fallback.' });
+    client.send({ event: 'task_finish' });
+    await client.waitFor((m) => m.event === 'task_finished');
+    const audio = client.messages.filter((m) => m.event === 'task_continued');
+    expect(audio.length).toBeGreaterThan(0);
+    for (const m of audio) expect(m).toMatchObject({ provider: 'espeak', fallback_level: 1 });
+    expect(minimax.count('/v1/t2a_v2')).toBeGreaterThan(0);
+    minimax.setMode('ok');
+  });
+
+  it('ends with task_failed and 1011 when the provider fails after audio began (no silent failover)', async () => {
+    minimax.setMode('ok');
+    const key = await t.createKey('ws-mid', [
+      { provider: 'ws-minimax', model: 'speech-02-hd', voice_map: { '*': 'male-qn-qingse' } },
+      { provider: 'espeak', model: 'speech-02-hd', voice_map: { '*': 'en-us' } },
+    ]);
+    const client = await connect(key.secret);
+    client.send({ ...START, audio_setting: { format: 'pcm' } });
+    await client.waitFor((m) => m.event === 'task_started');
+    client.send({ event: 'task_continue', text: 'First sentence from minimax.' });
+    await client.waitFor((m) => m.event === 'task_continued');
+    minimax.setMode('http500');
+    client.send({ event: 'task_continue', text: 'Second sentence fails.' });
+    const failed = await client.waitFor((m) => m.event === 'task_failed');
+    expect(failed.error).toMatchObject({ code: 'all_providers_failed' });
+    expect(await client.closed).toBe(1011);
+    expect(client.messages.filter((m) => m.event === 'task_continued').every((m) => m.provider === 'ws-minimax')).toBe(true);
+    minimax.setMode('ok');
+  });
+});

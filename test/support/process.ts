@@ -1,0 +1,55 @@
+import { ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { projectRoot } from '../../src/common/paths';
+
+export interface ServiceProcess {
+  child: ChildProcessWithoutNullStreams;
+  /** Everything the process printed so far (stdout and stderr). */
+  output(): string;
+  /** Resolves with the first match of `pattern` in the output. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  /** Resolves with the exit code. */
+  exited: Promise<number | null>;
+}
+
+/** Runs the built service (`node dist/src/main.js`, what `npm start` runs) with the given environment. */
+export function spawnService(env: Record<string, string | undefined>): ServiceProcess {
+  const root = projectRoot();
+  const childEnv: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'warn', ...env };
+  for (const [name, value] of Object.entries(env)) if (value === undefined) delete childEnv[name];
+  const child = spawn(process.execPath, [join(root, 'dist/src/main.js')], { cwd: root, env: childEnv });
+  let text = '';
+  const listeners = new Set<() => void>();
+  const onData = (chunk: Buffer): void => {
+    text += chunk.toString();
+    for (const listener of listeners) listener();
+  };
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return {
+    child,
+    output: () => text,
+    exited,
+    waitFor(pattern, timeoutMs = 30000) {
+      return new Promise((resolve, reject) => {
+        const check = (): void => {
+          const match = pattern.exec(text);
+          if (!match) return;
+          cleanup();
+          resolve(match);
+        };
+        const timer = setTimeout(() => {
+          cleanup();
+          reject(new Error(`timed out waiting for ${pattern}; output so far:\n${text}`));
+        }, timeoutMs);
+        const cleanup = (): void => {
+          clearTimeout(timer);
+          listeners.delete(check);
+        };
+        listeners.add(check);
+        check();
+      });
+    },
+  };
+}

@@ -1,0 +1,263 @@
+import { ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { createHmac } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DataSource } from 'typeorm';
+import { parseGatewayConfig } from '../src/config/gateway-config';
+import { FakeOpenAi, startFakeOpenAi } from './fakes/fake-openai';
+import { startApp, TestApp } from './support/app';
+import { CHAT_PATH, chatBody, eventually, REQUEST_ID, sleep } from './support/failover';
+import { isolatedDatabase, ReceivedCall, Receiver, verifyDelivery } from './support/receiver';
+
+const PATH = '/v1/user/webhooks';
+const DATA_ORDER = ['proxy_key', 'model', 'exhausted_provider', 'active_provider', 'fallback_level', 'latency_ms', 'request_id'];
+
+type Delivered = Record<string, unknown> & { data: Record<string, unknown> };
+const bodyOf = (call: ReceivedCall): Delivered => JSON.parse(call.raw.toString('utf8')) as Delivered;
+
+/** Deliveries of stored events (decisions §8): fan-out, signing, recovery targeting, retries. */
+describe('webhook deliveries', () => {
+  let db: { url: string; drop(): Promise<void> };
+  let t: TestApp;
+  /** A second replica on the same database: fan-out and delivery are shared by both. */
+  let replica: TestApp;
+  let receiver: Receiver;
+  const fakes: Record<string, FakeOpenAi> = {};
+
+  beforeAll(async () => {
+    db = await isolatedDatabase('webhooks_delivery');
+    for (const label of ['a', 'flaky', 'retry', 'dead', 'readme', 'burst']) fakes[label] = await startFakeOpenAi({ name: `wh-dl-${label}`, mode: 'error500' });
+    const yaml = ['providers:', '  - name: echo', '    kind: echo', ...Object.values(fakes).map((f) => `  - name: ${f.name}\n    kind: openai\n    base_url: ${f.url}\n    api_key: x`)];
+    receiver = await Receiver.start();
+    const options = {
+      gateway: parseGatewayConfig(yaml.join('\n'), 'webhook delivery gateway'),
+      env: { DATABASE_URL: db.url, SVC_WEBHOOK_ALLOW_PRIVATE: 'true', SVC_WEBHOOK_RETRY_SCHEDULE: '1s,1s', SVC_BREAKER_COOLDOWN_MS: '1000', SVC_SECRET_KEY: undefined },
+    };
+    t = await startApp(options);
+    replica = await startApp(options);
+  });
+  afterAll(async () => {
+    await replica?.close();
+    await t?.close();
+    await receiver?.close();
+    await Promise.all(Object.values(fakes).map((f) => f.close()));
+    await db?.drop();
+  });
+
+  const subscribe = async (secret: string, path: string, events?: string[], url = receiver.url(path)): Promise<{ id: string; secret: string }> => {
+    const res = await t.http.post(PATH).set('Authorization', `Bearer ${secret}`).send({ url, ...(events && { events }) });
+    expect(res.status).toBe(201);
+    return { id: res.body.id as string, secret: res.body.secret as string };
+  };
+  const chat = (secret: string, model: string) => t.http.post(CHAT_PATH).set('Authorization', `Bearer ${secret}`).send(chatBody(model));
+  const attempts = async (secret: string, endpointId: string, query = ''): Promise<Record<string, unknown>> => {
+    const res = await t.http.get(`${PATH}/${endpointId}/deliveries${query}`).set('Authorization', `Bearer ${secret}`);
+    expect(res.status).toBe(200);
+    return res.body as Record<string, unknown>;
+  };
+
+  it('delivers exactly one signed failover event per failed-over request, correlated by x-svc-request-id', async () => {
+    const key = await t.createKey('failover owner', [
+      { provider: fakes.a.name, model: 'm-a' },
+      { provider: 'echo', model: 'echo-1' },
+    ]);
+    const stranger = await t.createKey('no failovers', [{ provider: 'echo', model: 'echo-1' }]);
+    const endpoint = await subscribe(key.secret, '/a');
+    const disabled = await subscribe(key.secret, '/a-disabled');
+    await t.http.patch(`${PATH}/${disabled.id}`).set('Authorization', `Bearer ${key.secret}`).send({ enabled: false });
+    await subscribe(key.secret, '/a-recovered-only', ['provider_recovered']);
+    await subscribe(stranger.secret, '/a-stranger', ['failover', 'provider_recovered']);
+
+    const before = Date.now();
+    const res = await chat(key.secret, 'm-a');
+    expect(res.status).toBe(200);
+    expect(res.headers['x-svc-is-fallback']).toBe('true');
+    const requestId = res.headers['x-svc-request-id'];
+    expect(requestId).toMatch(REQUEST_ID);
+
+    const [call] = await receiver.waitFor('/a', 1);
+    await sleep(1500);
+    expect(receiver.callsTo('/a')).toHaveLength(1);
+    for (const path of ['/a-disabled', '/a-recovered-only', '/a-stranger']) expect(receiver.callsTo(path)).toHaveLength(0);
+
+    expect(call.headers['content-type']).toBe('application/json');
+    expect(call.headers['x-svc-event']).toBe('failover');
+    expect(Number(call.headers['x-svc-timestamp'])).toBeGreaterThanOrEqual(Math.floor(before / 1000));
+    expect(verifyDelivery(endpoint.secret, call.headers, call.raw)).toBe(true);
+    expect(verifyDelivery(endpoint.secret, call.headers, Buffer.concat([call.raw, Buffer.from(' ')]))).toBe(false);
+
+    const body = bodyOf(call);
+    expect(Object.keys(body)).toEqual(['id', 'event', 'timestamp', 'data']);
+    expect(Object.keys(body.data)).toEqual(DATA_ORDER);
+    expect(body).toEqual({
+      id: expect.stringMatching(/^evt_[0-9a-f-]{36}$/),
+      event: 'failover',
+      timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      data: { proxy_key: key.id, model: 'm-a', exhausted_provider: fakes.a.name, active_provider: 'echo', fallback_level: 1, latency_ms: expect.any(Number), request_id: requestId },
+    });
+    expect(Math.abs(Date.parse(body.timestamp as string) - before)).toBeLessThan(5000);
+
+    const log = await attempts(key.secret, endpoint.id);
+    expect(log.data).toEqual([
+      { id: expect.stringMatching(/^whd_/), object: 'webhook_delivery', event_id: body.id, event: 'failover', attempt: 1, status_code: 200, latency_ms: expect.any(Number), error: null, created_at: expect.any(Number) },
+    ]);
+  });
+
+  it('runs the README receiver example: it accepts a real delivery and refuses a forged or stale one', async () => {
+    const readme = readFileSync(join(__dirname, '..', 'README.md'), 'utf8');
+    const example = /<!-- webhook-receiver-example:start -->\s*```js\n([\s\S]*?)```\s*<!-- webhook-receiver-example:end -->/.exec(readme);
+    expect(example).not.toBeNull();
+    const key = await t.createKey('readme receiver', [
+      { provider: fakes.readme.name, model: 'm-r' },
+      { provider: 'echo', model: 'echo-1' },
+    ]);
+    const endpoint = await subscribe(key.secret, '/unused');
+    const dir = mkdtempSync(join(tmpdir(), 'svc-receiver-'));
+    writeFileSync(join(dir, 'receiver.js'), example?.[1] ?? '');
+    const child: ChildProcessWithoutNullStreams = spawn(process.execPath, [join(dir, 'receiver.js')], { env: { ...process.env, WEBHOOK_SECRET: endpoint.secret, PORT: '0' } });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    try {
+      const port = (await eventually(() => /listening on (\d+)/.exec(out), (m) => m !== null, 10000, 'README receiver listening'))?.[1];
+      const url = `http://127.0.0.1:${port}/hook`;
+      await t.http.patch(`${PATH}/${endpoint.id}`).set('Authorization', `Bearer ${key.secret}`).send({ url });
+
+      const res = await chat(key.secret, 'm-r');
+      const requestId = res.headers['x-svc-request-id'];
+      await eventually(() => out, (text) => text.includes(`request_id=${requestId}`), 10000, 'README receiver verified the delivery');
+      expect(out).toMatch(new RegExp(`verified failover evt_[0-9a-f-]{36} request_id=${requestId}`));
+      const log = await eventually(() => attempts(key.secret, endpoint.id), (l) => (l.data as unknown[]).length > 0, 5000, 'attempt recorded');
+      expect(log.data).toMatchObject([{ attempt: 1, status_code: 204, error: null }]);
+
+      const body = '{"id":"evt_forged","event":"failover","data":{}}';
+      const sign = (ts: number, text: string, key = endpoint.secret): string => `sha256=${createHmac('sha256', key).update(`${ts}.${text}`).digest('hex')}`;
+      const send = (ts: number, signature: string, text = body) =>
+        fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-svc-timestamp': String(ts), 'x-svc-signature': signature }, body: text });
+      const now = Math.floor(Date.now() / 1000);
+      expect((await send(now, sign(now, body))).status).toBe(204);
+      expect((await send(now, sign(now, body, 'whsec_wrong'))).status).toBe(400);
+      expect((await send(now, sign(now, body), body.replace('forged', 'altered'))).status).toBe(400);
+      expect((await send(now - 301, sign(now - 301, body))).status).toBe(400);
+    } finally {
+      child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('sends provider_recovered to every key whose chain holds the provider, and not to failover-only endpoints', async () => {
+    const flaky = fakes.flaky;
+    const owner = await t.createKey('flaky first', [
+      { provider: flaky.name, model: 'm-f' },
+      { provider: 'echo', model: 'echo-1' },
+    ]);
+    const later = await t.createKey('flaky later', [
+      { provider: 'echo', model: 'echo-1' },
+      { provider: flaky.name, model: 'm-g' },
+      { provider: flaky.name, model: 'm-h' },
+    ]);
+    const unrelated = await t.createKey('no flaky', [{ provider: 'echo', model: 'echo-1' }]);
+    const recoveredOnly = await subscribe(owner.secret, '/rec-owner', ['provider_recovered']);
+    await subscribe(owner.secret, '/rec-failover-only', ['failover']);
+    const both = await subscribe(later.secret, '/rec-later', ['failover', 'provider_recovered']);
+    await subscribe(unrelated.secret, '/rec-unrelated', ['provider_recovered']);
+
+    for (let i = 0; i < 5; i++) expect((await chat(owner.secret, 'm-f')).headers['x-svc-provider-used']).toBe('echo');
+    flaky.setMode('ok');
+
+    const [toOwner] = await receiver.waitFor('/rec-owner', 1, 15000);
+    const [toLater] = await receiver.waitFor('/rec-later', 1, 5000);
+    await receiver.waitFor('/rec-failover-only', 5, 5000);
+    await sleep(1500);
+
+    const owned = bodyOf(toOwner);
+    expect(toOwner.headers['x-svc-event']).toBe('provider_recovered');
+    expect(verifyDelivery(recoveredOnly.secret, toOwner.headers, toOwner.raw)).toBe(true);
+    expect(owned).toMatchObject({ id: expect.stringMatching(/^evt_/), event: 'provider_recovered' });
+    expect(owned.data).toEqual({ proxy_key: owner.id, model: 'm-f', exhausted_provider: null, active_provider: flaky.name, fallback_level: null, latency_ms: expect.any(Number), request_id: expect.stringMatching(REQUEST_ID) });
+    const laters = bodyOf(toLater);
+    expect(verifyDelivery(both.secret, toLater.headers, toLater.raw)).toBe(true);
+    expect(laters.id).toBe(owned.id);
+    expect(laters.data).toMatchObject({ proxy_key: later.id, model: 'm-g', active_provider: flaky.name, request_id: owned.data.request_id });
+
+    expect(receiver.callsTo('/rec-owner')).toHaveLength(1);
+    expect(receiver.callsTo('/rec-later')).toHaveLength(1);
+    expect(receiver.callsTo('/rec-unrelated')).toHaveLength(0);
+    const failoverOnly = receiver.callsTo('/rec-failover-only');
+    expect(failoverOnly).toHaveLength(5);
+    expect(failoverOnly.map((c) => c.headers['x-svc-event'])).toEqual(Array(5).fill('failover'));
+  }, 30000);
+
+  it('retries a failing receiver on the schedule with fresh signatures, and lists every attempt', async () => {
+    const key = await t.createKey('retried', [
+      { provider: fakes.retry.name, model: 'm-r' },
+      { provider: 'echo', model: 'echo-1' },
+    ]);
+    receiver.respond('/retry', [500, 500]);
+    const endpoint = await subscribe(key.secret, '/retry');
+    await chat(key.secret, 'm-r');
+
+    const calls = await receiver.waitFor('/retry', 3, 15000);
+    await sleep(2500);
+    expect(receiver.callsTo('/retry')).toHaveLength(3);
+    expect(calls.map((c) => c.status)).toEqual([500, 500, 200]);
+    expect(new Set(calls.map((c) => c.raw.toString('hex'))).size).toBe(1);
+    const stamps = calls.map((c) => Number(c.headers['x-svc-timestamp']));
+    expect(stamps[1]).toBeGreaterThan(stamps[0]);
+    expect(stamps[2]).toBeGreaterThan(stamps[1]);
+    expect(calls[1].at - calls[0].at).toBeGreaterThanOrEqual(900);
+    expect(new Set(calls.map((c) => c.headers['x-svc-signature'])).size).toBe(3);
+    for (const call of calls) expect(verifyDelivery(endpoint.secret, call.headers, call.raw)).toBe(true);
+
+    const eventId = bodyOf(calls[0]).id;
+    const log = await eventually(() => attempts(key.secret, endpoint.id), (l) => (l.data as unknown[]).length === 3, 5000, 'three attempts listed');
+    expect(log.data).toMatchObject([
+      { attempt: 3, status_code: 200, error: null, event_id: eventId, event: 'failover' },
+      { attempt: 2, status_code: 500, error: 'HTTP 500', event_id: eventId },
+      { attempt: 1, status_code: 500, error: 'HTTP 500', event_id: eventId },
+    ]);
+    const page = await attempts(key.secret, endpoint.id, '?limit=2');
+    expect(page).toMatchObject({ has_more: true });
+    const rest = await attempts(key.secret, endpoint.id, `?limit=2&after=${page.last_id as string}`);
+    expect(rest).toMatchObject({ has_more: false, data: [{ attempt: 1 }] });
+  }, 30000);
+
+  it('gives up after the last scheduled attempt and records every failure', async () => {
+    const key = await t.createKey('undeliverable', [
+      { provider: fakes.dead.name, model: 'm-d' },
+      { provider: 'echo', model: 'echo-1' },
+    ]);
+    receiver.respond('/dead', [], 503);
+    const endpoint = await subscribe(key.secret, '/dead');
+    await chat(key.secret, 'm-d');
+    await receiver.waitFor('/dead', 3, 15000);
+    await sleep(3000);
+    expect(receiver.callsTo('/dead')).toHaveLength(3);
+    const log = await attempts(key.secret, endpoint.id);
+    expect((log.data as Array<{ attempt: number; status_code: number; error: string }>).map((a) => [a.attempt, a.status_code, a.error])).toEqual([
+      [3, 503, 'HTTP 503'],
+      [2, 503, 'HTTP 503'],
+      [1, 503, 'HTTP 503'],
+    ]);
+  }, 30000);
+
+  it('with two replicas, delivers every stored failover event of a burst exactly once', async () => {
+    const key = await t.createKey('burst', [
+      { provider: fakes.burst.name, model: 'm-b' },
+      { provider: 'echo', model: 'echo-1' },
+    ]);
+    const endpoint = await subscribe(key.secret, '/burst');
+    const responses = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => (i % 2 ? replica : t).http.post(CHAT_PATH).set('Authorization', `Bearer ${key.secret}`).send(chatBody('m-b'))),
+    );
+    expect(responses.every((r) => r.status === 200)).toBe(true);
+    const stored: Array<{ id: string }> = await t.app.get(DataSource).query(`SELECT id FROM gateway_events WHERE key_id = $1 AND type = 'failover'`, [key.id]);
+    expect(stored.length).toBeGreaterThanOrEqual(5);
+    await receiver.waitFor('/burst', stored.length, 15000);
+    await sleep(2000);
+    const ids = receiver.callsTo('/burst').map((c) => bodyOf(c).id as string);
+    expect(ids.sort()).toEqual(stored.map((e) => e.id).sort());
+    for (const call of receiver.callsTo('/burst')) expect(verifyDelivery(endpoint.secret, call.headers, call.raw)).toBe(true);
+  }, 30000);
+});
