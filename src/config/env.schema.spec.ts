@@ -11,6 +11,20 @@ describe('environment', () => {
     expect(env.DATABASE_URL).toBeUndefined();
   });
 
+  it.each([
+    ['false', false],
+    ['0', false],
+    ['', false],
+    ['TRUE', true],
+    ['1', true],
+  ])('reads SVC_DEMO_KEY=%j as %s', (raw, expected) => {
+    expect(validateEnvironment({ SVC_DEMO_KEY: raw }).SVC_DEMO_KEY).toBe(expected);
+  });
+
+  it('refuses a boolean it cannot read', () => {
+    expect(() => validateEnvironment({ SVC_DEMO_KEY: 'maybe' })).toThrow(/SVC_DEMO_KEY must be a boolean value/);
+  });
+
   it('stops the boot naming each bad variable', () => {
     expect(() => validateEnvironment({ PORT: 'eighty', DATABASE_URL: 'mysql://x', SVC_ADMIN_TOKEN: 'short' })).toThrow(
       /Invalid environment:\n {2}PORT: .*\n {2}DATABASE_URL: DATABASE_URL must start with postgres:\/\/ or postgresql:\/\/\n {2}SVC_ADMIN_TOKEN: SVC_ADMIN_TOKEN must be at least 16 characters/,

@@ -1,8 +1,6 @@
 import { plainToInstance, Transform } from 'class-transformer';
 import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, MinLength, validateSync } from 'class-validator';
 
-const toBool = ({ value }: { value: unknown }): unknown =>
-  value === 'true' || value === '1' ? true : value === 'false' || value === '0' || value === '' ? false : value;
 
 const DURATION_UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 };
 
@@ -16,6 +14,7 @@ const toSeconds = ({ value, key, obj }: { value: unknown; key: string; obj: Reco
 };
 
 /** `true`/`1` or `false`/`0`/empty from the raw text (implicit conversion would read `'false'` as true). */
+/** Reads the raw string: implicit conversion has already turned any non-empty string, `false` included, into `true`. */
 const rawBool = ({ value, key, obj }: { value: unknown; key: string; obj: Record<string, unknown> }): unknown => {
   const raw = obj[key];
   if (typeof raw !== 'string') return value;
@@ -57,7 +56,7 @@ export class EnvironmentVariables {
   SVC_ADMIN_TOKEN?: string;
 
   /** Create and print a demo key on first start with an empty database (default: only in embedded mode). */
-  @IsOptional() @Transform(toBool) @IsBoolean()
+  @IsOptional() @Transform(rawBool) @IsBoolean()
   SVC_DEMO_KEY?: boolean;
 
   /** Consecutive failures that open a provider's circuit. */
