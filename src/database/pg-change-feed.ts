@@ -5,6 +5,9 @@ import { DatabaseEndpoint } from './database-endpoint';
 
 type Handler = (payload: string) => void;
 
+/** The application_name of every replica's listening connection, so replicas can count each other. */
+const LISTENER_NAME = 'svc-gateway-listen';
+
 /**
  * Cross-replica change notices over LISTEN/NOTIFY on one dedicated connection. A speed-up only:
  * every subscriber also polls, because NOTIFY can be missed (reconnects) and does not exist
@@ -31,6 +34,16 @@ export class PgChangeFeed implements OnApplicationShutdown {
     await this.client?.query(`LISTEN "${channel}"`).catch((err: Error) => this.logger.warn(`LISTEN ${channel} failed: ${err.message}`));
   }
 
+  /** How many other sessions listen as this feed does (the other replicas); 0 while this feed is not connected. */
+  async peers(): Promise<number> {
+    if (this.endpoint.isEmbedded || !this.client) return 0;
+    const rows: Array<{ n: number }> = await this.dataSource.query(
+      'SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1',
+      [LISTENER_NAME],
+    );
+    return Math.max(0, rows[0].n - 1);
+  }
+
   async notify(channel: string, payload = ''): Promise<void> {
     if (this.endpoint.isEmbedded) return;
     await this.dataSource.query('SELECT pg_notify($1, $2)', [channel, payload]);
@@ -43,7 +56,7 @@ export class PgChangeFeed implements OnApplicationShutdown {
 
   private async open(): Promise<void> {
     if (this.client || this.stopped) return;
-    const client = new Client({ connectionString: this.endpoint.url, application_name: 'svc-gateway-listen' });
+    const client = new Client({ connectionString: this.endpoint.url, application_name: LISTENER_NAME });
     client.on('notification', (msg) => {
       for (const handler of this.handlers.get(msg.channel) ?? []) handler(msg.payload ?? '');
     });

@@ -1,5 +1,5 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { EnvironmentVariables } from '../config/env.schema';
 import { PgChangeFeed } from '../database/pg-change-feed';
 import type { ChainStepDto } from './dto/chain-step.dto';
@@ -14,6 +14,8 @@ export interface AuthenticatedKey {
 }
 
 export const KEYS_CHANNEL = 'svc_keys_changed';
+/** Each replica answers a change notice here (with its token) once it serves the change. */
+export const KEYS_APPLIED_CHANNEL = 'svc_keys_applied';
 const NEGATIVE_TTL_MS = 1000;
 const NEGATIVE_MAX = 10000;
 
@@ -21,9 +23,10 @@ export const hashSecret = (secret: string): string => createHash('sha256').updat
 
 /**
  * Every key, in memory: authentication costs no database round trip. Writes on this replica
- * refresh it before they answer; other replicas hear a NOTIFY at once and poll a signature as a
- * safety net. An unknown secret is looked up once (it may be a key just made on another replica)
- * and then remembered as unknown for a second.
+ * refresh it, NOTIFY the others and wait (at most one sync interval) until each has reloaded, so a
+ * change holds on every replica from the next request; a signature poll is the safety net. An
+ * unknown secret is looked up once (it may be a key just made on another replica) and then
+ * remembered as unknown for a second.
  */
 @Injectable()
 export class KeyDirectory implements OnApplicationBootstrap, OnModuleDestroy {
@@ -34,7 +37,10 @@ export class KeyDirectory implements OnApplicationBootstrap, OnModuleDestroy {
   private signature: KeysSignature | null = null;
   private timer: NodeJS.Timeout | null = null;
   private refreshing: Promise<void> | null = null;
+  private nextRefresh: Promise<void> | null = null;
   private polling: Promise<void> | null = null;
+  /** Changes made here whose notice the other replicas have not all answered yet. */
+  private readonly awaiting = new Map<string, { left: number; done: () => void }>();
   private stopped = false;
 
   constructor(
@@ -45,7 +51,8 @@ export class KeyDirectory implements OnApplicationBootstrap, OnModuleDestroy {
 
   async onApplicationBootstrap(): Promise<void> {
     await this.reload();
-    await this.feed.subscribe(KEYS_CHANNEL, () => void this.refresh());
+    await this.feed.subscribe(KEYS_CHANNEL, (token) => void this.applyNotice(token));
+    await this.feed.subscribe(KEYS_APPLIED_CHANNEL, (token) => this.answered(token));
     this.timer = setInterval(() => {
       this.polling ??= this.pollSignature().finally(() => (this.polling = null));
     }, this.env.SVC_SYNC_INTERVAL_MS);
@@ -56,7 +63,7 @@ export class KeyDirectory implements OnApplicationBootstrap, OnModuleDestroy {
   async onModuleDestroy(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
-    await Promise.all([this.polling, this.refreshing]);
+    await Promise.all([this.polling, this.nextRefresh, this.refreshing]);
   }
 
   async authenticate(secret: string): Promise<AuthenticatedKey | null> {
@@ -86,18 +93,59 @@ export class KeyDirectory implements OnApplicationBootstrap, OnModuleDestroy {
     return this.byKeyId.get(id) ?? null;
   }
 
-  /** After a write on this replica: refresh here, then tell the others. */
+  /** After a write on this replica: refresh here, tell the others, and wait until they serve it too. */
   async changed(): Promise<void> {
-    await this.reload();
-    await this.feed.notify(KEYS_CHANNEL).catch((err: Error) => this.logger.warn(`NOTIFY failed: ${err.message}`));
+    await this.refresh();
+    const token = randomUUID();
+    const peers = await this.feed.peers().catch(() => 0);
+    const answered = peers > 0 ? this.awaitAnswers(token, peers) : Promise.resolve();
+    try {
+      await this.feed.notify(KEYS_CHANNEL, token);
+    } catch (err) {
+      this.logger.warn(`NOTIFY failed: ${(err as Error).message}`);
+      this.awaiting.get(token)?.done();
+    }
+    await answered;
   }
 
+  /** Another replica changed a key: reload, then say so (its writer waits for every replica's answer). */
+  private async applyNotice(token: string): Promise<void> {
+    // this replica's own notice: it reloaded before sending it
+    if (this.awaiting.has(token)) return;
+    await this.refresh();
+    if (token && !this.stopped) await this.feed.notify(KEYS_APPLIED_CHANNEL, token).catch(() => undefined);
+  }
+
+  private awaitAnswers(token: string, peers: number): Promise<void> {
+    return new Promise((resolve) => {
+      // a replica that does not answer (stopping, stalled) catches up by its poll within this interval anyway
+      const timer = setTimeout(() => done(), this.env.SVC_SYNC_INTERVAL_MS);
+      const done = (): void => {
+        clearTimeout(timer);
+        this.awaiting.delete(token);
+        resolve();
+      };
+      this.awaiting.set(token, { left: peers, done });
+    });
+  }
+
+  private answered(token: string): void {
+    const entry = this.awaiting.get(token);
+    if (entry && --entry.left <= 0) entry.done();
+  }
+
+  /** A reload that starts after this call: one already under way may have read the table before the change. */
   private refresh(): Promise<void> {
     if (this.stopped) return Promise.resolve();
-    this.refreshing ??= this.reload()
-      .catch((err: Error) => this.logger.warn(`key cache refresh failed: ${err.message}`))
-      .finally(() => (this.refreshing = null));
-    return this.refreshing;
+    this.nextRefresh ??= (this.refreshing ?? Promise.resolve()).then(() => {
+      this.nextRefresh = null;
+      if (this.stopped) return;
+      this.refreshing = this.reload()
+        .catch((err: Error) => this.logger.warn(`key cache refresh failed: ${err.message}`))
+        .finally(() => (this.refreshing = null));
+      return this.refreshing;
+    });
+    return this.nextRefresh;
   }
 
   private async pollSignature(): Promise<void> {
