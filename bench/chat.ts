@@ -1,9 +1,7 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Client } from 'pg';
 import { projectRoot } from '../src/common/paths';
 import { runLoad } from './load';
 import type { LoadResult } from './load';
@@ -13,6 +11,8 @@ import type { Forked, GatewayProcess } from './processes';
 import { renderSummary, summariseProfile } from './profile-summary';
 import type { CpuProfile } from './profile-summary';
 import { Cell, checks, renderChecks, renderResults, renderTable, Target } from './report';
+import { writeSection } from './results-file';
+import { log, machine, Run, runBenchmark, secondsFromEnv } from './run';
 import type { UpstreamCounts, UpstreamUrls } from './upstream';
 
 /**
@@ -37,13 +37,6 @@ const SETTLE_MS = 500;
 /** Before each cell, wait (bounded) until other people's processes use less than this many cores. */
 const QUIET_CORES = 0.15;
 const QUIET_WAIT_MS = 60000;
-
-function secondsFromEnv(name: string, fallback: number): number {
-  const raw = process.env[name];
-  const value = raw === undefined ? fallback : Number(raw);
-  if (!Number.isFinite(value) || value <= 0 || value > 600) throw new Error(`${name} must be a number of seconds in (0, 600]`);
-  return value;
-}
 
 const WARMUP_SECONDS = secondsFromEnv('BENCH_WARMUP_SECONDS', 2);
 const MEASURE_SECONDS = secondsFromEnv('BENCH_SECONDS', 10);
@@ -89,67 +82,6 @@ const MODES: Record<ModeName, GatewayMode> = {
 const isUrls = (m: unknown): m is { urls: UpstreamUrls } => typeof m === 'object' && m !== null && 'urls' in m;
 const isCounts = (m: unknown): m is { counts: UpstreamCounts } => typeof m === 'object' && m !== null && 'counts' in m;
 const isProxyUrl = (m: unknown): m is { url: string } => typeof m === 'object' && m !== null && 'url' in m;
-
-/** Everything started by this run, so that a failure or Ctrl-C still cleans up. */
-class Run {
-  readonly tmp = mkdtempSync(join(tmpdir(), 'svc-bench-'));
-  readonly adminUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-  private readonly stamp = `${Date.now()}`;
-  private readonly databases: string[] = [];
-  private readonly stoppers = new Set<() => Promise<void>>();
-  private monitor: Client | null = null;
-
-  track<T extends { stop(): Promise<void> }>(thing: T): T {
-    const stop = thing.stop.bind(thing);
-    this.stoppers.add(stop);
-    thing.stop = async () => {
-      this.stoppers.delete(stop);
-      await stop();
-    };
-    return thing;
-  }
-
-  async createDatabase(label: string): Promise<{ name: string; url: string }> {
-    const name = `bench_${this.stamp}_${label.replace(/\W/g, '_')}`;
-    await this.admin(`CREATE DATABASE ${name}`);
-    this.databases.push(name);
-    const url = new URL(this.adminUrl);
-    url.pathname = `/${name}`;
-    return { name, url: url.toString() };
-  }
-
-  /** The PostgreSQL server processes serving `database` (their CPU is the gateway's database cost). */
-  async backendPids(database: string): Promise<number[]> {
-    if (!this.monitor) {
-      this.monitor = new Client({ connectionString: this.adminUrl });
-      await this.monitor.connect();
-    }
-    const { rows } = await this.monitor.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1', [database]);
-    return rows.map((r) => r.pid);
-  }
-
-  async cleanUp(): Promise<void> {
-    for (const stop of [...this.stoppers]) await stop().catch(() => undefined);
-    await this.monitor?.end().catch(() => undefined);
-    this.monitor = null;
-    for (const name of this.databases.splice(0)) {
-      await this.admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch((err: Error) => process.stderr.write(`could not drop ${name}: ${err.message}\n`));
-    }
-    rmSync(this.tmp, { recursive: true, force: true });
-  }
-
-  private async admin(sql: string): Promise<void> {
-    const client = new Client({ connectionString: this.adminUrl });
-    await client.connect();
-    try {
-      await client.query(sql);
-    } finally {
-      await client.end();
-    }
-  }
-}
-
-const log = (line: string): void => void process.stderr.write(`${line}\n`);
 
 function gatewayYaml(urls: UpstreamUrls, mode: GatewayMode): string {
   return `providers:
@@ -282,16 +214,6 @@ async function measure(run: Run, upstream: Forked<{ urls: UpstreamUrls }>, subje
   return cells;
 }
 
-function machine(): { cores: number; cpu: string } {
-  let cores = cpus().length;
-  try {
-    cores = Number(execFileSync('nproc', { encoding: 'utf8' }).trim());
-  } catch {
-    // no nproc binary: the OS count is the next best thing
-  }
-  return { cores, cpu: cpus()[0]?.model ?? 'unknown CPU' };
-}
-
 async function benchmark(run: Run): Promise<void> {
   const upstream = run.track(await forkHelper(join(__dirname, 'upstream.js'), [], isUrls));
   const urls = upstream.ready.urls;
@@ -325,7 +247,7 @@ async function benchmark(run: Run): Promise<void> {
 
   const list = checks(cells);
   const info = { date: new Date().toISOString(), ...machine(), node: process.version, warmupSeconds: WARMUP_SECONDS, seconds: MEASURE_SECONDS };
-  writeFileSync(RESULTS_FILE, renderResults(info, cells, list));
+  writeSection(RESULTS_FILE, 'chat', renderResults(info, cells, list));
   process.stdout.write(`\n${renderTable(cells)}\n\n${renderChecks(list)}\n\nwritten to ${RESULTS_FILE}\n`);
   if (list.some((c) => !c.pass)) log('a target was missed: `npm run bench:chat -- --profile[=one-step|failover|circuit-open]` shows where the time goes');
 }
@@ -356,28 +278,8 @@ function profileMode(argv: string[]): ModeName | null {
   return name as ModeName;
 }
 
-/** Exits 0 whenever the run completed, targets met or not (a miss is a result, not a broken run). */
-async function main(): Promise<void> {
+// exits 0 whenever the run completed, targets met or not (a miss is a result, not a broken run)
+runBenchmark('bench:chat', (run) => {
   const profiled = profileMode(process.argv.slice(2));
-  const run = new Run();
-  const interrupt = (): void => {
-    log('interrupted: cleaning up');
-    void run.cleanUp().finally(() => process.exit(130));
-  };
-  process.once('SIGINT', interrupt);
-  process.once('SIGTERM', interrupt);
-  try {
-    if (profiled) await profile(run, profiled);
-    else await benchmark(run);
-  } finally {
-    await run.cleanUp();
-  }
-}
-
-main().then(
-  () => process.exit(0),
-  (err: Error) => {
-    process.stderr.write(`bench:chat failed: ${err.stack ?? err.message}\n`);
-    process.exit(2);
-  },
-);
+  return profiled ? profile(run, profiled) : benchmark(run);
+});

@@ -1,5 +1,6 @@
 import type { CpuUse } from './cpu';
 import type { LoadResult } from './load';
+import { renderTargetTable } from './results-file';
 
 export const TARGETS = ['upstream direct', 'bare proxy', 'gateway one step', 'gateway failover', 'gateway circuit open'] as const;
 export type Target = (typeof TARGETS)[number];
@@ -152,9 +153,10 @@ export function renderCpuTable(cells: Cell[]): string {
 export const renderChecks = (list: Check[]): string => list.map((c) => `${c.pass ? 'PASS' : 'FAIL'}  ${c.name}: ${c.value} (target ${c.target})`).join('\n');
 
 export function renderResults(info: RunInfo, cells: Cell[], list: Check[]): string {
-  return `# Chat benchmark
+  const targets = renderTargetTable(list.map((c) => ({ figure: c.name, value: c.value, target: c.target, pass: c.pass })));
+  return `## Chat benchmark
 
-Written by \`npm run bench:chat\` (bench/chat.ts); do not edit by hand.
+Written by \`npm run bench:chat\` (bench/chat.ts).
 
 - Date: ${info.date}
 - Cores (\`nproc\`): ${info.cores} (${info.cpu})
@@ -170,21 +172,19 @@ Written by \`npm run bench:chat\` (bench/chat.ts); do not edit by hand.
 - Latency percentiles are computed from every response's own time (sub-millisecond), nearest rank
 - On a shared VM absolute figures move by tens of percent between runs; the targets compare cells of the same run
 
-## Results
+### Targets
+
+${targets}
+
+### Results
 
 ${renderTable(cells)}
 
 Cells marked *(disturbed)* ran while processes outside the benchmark used more than ${NOISY_CORES} cores; repeat the run
 on a quiet machine before trusting them.
 
-## CPU during the measured seconds (cores)
+### CPU during the measured seconds (cores)
 
 ${renderCpuTable(cells)}
-
-## Targets
-
-\`\`\`
-${renderChecks(list)}
-\`\`\`
 `;
 }

@@ -16,8 +16,11 @@ import { DatabaseModule } from './database/database.module';
 import { FailoverModule } from './failover/failover.module';
 import { HealthModule } from './health/health.module';
 import { KeysModule } from './keys/keys.module';
+import { LimitsModule } from './limits/limits.module';
+import { MetricsModule } from './metrics/metrics.module';
 import { SpeechModule } from './speech/speech.module';
 import { UsageModule } from './usage/usage.module';
+import { VoicesModule } from './voices/voices.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
 
 @Module({
@@ -26,12 +29,15 @@ import { WebhooksModule } from './webhooks/webhooks.module';
     LoggerModule.forRootAsync({ inject: [EnvironmentVariables], useFactory: loggerParams }),
     ScheduleModule.forRoot(),
     DatabaseModule,
+    MetricsModule,
     KeysModule,
+    LimitsModule,
     ConsentsModule,
     UsageModule,
     FailoverModule,
     ChatModule,
     SpeechModule,
+    VoicesModule,
     HealthModule,
     WebhooksModule,
   ],

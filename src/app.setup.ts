@@ -5,7 +5,10 @@ import { SwaggerModule } from '@nestjs/swagger';
 import { json } from 'express';
 import { Logger } from 'nestjs-pino';
 import { parserErrorMiddleware } from './common/errors/api-error.filter';
+import { answerMalformedRequests } from './common/http/client-error';
 import { requestIdMiddleware } from './common/http/request-id';
+import { refuseUnreadBody } from './common/http/unread-body';
+import { MetricsService } from './metrics/metrics.service';
 import { buildOpenApiDocument } from './openapi';
 
 export const JSON_BODY_LIMIT = '1mb';
@@ -20,8 +23,11 @@ export function setupApp(app: NestExpressApplication): NestExpressApplication {
   app.set('etag', false);
   app.set('query parser', 'simple');
   app.use(requestIdMiddleware);
+  app.use(app.get(MetricsService).httpMiddleware);
   app.use(json({ limit: JSON_BODY_LIMIT, type: ['application/json', 'application/*+json'] }));
   app.use(parserErrorMiddleware);
+  app.use(refuseUnreadBody);
+  answerMalformedRequests(app.getHttpServer());
   app.useWebSocketAdapter(new WsAdapter(app));
   SwaggerModule.setup('docs', app, () => buildOpenApiDocument(app), { jsonDocumentUrl: 'openapi.json', swaggerOptions: { persistAuthorization: true } });
   return app;

@@ -2,6 +2,7 @@ import { parseFirstMp3Frame, parseFlacStreamInfo } from '../src/speech/audio/par
 import { parseGatewayConfig } from '../src/config/gateway-config';
 import { startFakeMiniMax, FakeMiniMax } from './fakes/fake-minimax';
 import { startApp, TestApp } from './support/app';
+import { sleep } from './support/failover';
 import { refusedUpgrade, StreamClient } from './support/ws-client';
 
 const START = { event: 'task_start', model: 'speech-02-hd', voice_setting: { voice_id: 'en-us' } };
@@ -149,4 +150,50 @@ describe('speech WebSocket stream', () => {
     expect(client.messages.filter((m) => m.event === 'task_continued').every((m) => m.provider === 'ws-minimax')).toBe(true);
     minimax.setMode('ok');
   });
+});
+
+describe('speech WebSocket stream: backpressure', () => {
+  /** Long enough for the socket buffers and the 1 MiB high-water mark to fill, well under the 15 s stall limit. */
+  const PAUSE_MS = 8000;
+  let t: TestApp;
+  let secret: string;
+  let wsUrl: string;
+  // about 100 s of speech: at 44.1 kHz stereo, ~35 MB of hex audio messages
+  const LONG_TEXT = Array.from({ length: 24 }, (_, i) => `Sentence number ${i + 1} keeps the engine busy for a while longer.`).join(' ');
+
+  beforeAll(async () => {
+    // the default idle (120 s) and stall (15 s) limits: the file's other app set a short idle time
+    t = await startApp({ env: { SVC_WS_IDLE_MS: undefined, SVC_WS_STALL_MS: undefined } });
+    secret = (await t.createKey('ws backpressure', [{ provider: 'espeak', model: 'speech-02-hd' }])).secret;
+    wsUrl = `${t.url.replace('http', 'ws')}/v1/audio/speech/stream`;
+  });
+  afterAll(() => t.close());
+
+  /** The whole task's audio; the client stops reading its socket for `pauseMs` right after sending the text. */
+  async function speakLong(pauseMs: number): Promise<{ client: StreamClient; audio: Buffer }> {
+    const client = await StreamClient.connect(wsUrl, { Authorization: `Bearer ${secret}` });
+    client.send({ ...START, audio_setting: { format: 'pcm', sample_rate: 44100, channel: 2 } });
+    await client.waitFor((m) => m.event === 'task_started');
+    if (pauseMs > 0) client.ws.pause();
+    client.send({ event: 'task_continue', text: LONG_TEXT });
+    client.send({ event: 'task_finish' });
+    if (pauseMs > 0) {
+      await sleep(pauseMs);
+      client.ws.resume();
+    }
+    await client.waitFor((m) => m.event === 'task_finished', 60000);
+    expect(await client.closed).toBe(1000);
+    return { client, audio: client.audio() };
+  }
+
+  // a client that stops reading for longer than the stall limit is dropped: test/speech-stream-abuse.e2e-spec.ts
+  it('delivers every byte, in order, to a client that stops reading for seconds (under the stall limit)', async () => {
+    const reading = await speakLong(0);
+    const paused = await speakLong(PAUSE_MS);
+    expect(paused.client.messages.filter((m) => m.event === 'task_continued' && m.is_final)).toHaveLength(1);
+    expect(paused.audio.length / 4 / 44100).toBeGreaterThan(LONG_TEXT.length / 30);
+    // the offline engine is deterministic: the paused client got exactly the audio of the one that kept reading
+    expect(paused.audio.length).toBe(reading.audio.length);
+    expect(paused.audio.equals(reading.audio)).toBe(true);
+  }, 120000);
 });

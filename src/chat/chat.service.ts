@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
-import type { Response } from 'express';
 import { once } from 'node:events';
+import type { ServerResponse } from 'node:http';
+import { sendJson } from '../common/http/send-json';
 import type { FailoverScope } from '../failover/failover-scope';
 import { FailoverService } from '../failover/failover.service';
 import { ChatChunk, ChatCompletion, ChatRequest, UpstreamFailure } from '../failover/provider-adapter';
@@ -23,7 +24,7 @@ export class ChatService {
   constructor(private readonly failover: FailoverService) {}
 
   /** Answers the request on `res` (the route writes its own body so streams and JSON share one path). */
-  async respond(scope: FailoverScope, request: ChatRequest, res: Response): Promise<void> {
+  async respond(scope: FailoverScope, request: ChatRequest, res: ServerResponse): Promise<void> {
     scope.streaming = true;
     try {
       if (request.stream) await this.stream(scope, request, res);
@@ -35,17 +36,17 @@ export class ChatService {
     }
   }
 
-  private async complete(scope: FailoverScope, request: ChatRequest, res: Response): Promise<void> {
+  private async complete(scope: FailoverScope, request: ChatRequest, res: ServerResponse): Promise<void> {
     const completion = await this.failover.execute<ChatCompletion>(scope, request.model, (adapter, ctx) =>
       adapter.chat ? adapter.chat({ ...request, model: ctx.model }, ctx) : Promise.reject(notSupported()),
     );
     scope.applyHeaders(res);
-    res.status(200).json({ ...completion, provider: scope.served?.provider });
+    sendJson(res, 200, { ...completion, provider: scope.served?.provider });
     scope.finish({ status: 200, usage: completion.usage });
   }
 
   /** Failover happens only until the first chunk is in hand; after that a fault ends the stream with an error event. */
-  private async stream(scope: FailoverScope, request: ChatRequest, res: Response): Promise<void> {
+  private async stream(scope: FailoverScope, request: ChatRequest, res: ServerResponse): Promise<void> {
     const primed = await this.failover.execute<PrimedStream>(scope, request.model, async (adapter, ctx) => {
       if (!adapter.chatStream) throw notSupported();
       const stream = await adapter.chatStream({ ...request, model: ctx.model }, ctx);
@@ -53,7 +54,7 @@ export class ChatService {
       return { first: await rest.next(), rest };
     });
     const provider = scope.served?.provider ?? '';
-    res.status(200);
+    res.statusCode = 200;
     res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
     res.setHeader('Cache-Control', 'no-cache');
     res.setHeader('X-Accel-Buffering', 'no');

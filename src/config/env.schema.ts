@@ -75,6 +75,18 @@ export class EnvironmentVariables {
   @IsOptional() @IsInt() @Min(1000)
   SVC_WS_IDLE_MS: number = 120000;
 
+  /** A speech WebSocket client that leaves 1 MiB of audio unread for this long is disconnected. */
+  @IsOptional() @IsInt() @Min(100)
+  SVC_WS_STALL_MS: number = 15000;
+
+  /** Open speech WebSockets one key may hold on one replica; more are refused with 429. */
+  @IsOptional() @IsInt() @Min(1)
+  SVC_WS_MAX_STREAMS_PER_KEY: number = 100;
+
+  /** Requests one key may make per UTC minute, summed over replicas (0 = no limit); more get 429 with Retry-After. */
+  @IsOptional() @IsInt() @Min(0)
+  SVC_RATE_LIMIT_RPM: number = 0;
+
   /** How long a completed async speech task's audio is kept: seconds, or a duration like `30m`, `24h`, `7d`. */
   @IsOptional() @Transform(toSeconds) @IsInt({ message: 'SVC_TASK_TTL must be seconds or a duration like 90s, 30m, 24h, 7d' }) @Min(1)
   SVC_TASK_TTL: number = 86400;
@@ -90,6 +102,10 @@ export class EnvironmentVariables {
   /** Encrypts webhook endpoint secrets at rest (AES-256-GCM, key derived with scrypt); unset → stored plain. */
   @IsOptional() @IsString() @MinLength(16, { message: 'SVC_SECRET_KEY must be at least 16 characters' })
   SVC_SECRET_KEY?: string;
+
+  /** SIGTERM: how long in-flight HTTP requests and speech streams get to finish before they are cut (the exit is forced 15 s later). */
+  @IsOptional() @IsInt() @Min(0) @Max(600000)
+  SVC_SHUTDOWN_GRACE_MS: number = 10000;
 
   /** pino log level. */
   @IsOptional() @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])

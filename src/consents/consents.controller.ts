@@ -63,10 +63,10 @@ export class ConsentsController {
     return this.consents.rename(key.id, id, body.name);
   }
 
-  /** Delete a consent and its recording. */
+  /** Delete a consent and its recording (409 `consent_in_use` while a custom voice depends on it). */
   @Delete(':consent_id')
   @HttpCode(200)
-  @ApiErrors(404)
+  @ApiErrors(404, 409)
   delete(@CurrentKey() key: AuthenticatedKey, @Param('consent_id') id: string): Promise<VoiceConsentDeletedDto> {
     return this.consents.delete(key.id, id);
   }

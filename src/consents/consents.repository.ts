@@ -1,7 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
-import { DataSource, Repository } from 'typeorm';
+import { DataSource, QueryFailedError, Repository } from 'typeorm';
 import { ConsentRecordingEntity, VoiceConsentEntity } from './voice-consent.entity';
+
+/** PostgreSQL's foreign_key_violation. */
+const FOREIGN_KEY_VIOLATION = '23503';
 
 export type NewConsent = Pick<VoiceConsentEntity, 'id' | 'keyId' | 'name' | 'language' | 'recordingType' | 'recordingSize'>;
 
@@ -31,9 +34,25 @@ export class ConsentsRepository {
     return result.affected ? this.findOwned(keyId, id) : null;
   }
 
-  async delete(keyId: string, id: string): Promise<boolean> {
-    const result = await this.consents.delete({ id, keyId });
-    return (result.affected ?? 0) > 0;
+  /**
+   * `in_use` when a custom voice depends on the consent: the database's foreign key refuses the delete in
+   * the same statement, so a voice being stored at the same moment can never lose its consent.
+   */
+  async delete(keyId: string, id: string): Promise<'deleted' | 'missing' | 'in_use'> {
+    try {
+      const result = await this.consents
+        .createQueryBuilder()
+        .delete()
+        .where('id = :id AND key_id = :keyId', { id, keyId })
+        // the usual refusal without a failed statement; the foreign key still decides a race with a voice being stored
+        .andWhere('NOT EXISTS (SELECT 1 FROM custom_voices v WHERE v.consent_id = voice_consents.id)')
+        .execute();
+      if ((result.affected ?? 0) > 0) return 'deleted';
+    } catch (err) {
+      if (err instanceof QueryFailedError && (err.driverError as { code?: unknown }).code === FOREIGN_KEY_VIOLATION) return 'in_use';
+      throw err;
+    }
+    return (await this.findOwned(keyId, id)) ? 'in_use' : 'missing';
   }
 
   /**

@@ -73,9 +73,15 @@ export class ConsentsService {
     return toDto(row);
   }
 
-  /** Deletes the consent and its recording bytes. */
+  /** Deletes the consent and its recording bytes; refused (409) while a custom voice depends on it. */
   async delete(keyId: string, id: string): Promise<VoiceConsentDeletedDto> {
-    if (!(await this.repository.delete(keyId, id))) throw consentNotFound(id);
+    const outcome = await this.repository.delete(keyId, id);
+    if (outcome === 'missing') throw consentNotFound(id);
+    if (outcome === 'in_use') {
+      throw new DomainError('consent_in_use', `The consent '${id}' is behind a custom voice; delete the voice (DELETE /v1/audio/voices/{voice_id}) first.`, {
+        param: 'consent_id',
+      });
+    }
     return { id, deleted: true, object: 'audio.voice_consent' };
   }
 

@@ -3,8 +3,10 @@ import { GatewayEventEntity } from '../failover/gateway-event.entity';
 import { ProviderCircuitEntity } from '../failover/provider-circuit.entity';
 import { UsageCounterEntity } from '../failover/usage-counter.entity';
 import { ProxyKeyEntity } from '../keys/proxy-key.entity';
+import { RateLimitCounterEntity } from '../limits/rate-limit-counter.entity';
 import { SpeechTaskChunkEntity, SpeechTaskEntity, SpeechTaskResultEntity } from '../speech/tasks/speech-task.entity';
 import { UsageRecordEntity } from '../usage/usage-record.entity';
+import { CustomVoiceEntity } from '../voices/custom-voice.entity';
 import { WebhookAttemptEntity, WebhookDeliveryEntity } from '../webhooks/webhook-delivery.entity';
 import { WebhookEndpointEntity } from '../webhooks/webhook-endpoint.entity';
 import { WebhookFanoutEventEntity, WebhookFanoutStateEntity } from '../webhooks/webhook-fanout.entity';
@@ -18,6 +20,7 @@ export const ENTITIES = [
   GatewayEventEntity,
   UsageRecordEntity,
   UsageCounterEntity,
+  RateLimitCounterEntity,
   SpeechTaskEntity,
   SpeechTaskChunkEntity,
   SpeechTaskResultEntity,
@@ -26,4 +29,5 @@ export const ENTITIES = [
   WebhookAttemptEntity,
   WebhookFanoutEventEntity,
   WebhookFanoutStateEntity,
+  CustomVoiceEntity,
 ];

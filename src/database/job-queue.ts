@@ -62,6 +62,11 @@ export class JobQueue implements OnModuleInit, OnApplicationShutdown {
     });
   }
 
+  /** True from start until shutdown begins (readiness). */
+  get running(): boolean {
+    return this.started;
+  }
+
   /** Jobs of a queue not yet done (for metrics and readiness). */
   async queueSize(name: string): Promise<number> {
     return this.boss.getQueueSize(name);

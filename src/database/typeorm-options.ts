@@ -17,7 +17,8 @@ export function dataSourceOptions(url: string, tuning: DatabaseTuning = { poolSi
     migrationsTableName: 'migrations',
     migrationsTransactionMode: 'each',
     synchronize: false,
-    logging: ['error', 'warn', 'migration'],
+    // not 'error': TypeORM would print a failed query's parameters, which may be a secret being written
+    logging: ['warn', 'migration'],
     extra: {
       max: tuning.poolSize,
       connectionTimeoutMillis: 5000,

@@ -16,10 +16,11 @@ export interface FallbackAlert {
   fallback_level: number;
 }
 
-export const alertFor = (served: ServedBy): FallbackAlert | null =>
+/** `note` adds what else the fallback changed (e.g. the voice it spoke with instead of a custom one); a header holds only printable ASCII. */
+export const alertFor = (served: ServedBy, note: string | null = null): FallbackAlert | null =>
   served.exhausted
     ? {
-        message: alertMessage(served.exhausted.provider, served.exhausted.reason, served.provider, served.level),
+        message: alertMessage(served.exhausted.provider, served.exhausted.reason, served.provider, served.level) + (note ? `; ${note.replace(/[^\x20-\x7e]/g, '?')}` : ''),
         exhausted_provider: served.exhausted.provider,
         active_provider: served.provider,
         fallback_level: served.level,
@@ -27,13 +28,13 @@ export const alertFor = (served: ServedBy): FallbackAlert | null =>
     : null;
 
 /** The x-svc-* headers of a served (or upstream-rejected) request (interface §6.3). */
-export function servedHeaders(served: ServedBy): Record<string, string> {
+export function servedHeaders(served: ServedBy, note: string | null = null): Record<string, string> {
   const headers: Record<string, string> = {
     'x-svc-provider-used': served.provider,
     'x-svc-is-fallback': String(served.level > 0),
     'x-svc-fallback-level': String(served.level),
   };
-  const alert = alertFor(served);
+  const alert = alertFor(served, note);
   if (alert) headers['x-svc-fallback-alert'] = JSON.stringify(alert);
   return headers;
 }

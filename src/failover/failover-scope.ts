@@ -1,4 +1,4 @@
-import type { Response } from 'express';
+import type { ServerResponse } from 'node:http';
 import type { Capability } from '../config/provider-kinds';
 import type { AuthenticatedKey } from '../keys/key-directory';
 import type { AttemptRecord } from '../usage/usage-record.entity';
@@ -20,6 +20,8 @@ export class FailoverScope {
   readonly attempts: AttemptRecord[] = [];
   served: ServedBy | null = null;
   requestedModel = '';
+  /** Appended to the failover alert's message (set by the attempt that served, e.g. a substituted voice). */
+  alertNote: string | null = null;
   /** Set by routes that write their own (streamed) body: they finish the scope when the stream ends. */
   streaming = false;
   private finished = false;
@@ -42,9 +44,9 @@ export class FailoverScope {
   }
 
   /** Writes the x-svc-* headers of the serving step (before the first byte of a stream). */
-  applyHeaders(res: Response): void {
+  applyHeaders(res: ServerResponse): void {
     if (!this.served || res.headersSent) return;
-    for (const [name, value] of Object.entries(servedHeaders(this.served))) res.setHeader(name, value);
+    for (const [name, value] of Object.entries(servedHeaders(this.served, this.alertNote))) res.setHeader(name, value);
   }
 
   /** Records the request's usage once, whatever path it ended on. */

@@ -3,11 +3,10 @@ import { Reflector } from '@nestjs/core';
 import type { Response } from 'express';
 import { catchError, Observable, tap, throwError } from 'rxjs';
 import type { KeyedRequest } from '../common/auth/auth.decorators';
-import { toDomainError } from '../common/errors/api-error.filter';
-import { requestIdOf } from '../common/http/request-id';
 import type { Capability } from '../config/provider-kinds';
 import { FailoverScope } from './failover-scope';
 import { FailoverService } from './failover.service';
+import { openProxyScope, proxyFailed, proxySucceeded } from './proxied-request';
 
 const PROXIED = Symbol('proxied-capability');
 
@@ -31,20 +30,12 @@ export class FailoverInterceptor implements NestInterceptor {
     const request = context.switchToHttp().getRequest<ScopedRequest>();
     const response = context.switchToHttp().getResponse<Response>();
     if (!request.proxyKey) throw new Error('FailoverInterceptor on a route without bearer authentication');
-    const scope = this.failover.openScope(requestIdOf(request), request.proxyKey, capability);
+    const scope = openProxyScope(this.failover, request, response, request.proxyKey, capability);
     request.failoverScope = scope;
-    response.on('close', () => {
-      if (!response.writableFinished) scope.abort();
-    });
     return next.handle().pipe(
-      tap(() => {
-        if (scope.streaming) return;
-        scope.applyHeaders(response);
-        scope.finish({ status: response.statusCode });
-      }),
+      tap(() => proxySucceeded(scope, response)),
       catchError((err: unknown) => {
-        const error = toDomainError(err);
-        if (!scope.streaming || !response.headersSent) scope.finish({ status: error?.status ?? 500 });
+        proxyFailed(scope, response, err);
         return throwError(() => err);
       }),
     );

@@ -3,6 +3,7 @@ import { DomainError } from '../common/errors/domain-error';
 import { GatewayConfig } from '../config/gateway-config';
 import type { Capability } from '../config/provider-kinds';
 import type { AuthenticatedKey } from '../keys/key-directory';
+import { MetricsService } from '../metrics/metrics.service';
 import { UsageWriter } from '../usage/usage.writer';
 import { AdapterRegistry } from './adapter-registry';
 import { classify, PlannedStep, planRoute } from './chain';
@@ -42,6 +43,7 @@ export class FailoverService {
     private readonly caps: UsageCaps,
     private readonly events: EventsService,
     private readonly usage: UsageWriter,
+    private readonly metrics: MetricsService,
   ) {}
 
   /** A scope for one request; its usage record is written (in a batch) when it finishes. */
@@ -84,10 +86,14 @@ export class FailoverService {
         const value = await this.attemptWithTimeout(scope, adapter, step, attempt);
         const latency = Date.now() - started;
         scope.attempts.push({ provider: step.provider, model: step.model, level: step.level, outcome: 'ok', latency_ms: latency });
+        this.metrics.upstreamAttempt(step.provider, true, latency);
         this.circuits.recordSuccess(step.provider);
         const exhausted = failures[failures.length - 1] ?? null;
         scope.served = { provider: step.provider, model: step.model, level: step.level, exhausted: exhausted && { provider: exhausted.provider, reason: exhausted.reason } };
-        if (step.level > 0) await this.storeFailoverEvent(scope, latency);
+        if (step.level > 0) {
+          this.metrics.failover(exhausted?.provider ?? null, step.provider);
+          await this.storeFailoverEvent(scope, latency);
+        }
         return value;
       } catch (err) {
         const latency = Date.now() - started;
@@ -99,6 +105,7 @@ export class FailoverService {
         const failure = this.toFailure(err);
         const verdict = classify(failure.outcome);
         scope.attempts.push({ provider: step.provider, model: step.model, level: step.level, outcome: verdict.reason, latency_ms: latency });
+        this.metrics.upstreamAttempt(step.provider, false, latency);
         if (verdict.verdict === 'client_error') {
           const status = failure.outcome.kind === 'http' ? failure.outcome.status : 400;
           const exhausted = failures[failures.length - 1] ?? null;

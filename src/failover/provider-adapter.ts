@@ -71,6 +71,10 @@ export interface SpeechCall {
   /** -12..12 semitones */
   pitch: number;
   output: SpeechOutput;
+  /** `voiceId` is a custom voice this provider made (cloned or designed), not one of its built-in voices. */
+  customVoice?: boolean;
+  /** Style instructions (OpenAI's `instructions`); providers without an equivalent ignore them. */
+  instructions?: string;
 }
 
 /** Audio as it arrives: the promise resolves once the upstream accepted the call. */
@@ -87,6 +91,47 @@ export interface VoiceInfo {
   id: string;
   name: string;
   languages: string[];
+}
+
+/** An audio file sent upstream (a voice sample, a consent recording). */
+export interface AudioUpload {
+  data: Buffer;
+  /** Content type decided from the bytes. */
+  contentType: string;
+  filename: string;
+}
+
+/** Cloning a voice from a sample, with the consent recording behind it (some providers want it too). */
+export interface VoiceCloneCall {
+  /** The upstream id to give the voice, where the provider lets the caller choose it (MiniMax). */
+  voiceId: string;
+  name: string;
+  sample: AudioUpload;
+  consent: { recording: AudioUpload; language: string; name: string };
+}
+
+/** Designing a voice from a text description. */
+export interface VoiceDesignCall {
+  /** The upstream id to give the voice, where the provider lets the caller choose it. */
+  voiceId: string;
+  prompt: string;
+  previewText: string;
+}
+
+/** A custom voice as the provider knows it: its own id, and the consent it keeps for it, if any. */
+export interface UpstreamVoice {
+  voiceId: string;
+  consentId?: string;
+  method: 'clone' | 'design';
+}
+
+/** What a provider accepts as a voice sample; checked before anything is uploaded. */
+export interface VoiceSampleRules {
+  /** Content types as sniffed from the bytes. */
+  types: readonly string[];
+  maxBytes: number;
+  minSeconds?: number;
+  maxSeconds?: number;
 }
 
 /**
@@ -116,6 +161,14 @@ export interface ProviderAdapter {
   voices?(): Promise<VoiceInfo[]>;
   /** True when the provider can speak with `voiceId` (its own id); unknown custom ids may be accepted. */
   acceptsVoice?(voiceId: string): Promise<boolean>;
+  /** Sample limits of `cloneVoice` (format, size, duration). */
+  readonly voiceSampleRules?: VoiceSampleRules;
+  /** Clones a voice from a sample; resolves with the provider's ids once the voice can speak. */
+  cloneVoice?(call: VoiceCloneCall, signal: AbortSignal): Promise<UpstreamVoice>;
+  /** Designs a voice from a text description. */
+  designVoice?(call: VoiceDesignCall, signal: AbortSignal): Promise<UpstreamVoice>;
+  /** Removes a custom voice (and the consent copy the provider kept for it). */
+  deleteVoice?(voice: UpstreamVoice, signal: AbortSignal): Promise<void>;
   /** A cheap, never billed liveness call (e.g. GET /models); throws UpstreamFailure when sick. */
   probe(signal: AbortSignal): Promise<void>;
   /** Releases connections (undici pools) at shutdown. */

@@ -15,6 +15,8 @@ export interface SpeechJob {
   vol: number;
   pitch: number;
   output: SpeechOutput;
+  /** OpenAI's `instructions` (OpenAI request shape only). */
+  instructions?: string;
 }
 
 export function toSpeechJob(dto: SpeechRequestDto, textLimit: number): SpeechJob {

@@ -1,13 +1,15 @@
 import { Body, Controller, Get, HttpCode, Post, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiExtraModels, ApiOkResponse, ApiProduces, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { CurrentKey } from '../common/auth/auth.decorators';
 import { ApiErrors } from '../common/http/api-errors.decorator';
 import type { FailoverScope } from '../failover/failover-scope';
 import { Proxied, ProxyScope } from '../failover/failover.interceptor';
 import type { AuthenticatedKey } from '../keys/key-directory';
+import { OpenAiSpeechRequestDto, type SpeechBody } from './dto/openai-speech-request.dto';
 import { SpeechRequestDto } from './dto/speech-request.dto';
 import { VoiceListDto } from './dto/voice.dto';
+import { SpeechBodyPipe } from './speech-body.pipe';
 import { SYNC_TEXT_LIMIT, toSpeechJob } from './speech-job';
 import { SpeechService } from './speech.service';
 import { VoicesService } from './voices.service';
@@ -22,21 +24,33 @@ export class SpeechController {
   ) {}
 
   /**
-   * Synthesise speech with the key's chain (MiniMax T2A shape). The body is the audio in the requested
-   * format (`audio/mpeg`, `audio/wav`, `audio/flac`, or `audio/L16;rate=…;channels=…` for pcm), streamed
-   * as it is produced, with the x-svc-* failover headers; mp3 answers also carry `x-svc-audio-bitrate`.
+   * Synthesise speech with the key's chain. The body is MiniMax's T2A shape (the documented default), or
+   * OpenAI's (`model`, `input`, `voice`, `response_format`, `speed`, `instructions`: the official SDK's
+   * `audio.speech.create` works unchanged). The answer is the audio in the requested format (`audio/mpeg`,
+   * `audio/wav`, `audio/flac`, or `audio/L16;rate=…;channels=…` for pcm), streamed as it is produced, with
+   * the x-svc-* failover headers; mp3 answers also carry `x-svc-audio-bitrate`.
    */
   @Post('speech')
   @HttpCode(200)
   @Proxied('speech')
+  @ApiExtraModels(SpeechRequestDto, OpenAiSpeechRequestDto)
+  @ApiBody({
+    description: "MiniMax's T2A request (default), or OpenAI's speech request.",
+    schema: { oneOf: [{ $ref: getSchemaPath(SpeechRequestDto) }, { $ref: getSchemaPath(OpenAiSpeechRequestDto) }] },
+    examples: {
+      minimax: { summary: 'MiniMax shape (default)', value: { model: 'speech-02-hd', text: 'Hello from the gateway.', voice_setting: { voice_id: 'en-us' }, audio_setting: { format: 'mp3' } } },
+      openai: { summary: 'OpenAI shape', value: { model: 'speech-02-hd', input: 'Hello from the gateway.', voice: 'en-us', response_format: 'mp3' } },
+    },
+  })
   @ApiProduces('audio/mpeg', 'audio/wav', 'audio/flac', 'audio/L16')
   @ApiOkResponse({ description: 'Audio bytes in the requested format.', schema: { type: 'string', format: 'binary' } })
   @ApiErrors(400, 401, 413, 502, 503)
-  async create(@ProxyScope() scope: FailoverScope, @Body() body: SpeechRequestDto, @Res() res: Response): Promise<void> {
-    await this.speech.respond(scope, toSpeechJob(body, SYNC_TEXT_LIMIT), res);
+  async create(@ProxyScope() scope: FailoverScope, @Body(SpeechBodyPipe) body: SpeechBody, @Res() res: Response): Promise<void> {
+    const job = toSpeechJob(body.request, SYNC_TEXT_LIMIT);
+    await this.speech.respond(scope, body.instructions ? { ...job, instructions: body.instructions } : job, res);
   }
 
-  /** Voices of the speech providers in the key's chain. */
+  /** The key's custom voices (newest first), then the built-in voices of the speech providers in its chain. */
   @Get('voices')
   @ApiErrors(401)
   async list(@CurrentKey() key: AuthenticatedKey): Promise<VoiceListDto> {

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { KeysModule } from '../keys/keys.module';
+import { LimitsModule } from '../limits/limits.module';
 import { SpeechController } from './speech.controller';
 import { SpeechService } from './speech.service';
 import { SpeechStreamGateway } from './stream/speech-stream.gateway';
@@ -13,9 +14,10 @@ import { SpeechTasksService } from './tasks/speech-tasks.service';
 import { TaskAssembler } from './tasks/task-assembler';
 import { TaskRunner } from './tasks/task-runner';
 import { VoicesService } from './voices.service';
+import { VoicesModule } from '../voices/voices.module';
 
 @Module({
-  imports: [KeysModule, TypeOrmModule.forFeature([SpeechTaskEntity, SpeechTaskChunkEntity, SpeechTaskResultEntity])],
+  imports: [KeysModule, LimitsModule, VoicesModule, TypeOrmModule.forFeature([SpeechTaskEntity, SpeechTaskChunkEntity, SpeechTaskResultEntity])],
   controllers: [SpeechController, SpeechTasksController],
   providers: [
     SpeechService,

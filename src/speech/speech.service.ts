@@ -27,23 +27,27 @@ export class SpeechService {
     private readonly voices: VoicesService,
   ) {}
 
-  /** The steps a speech request would walk; 400 when the model or the entry step's voice does not fit. */
-  async route(scope: FailoverScope, job: SpeechJob): Promise<PlannedStep[]> {
-    const planned = this.failover.plan(scope.key, job.model, 'speech');
-    await this.voices.assertEntryVoice(planned[0], job.voiceId);
-    return planned;
+  /** The steps a speech request would walk (a custom voice's provider first); 400 when the model or the voice does not fit. */
+  route(scope: FailoverScope, job: SpeechJob): Promise<PlannedStep[]> {
+    return this.voices.route(scope.key, job);
   }
 
   /** Walks the chain (or only `planned`) until a step has produced its first audio bytes. */
   async start(scope: FailoverScope, job: SpeechJob, planned?: PlannedStep[]): Promise<PrimedAudio> {
     planned ??= await this.route(scope, job);
+    const custom = await this.voices.customVoice(scope.key, job.voiceId);
     return this.failover.execute<PrimedAudio>(
       scope,
       job.model,
       async (adapter, ctx, step) => {
         if (!adapter.speech) throw noSpeech();
-        const voiceId = await this.voices.voiceFor(step, adapter, job.voiceId);
-        const audio = await adapter.speech({ text: job.text, voiceId, speed: job.speed, vol: job.vol, pitch: job.pitch, output: job.output }, ctx);
+        const voice = custom
+          ? await this.voices.customVoiceFor(step, adapter, custom)
+          : { voiceId: await this.voices.voiceFor(step, adapter, job.voiceId), custom: false, substitution: null };
+        // attempts run one after another: the serving one's note is the one left
+        scope.alertNote = voice.substitution;
+        const call = { text: job.text, voiceId: voice.voiceId, speed: job.speed, vol: job.vol, pitch: job.pitch, output: job.output };
+        const audio = await adapter.speech({ ...call, ...(voice.custom ? { customVoice: true } : {}), ...(job.instructions ? { instructions: job.instructions } : {}) }, ctx);
         const rest = audio.chunks[Symbol.asyncIterator]();
         return { audio, first: await rest.next(), rest };
       },
@@ -74,8 +78,9 @@ export class SpeechService {
       }
       const reason = this.failover.streamFailed(scope, err);
       this.logger.warn(`speech from ${scope.served?.provider ?? '?'} broke after the first byte (${reason}) for ${scope.requestId}`);
-      // never a silent truncation: the chunked body is cut without its terminator, which clients report as an error
-      res.destroy(new Error(`upstream failed mid-stream: ${reason}`));
+      // never a silent truncation: the chunked body is cut without its terminator, which clients report as an error;
+      // on the next turn, once Node has uncorked the status, headers and audio already written (else the client sees none of them)
+      setImmediate(() => res.destroy(new Error(`upstream failed mid-stream: ${reason}`)));
       scope.finish({ status: 502, characters: job.text.length });
     }
   }

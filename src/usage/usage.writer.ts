@@ -8,6 +8,8 @@ export type NewUsageRecord = Omit<UsageRecordEntity, 'id' | 'createdAt'>;
 const FLUSH_INTERVAL_MS = 500;
 const FLUSH_SIZE = 500;
 const MAX_BUFFERED = 50000;
+/** At shutdown, a failing flush is retried for this long (the database may be restarting) before records are given up. */
+const SHUTDOWN_FLUSH_MS = 5000;
 
 /** Usage records leave the request path at once and reach the database in multi-row INSERTs. */
 @Injectable()
@@ -53,8 +55,15 @@ export class UsageWriter implements OnModuleInit, OnApplicationShutdown {
     }
   }
 
+  /** Runs after the HTTP server and the streams have drained, before the pool closes. */
   async onApplicationShutdown(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
+    const deadline = Date.now() + SHUTDOWN_FLUSH_MS;
     await this.flush();
+    while (this.buffer.length > 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      await this.flush();
+    }
+    if (this.buffer.length > 0) this.logger.error(`${this.buffer.length} usage record(s) could not be written before exit: the database did not answer`);
   }
 }

@@ -3,6 +3,7 @@ import { Interval } from '@nestjs/schedule';
 import { newId } from '../common/ids';
 import { EnvironmentVariables } from '../config/env.schema';
 import { JobQueue } from '../database/job-queue';
+import { MetricsService } from '../metrics/metrics.service';
 import { ClaimedDelivery, DeliveriesRepository } from './deliveries.repository';
 import { DeliveryJob, enqueueDelivery, WEBHOOK_QUEUE, WEBHOOK_QUEUE_OPTIONS } from './delivery-queue';
 import { parseRetrySchedule, waitAfterAttempt } from './retry-schedule';
@@ -42,6 +43,7 @@ export class WebhookDeliveryWorker implements OnApplicationBootstrap, OnModuleDe
     private readonly repository: DeliveriesRepository,
     private readonly sender: WebhookSender,
     private readonly secrets: SecretBox,
+    private readonly metrics: MetricsService,
     env: EnvironmentVariables,
   ) {
     this.schedule = parseRetrySchedule(env.SVC_WEBHOOK_RETRY_SCHEDULE);
@@ -127,6 +129,7 @@ export class WebhookDeliveryWorker implements OnApplicationBootstrap, OnModuleDe
       wait,
       (manager) => enqueueDelivery(this.queue, delivery.id, wait ?? 0, manager),
     );
+    if (recorded) this.metrics.webhookAttempt(status);
     if (!recorded) this.logger.warn(`delivery ${delivery.id}: attempt ${attempt} was not recorded (its lock expired and another worker took it)`);
     else if (status === 'failed') this.logger.warn(`delivery ${delivery.id} to endpoint ${delivery.endpointId} failed after ${attempt} attempt(s): ${result.error}`);
   }

@@ -1,5 +1,5 @@
 import type { AudioFormat } from '../../src/speech/audio/encoders';
-import { FakeExchange, FakeUpstream, sendJson, startSse } from './fake-upstream';
+import { FakeExchange, FakeUpstream, parseMultipart, sendJson, startSse } from './fake-upstream';
 import { encodedTone, splitBytes, toneSeconds } from './speech-audio';
 
 export type { ModeOptions, RecordedRequest } from './fake-upstream';
@@ -31,7 +31,24 @@ export type FakeMiniMax = FakeUpstream<FakeMiniMaxMode> & {
   audioEventsSent: number;
   /** Each request's path with its query string (`?GroupId=`), in arrival order. */
   urls: string[];
+  /** Files received by `/files/upload`, by file_id. */
+  files: Map<number, FakeMiniMaxFile>;
+  /** Voices made by voice_clone (`voice_cloning`) and voice_design (`voice_generation`), by voice_id; delete_voice removes them. */
+  voices: Map<string, 'voice_cloning' | 'voice_generation'>;
+  /** While set, voice_clone waits for it before answering (a clone in flight). */
+  cloneGate: Promise<void> | null;
 };
+
+export interface FakeMiniMaxFile {
+  purpose: string;
+  filename: string;
+  contentType: string;
+  bytes: Buffer;
+}
+
+/** MiniMax's voice id rule: 8..256 characters, a letter first, letters/digits/-/_, not ending in - or _. */
+const VOICE_ID_RULE = /^[A-Za-z][A-Za-z0-9_-]{6,254}[A-Za-z0-9]$/;
+
 
 interface T2aBody {
   text?: string;
@@ -97,6 +114,46 @@ export async function startFakeMiniMax(options: FakeMiniMaxOptions = {}): Promis
       base_resp: ok,
     }, tag);
 
+  const invalid = (x: FakeExchange<FakeMiniMaxMode>, message: string): void =>
+    sendJson(x.res, 200, { base_resp: { status_code: 2013, status_msg: `invalid params, ${message}` } }, tag);
+
+  const upload = (x: FakeExchange<FakeMiniMaxMode>): void => {
+    const parts = parseMultipart(x.record.raw, x.req.headers['content-type']);
+    const purpose = parts.get('purpose')?.value.toString('utf8');
+    const file = parts.get('file');
+    if (!purpose || !file?.filename) return invalid(x, 'purpose and file are required');
+    const fileId = 300000000000000 + ++sequence;
+    fake.files.set(fileId, { purpose, filename: file.filename, contentType: file.contentType ?? '', bytes: file.value });
+    sendJson(x.res, 200, { file: { file_id: fileId, bytes: file.value.length, created_at: Math.floor(Date.now() / 1000), filename: file.filename, purpose }, base_resp: ok }, tag);
+  };
+
+  const clone = async (x: FakeExchange<FakeMiniMaxMode>): Promise<void> => {
+    const { file_id: fileId, voice_id: voiceId } = (x.record.body ?? {}) as { file_id?: number; voice_id?: string };
+    if (fake.cloneGate) await fake.cloneGate;
+    if (typeof fileId !== 'number' || fake.files.get(fileId)?.purpose !== 'voice_clone') return invalid(x, 'file_id is not an uploaded voice_clone file');
+    if (typeof voiceId !== 'string' || !VOICE_ID_RULE.test(voiceId)) return invalid(x, 'voice_id breaks the voice id rule');
+    if (fake.voices.has(voiceId)) return invalid(x, 'voice_id is already used');
+    fake.voices.set(voiceId, 'voice_cloning');
+    sendJson(x.res, 200, { input_sensitive: false, input_sensitive_type: 0, demo_audio: '', base_resp: ok }, tag);
+  };
+
+  const design = (x: FakeExchange<FakeMiniMaxMode>): void => {
+    const { prompt, preview_text: previewText, voice_id: wanted } = (x.record.body ?? {}) as { prompt?: string; preview_text?: string; voice_id?: string };
+    if (!prompt || !previewText) return invalid(x, 'prompt and preview_text are required');
+    if (previewText.length > 500) return invalid(x, 'preview_text is longer than 500 characters');
+    const voiceId = wanted ?? `ttv-voice-${Date.now()}-${++sequence}`;
+    if (fake.voices.has(voiceId)) return invalid(x, 'voice_id is already used');
+    fake.voices.set(voiceId, 'voice_generation');
+    sendJson(x.res, 200, { trial_audio: Buffer.from('fake trial audio').toString('hex'), voice_id: voiceId, base_resp: ok }, tag);
+  };
+
+  const deleteVoice = (x: FakeExchange<FakeMiniMaxMode>): void => {
+    const { voice_type: type, voice_id: voiceId } = (x.record.body ?? {}) as { voice_type?: string; voice_id?: string };
+    if (!voiceId || fake.voices.get(voiceId) !== type) return invalid(x, `no ${type ?? ''} voice ${voiceId ?? ''}`);
+    fake.voices.delete(voiceId);
+    sendJson(x.res, 200, { voice_id: voiceId, created_time: String(Math.floor(Date.now() / 1000)), base_resp: ok }, tag);
+  };
+
   const handler = async (x: FakeExchange<FakeMiniMaxMode>): Promise<void> => {
     fake.urls.push(x.req.url ?? '');
     switch (x.mode) {
@@ -118,6 +175,10 @@ export async function startFakeMiniMax(options: FakeMiniMaxOptions = {}): Promis
     const route = `${x.record.method} ${x.record.path}`;
     if (route === 'POST /v1/t2a_v2') return t2a(x);
     if (route === 'POST /v1/get_voice') return voices(x);
+    if (route === 'POST /v1/files/upload') return upload(x);
+    if (route === 'POST /v1/voice_clone') return clone(x);
+    if (route === 'POST /v1/voice_design') return design(x);
+    if (route === 'POST /v1/delete_voice') return deleteVoice(x);
     sendJson(x.res, 404, { base_resp: { status_code: 404, status_msg: `no route ${route}` } }, tag);
   };
 
@@ -130,6 +191,9 @@ export async function startFakeMiniMax(options: FakeMiniMaxOptions = {}): Promis
     errorAsEvent: false,
     audioEventsSent: 0,
     urls: [] as string[],
+    files: new Map<number, FakeMiniMaxFile>(),
+    voices: new Map<string, 'voice_cloning' | 'voice_generation'>(),
+    cloneGate: null,
   });
   return fake.listen('/v1');
 }

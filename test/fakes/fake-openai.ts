@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { FakeExchange, FakeUpstream, sendJson, startSse, wordsOf, writeThenDrop } from './fake-upstream';
+import { FakeExchange, FakeUpstream, parseMultipart, sendJson, startSse, wordsOf, writeThenDrop } from './fake-upstream';
 import { encodedTone, splitBytes, toneSeconds } from './speech-audio';
 
 export type { ModeOptions, RecordedRequest } from './fake-upstream';
@@ -41,6 +41,8 @@ export type FakeOpenAi = FakeUpstream<FakeOpenAiMode> & {
   audioChunks: number;
   /** `pcm` speech writes made since the counter was last zeroed. */
   audioChunksSent: number;
+  /** Consents (`cons_…`) and custom voices (`voice_…`) created through the audio voice endpoints, until deleted. */
+  voiceThings: Map<string, { kind: 'consent' | 'voice'; fields: Record<string, string>; file: Buffer }>;
 };
 
 let sequence = 0;
@@ -123,6 +125,33 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
     x.res.end(bytes);
   };
 
+  /** OpenAI's custom voices: a consent upload (`cons_…`), then a voice (`voice_…`) naming it; both multipart. */
+  const createVoiceThing = (x: FakeExchange<FakeOpenAiMode>, self: FakeOpenAi): void => {
+    const parts = parseMultipart(x.record.raw, x.req.headers['content-type']);
+    const text = (name: string): string | undefined => parts.get(name)?.value.toString('utf8');
+    const created_at = Math.floor(Date.now() / 1000);
+    if (x.record.path === '/v1/audio/voice_consents') {
+      const recording = parts.get('recording');
+      if (!recording?.filename || !text('language') || !text('name')) return openAiError(x.res, 400, 'invalid_request_error', null, 'recording, language and name are required');
+      const id = `cons_${++sequence}`;
+      self.voiceThings.set(id, { kind: 'consent', fields: { name: text('name') ?? '', language: text('language') ?? '' }, file: recording.value });
+      return sendJson(x.res, 200, { id, object: 'audio.voice_consent', name: text('name'), language: text('language'), created_at }, tag);
+    }
+    const sample = parts.get('audio_sample');
+    const consent = text('consent') ?? '';
+    if (!sample?.filename || !text('name')) return openAiError(x.res, 400, 'invalid_request_error', null, 'name and audio_sample are required');
+    if (self.voiceThings.get(consent)?.kind !== 'consent') return openAiError(x.res, 400, 'invalid_request_error', null, `No consent recording '${consent}'`);
+    const id = `voice_${++sequence}`;
+    self.voiceThings.set(id, { kind: 'voice', fields: { name: text('name') ?? '', consent }, file: sample.value });
+    sendJson(x.res, 200, { id, object: 'audio.voice', name: text('name'), type: 'audio_sample', created_at }, tag);
+  };
+
+  const deleteVoiceThing = (x: FakeExchange<FakeOpenAiMode>, self: FakeOpenAi): void => {
+    const id = decodeURIComponent(x.record.path.split('/').pop() ?? '');
+    if (!self.voiceThings.delete(id)) return openAiError(x.res, 404, 'invalid_request_error', null, `No such object '${id}'`);
+    sendJson(x.res, 200, { id, deleted: true, object: x.record.path.includes('/voices/') ? 'audio.voice.deleted' : 'audio.voice_consent' }, tag);
+  };
+
   const handler = async (x: FakeExchange<FakeOpenAiMode>): Promise<void> => {
     const { res, mode, settings, record } = x;
     switch (mode) {
@@ -151,11 +180,20 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
     if (route === 'POST /v1/chat/completions') return chat(x, fake);
     if (route === 'GET /v1/models') return models(x);
     if (route === 'POST /v1/audio/speech') return speech(x, fake);
+    if (route === 'POST /v1/audio/voice_consents' || route === 'POST /v1/audio/voices') return createVoiceThing(x, fake);
+    if (record.method === 'DELETE' && /^\/v1\/audio\/(voices|voice_consents)\/[^/]+$/.test(record.path)) return deleteVoiceThing(x, fake);
     openAiError(res, 404, 'invalid_request_error', 'unknown_url', `Unknown request URL: ${route}`);
   };
 
   const upstream = new FakeUpstream<FakeOpenAiMode>(options.mode ?? 'ok', handler);
-  const fake: FakeOpenAi = Object.assign(upstream, { name, chunkDelayMs: options.chunkDelayMs ?? 0, replyFor, audioChunks: options.audioChunks ?? 5, audioChunksSent: 0 });
+  const fake: FakeOpenAi = Object.assign(upstream, {
+    name,
+    chunkDelayMs: options.chunkDelayMs ?? 0,
+    replyFor,
+    audioChunks: options.audioChunks ?? 5,
+    audioChunksSent: 0,
+    voiceThings: new Map<string, { kind: 'consent' | 'voice'; fields: Record<string, string>; file: Buffer }>(),
+  });
   return fake.listen('/v1');
 }
 

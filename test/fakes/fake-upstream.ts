@@ -11,6 +11,8 @@ export interface RecordedRequest {
   headers: IncomingHttpHeaders;
   /** Parsed JSON when the body was JSON, else the raw text ('' for none). */
   body: unknown;
+  /** The body's bytes as sent (multipart uploads). */
+  raw: Buffer;
   /** True once the connection closed before the fake finished its answer (the client went away). */
   closedEarly: boolean;
 }
@@ -132,6 +134,25 @@ export class FakeUpstream<Mode extends string> {
     await closed;
   }
 
+  /** Closes the listening socket and every connection: new connections get ECONNREFUSED until `acceptConnections`. */
+  async refuseConnections(): Promise<void> {
+    if (!this.server.listening) return;
+    await this.close();
+  }
+
+  /** Listens again on the same port after `refuseConnections`. */
+  async acceptConnections(): Promise<void> {
+    if (this.server.listening) return;
+    const port = Number(new URL(this.url).port);
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, '127.0.0.1', () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+  }
+
   private accept(socket: Socket): void {
     this.connectionsAccepted++;
     if (this.defaultMode.mode === REFUSE && this.modelModes.size === 0) {
@@ -143,7 +164,8 @@ export class FakeUpstream<Mode extends string> {
   }
 
   private async receive(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const text = await readBody(req);
+    const raw = await readBody(req);
+    const text = raw.toString('utf8');
     let body: unknown = text;
     try {
       if (text) body = JSON.parse(text);
@@ -159,6 +181,7 @@ export class FakeUpstream<Mode extends string> {
       stream: fields.stream === true,
       headers: req.headers,
       body,
+      raw,
       closedEarly: false,
     };
     this.requests.push(record);
@@ -178,11 +201,11 @@ export class FakeUpstream<Mode extends string> {
   }
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
+function readBody(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const parts: Buffer[] = [];
     req.on('data', (chunk: Buffer) => parts.push(chunk));
-    req.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
+    req.on('end', () => resolve(Buffer.concat(parts)));
     req.on('error', reject);
   });
 }
@@ -231,3 +254,27 @@ export function writeThenDrop(res: ServerResponse, first: string): void {
 }
 
 export const wordsOf = (text: string): string[] => text.split(/(?<=\s)/);
+
+/** The parts of a multipart/form-data body (enough for the uploads the gateway sends). */
+export function parseMultipart(raw: Buffer, contentType: string | undefined): Map<string, { value: Buffer; filename?: string; contentType?: string }> {
+  const boundary = /boundary=(?:"([^"]+)"|([^;]+))/.exec(contentType ?? '');
+  const parts = new Map<string, { value: Buffer; filename?: string; contentType?: string }>();
+  if (!boundary) return parts;
+  const delimiter = Buffer.from(`--${boundary[1] ?? boundary[2]}`);
+  let at = raw.indexOf(delimiter);
+  while (at >= 0) {
+    const start = at + delimiter.length;
+    if (raw.subarray(start, start + 2).toString() === '--') break;
+    const next = raw.indexOf(delimiter, start);
+    if (next < 0) break;
+    const part = raw.subarray(start + 2, next - 2); // after the CRLF that ends the delimiter line, before the CRLF that precedes the next
+    const split = part.indexOf('\r\n\r\n');
+    const head = part.subarray(0, split).toString('utf8');
+    const name = /name="([^"]*)"/.exec(head)?.[1];
+    const filename = /filename="([^"]*)"/.exec(head)?.[1];
+    const type = /content-type:\s*([^\r\n]+)/i.exec(head)?.[1];
+    if (name !== undefined) parts.set(name, { value: part.subarray(split + 4), ...(filename !== undefined ? { filename } : {}), ...(type ? { contentType: type } : {}) });
+    at = next;
+  }
+  return parts;
+}

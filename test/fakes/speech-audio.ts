@@ -15,10 +15,22 @@ export function tone(sampleRate: number, channels: number, seconds: number, freq
   return toChannels(float32ToInt16(mono), channels);
 }
 
-/** A tone encoded by the project's own encoders, so the bytes parse like a real upstream's. */
-export async function encodedTone(format: AudioFormat, shape: { sampleRate: number; channels: number; bitrate: number }, seconds: number): Promise<Buffer> {
-  const audio = { samples: tone(shape.sampleRate, shape.channels, seconds), sampleRate: shape.sampleRate, channels: shape.channels };
-  return (await encodeAudio(audio, format, shape.bitrate)).bytes;
+/** Tones already encoded, by shape and length: the bytes never change, and a benchmark asks for the same few thousands of times. */
+const encodedTones = new Map<string, Promise<Buffer>>();
+const MAX_ENCODED_TONES = 256;
+
+/** A tone encoded by the project's own encoders, so the bytes parse like a real upstream's (shared: do not modify them). */
+export function encodedTone(format: AudioFormat, shape: { sampleRate: number; channels: number; bitrate: number }, seconds: number): Promise<Buffer> {
+  const key = `${format}/${shape.sampleRate}/${shape.channels}/${shape.bitrate}/${seconds}`;
+  let bytes = encodedTones.get(key);
+  if (!bytes) {
+    const audio = { samples: tone(shape.sampleRate, shape.channels, seconds), sampleRate: shape.sampleRate, channels: shape.channels };
+    bytes = encodeAudio(audio, format, shape.bitrate).then((encoded) => encoded.bytes);
+    void bytes.catch(() => encodedTones.delete(key));
+    if (encodedTones.size >= MAX_ENCODED_TONES) encodedTones.clear();
+    encodedTones.set(key, bytes);
+  }
+  return bytes;
 }
 
 /** Cuts `bytes` into `count` nearly equal pieces (the split points fall anywhere, as on the wire). */

@@ -1,12 +1,26 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { KeyDirectory } from '../../keys/key-directory';
+import { AuthenticatedKey, KeyDirectory } from '../../keys/key-directory';
+import { RateLimiter } from '../../limits/rate-limiter.service';
 import { DomainError } from '../errors/domain-error';
 import { AdminToken } from './admin-token';
 import { ADMIN_ROUTE, bearerToken, KeyedRequest, PUBLIC_ROUTE } from './auth.decorators';
 
 const missing = (): DomainError =>
   new DomainError('missing_api_key', 'Missing API key: send the header `Authorization: Bearer <API_KEY>`.');
+
+/**
+ * A proxy key's `Authorization` header to its key, counted by the rate limiter: what the guard does
+ * on every non-admin route, and what the chat fast path calls.
+ */
+export async function authenticateProxyKey(keys: KeyDirectory, rateLimiter: RateLimiter, authorization: string | string[] | undefined): Promise<AuthenticatedKey> {
+  const token = bearerToken(authorization);
+  if (!token) throw missing();
+  const key = await keys.authenticate(token);
+  if (!key) throw new DomainError('invalid_api_key', 'Incorrect API key provided.');
+  rateLimiter.admit(key.id);
+  return key;
+}
 
 /** One guard for every route: the admin token on admin routes, a proxy key everywhere else. */
 @Injectable()
@@ -15,6 +29,7 @@ export class AuthGuard implements CanActivate {
     private readonly reflector: Reflector,
     private readonly keys: KeyDirectory,
     private readonly admin: AdminToken,
+    private readonly rateLimiter: RateLimiter,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -34,10 +49,7 @@ export class AuthGuard implements CanActivate {
       throw new DomainError('invalid_api_key', 'Incorrect admin token provided.');
     }
 
-    if (!token) throw missing();
-    const key = await this.keys.authenticate(token);
-    if (!key) throw new DomainError('invalid_api_key', 'Incorrect API key provided.');
-    request.proxyKey = key;
+    request.proxyKey = await authenticateProxyKey(this.keys, this.rateLimiter, request.headers.authorization);
     return true;
   }
 }

@@ -1,5 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { sendJson } from '../http/send-json';
 import { DomainError } from './domain-error';
 import { ErrorCode } from './error-codes';
 
@@ -14,6 +16,18 @@ const PARSER_ERRORS: Record<string, { code: ErrorCode; message: string }> = {
 
 const CONNECTION_FAILURES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P03', '08006', '08001']);
 
+/** PostgreSQL refusing text (a NUL, an unpaired surrogate): the input pipe refuses these first; this is the safety net. */
+const UNSTORABLE_TEXT = new Set(['22021', '22P05']);
+
+/** An http-errors error a body parser raised without a `type` (e.g. a gzip body that does not inflate). */
+function fromParserStatus(error: { status?: unknown; expose?: unknown; message?: unknown }): DomainError | null {
+  if (error.expose !== true || typeof error.status !== 'number' || error.status < 400 || error.status >= 500) return null;
+  if (error.status === 413) return new DomainError('body_too_large', 'The request body is larger than the 1 MiB limit.');
+  if (error.status === 415) return new DomainError('unsupported_media_type', 'Unsupported request body encoding.');
+  const detail = typeof error.message === 'string' ? `: ${error.message}` : '';
+  return new DomainError('invalid_value', `The request body could not be read${detail}.`, { status: 400 });
+}
+
 /** Turns anything thrown into a DomainError, so every response has the documented error body. */
 export function toDomainError(exception: unknown): DomainError | null {
   if (exception instanceof DomainError) return exception;
@@ -23,6 +37,11 @@ export function toDomainError(exception: unknown): DomainError | null {
     return new DomainError(code, message);
   }
   if (exception instanceof HttpException) return fromHttpException(exception);
+  const parserError = tagged ? fromParserStatus(tagged) : null;
+  if (parserError) return parserError;
+  if (typeof tagged?.code === 'string' && UNSTORABLE_TEXT.has(tagged.code)) {
+    return new DomainError('invalid_value', 'The request holds text that cannot be stored (a NUL character or invalid Unicode).');
+  }
   if (typeof tagged?.code === 'string' && CONNECTION_FAILURES.has(tagged.code)) {
     return new DomainError('database_unavailable', 'The database is unavailable; retry shortly.');
   }
@@ -56,6 +75,23 @@ export function parserErrorMiddleware(err: unknown, _req: Request, _res: Respons
   next(toDomainError(err) ?? err);
 }
 
+/**
+ * Whatever was thrown, answered in the documented error shape (server faults logged): the filter's
+ * work, shared with the chat fast path, which answers outside Nest.
+ */
+export function renderError(exception: unknown, req: IncomingMessage & { originalUrl?: string }, res: ServerResponse, logger: Logger): void {
+  const error = toDomainError(exception) ?? new DomainError('internal_error', 'The server had an error while processing the request.');
+  if (error.status >= 500) {
+    logger.error({ err: exception, code: error.code, path: req.originalUrl ?? req.url }, 'request failed');
+  }
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
+  sendJson(res, error.status, error.toBody());
+}
+
 @Catch()
 export class ApiErrorFilter implements ExceptionFilter {
   private readonly logger = new Logger('ApiErrorFilter');
@@ -63,18 +99,6 @@ export class ApiErrorFilter implements ExceptionFilter {
   catch(exception: unknown, host: ArgumentsHost): void {
     if (host.getType() !== 'http') return;
     const ctx = host.switchToHttp();
-    const res = ctx.getResponse<Response>();
-    const req = ctx.getRequest<Request>();
-    const error =
-      toDomainError(exception) ?? new DomainError('internal_error', 'The server had an error while processing the request.');
-    if (error.status >= 500) {
-      this.logger.error({ err: exception, code: error.code, path: req.originalUrl }, 'request failed');
-    }
-    if (res.headersSent) {
-      res.end();
-      return;
-    }
-    for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
-    res.status(error.status).json(error.toBody());
+    renderError(exception, ctx.getRequest<Request>(), ctx.getResponse<Response>(), this.logger);
   }
 }

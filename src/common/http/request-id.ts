@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { newRequestId } from '../ids';
 
 export const REQUEST_ID_HEADER = 'x-svc-request-id';
@@ -8,11 +8,17 @@ interface WithId {
   id?: unknown;
 }
 
-/** First middleware of all: every response, even a malformed request's, carries its `req_` id. */
-export function requestIdMiddleware(req: Request, res: Response, next: NextFunction): void {
+/** Gives the request its `req_` id and puts it on the response (the Express chain and the chat fast path). */
+export function assignRequestId(req: IncomingMessage, res: ServerResponse): string {
   const id = newRequestId();
   (req as WithId).id = id;
   res.setHeader(REQUEST_ID_HEADER, id);
+  return id;
+}
+
+/** First middleware of all: every response, even a malformed request's, carries its `req_` id. */
+export function requestIdMiddleware(req: Request, res: Response, next: NextFunction): void {
+  assignRequestId(req, res);
   next();
 }
 

@@ -1,4 +1,4 @@
-import { CallHandler, ExecutionContext, Injectable, mixin, NestInterceptor, PayloadTooLargeException, Type } from '@nestjs/common';
+import { BadRequestException, CallHandler, ExecutionContext, Injectable, mixin, NestInterceptor, PayloadTooLargeException, Type } from '@nestjs/common';
 import { AnyFilesInterceptor, type MulterModuleOptions } from '@nestjs/platform-express';
 import type { Request } from 'express';
 import { Observable } from 'rxjs';
@@ -9,6 +9,15 @@ interface UploadedPart {
   fieldname: string;
   buffer: Buffer;
   size: number;
+}
+
+/** Nest words a multer limit error on one part as `<reason> - <part name>`; the part becomes `param`. */
+function namedMulterError(err: unknown): unknown {
+  if (!(err instanceof BadRequestException)) return err;
+  const match = /^(.+?) - (.+)$/s.exec(err.message);
+  if (!match) return err;
+  const [, reason, part] = match;
+  return new DomainError('invalid_value', `Invalid multipart part '${part}': ${reason.toLowerCase()}.`, { param: part });
 }
 
 type UploadLimits = Omit<NonNullable<MulterModuleOptions['limits']>, 'files'> & { fileSize: number };
@@ -47,7 +56,7 @@ export function SingleFileUpload(field: string, limits: UploadLimits): Type<Nest
           const mib = Math.round((limits.fileSize / (1024 * 1024)) * 100) / 100;
           throw new DomainError('file_too_large', `The file '${field}' is larger than the ${mib} MiB limit.`, { param: field });
         }
-        throw err;
+        throw namedMulterError(err);
       }
       const request = context.switchToHttp().getRequest<Request & { file?: UploadedPart; files?: UploadedPart[] }>();
       const body = request.body as Record<string, unknown> | undefined;

@@ -1,5 +1,6 @@
-import { ValidationError, ValidationPipe } from '@nestjs/common';
+import { ArgumentMetadata, ValidationError, ValidationPipe } from '@nestjs/common';
 import { DomainError } from '../errors/domain-error';
+import { arrayForObject, inputProblem } from './input-scan';
 
 /** The first failing field of a class-validator result, as a path like `chain[0].model`, with its constraints. */
 function firstFailure(errors: ValidationError[], prefix = '', inArray = false): { path: string; error: ValidationError } | null {
@@ -29,9 +30,23 @@ export function validationErrorToDomain(errors: ValidationError[]): DomainError 
   return new DomainError('invalid_value', `Invalid value for '${path}': ${reason}.`, { param: path });
 }
 
+/** The ValidationPipe, plus what its rules cannot see (see input-scan.ts), checked on every param, query and body. */
+class StrictValidationPipe extends ValidationPipe {
+  override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    if (metadata.type === 'custom') return super.transform(value, metadata);
+    const validated = this.toValidate(metadata);
+    const problem = inputProblem(value, metadata.data ?? '', validated);
+    if (problem) throw problem;
+    const result: unknown = await super.transform(value, metadata);
+    const misplaced = validated ? arrayForObject(result) : null;
+    if (misplaced) throw misplaced;
+    return result;
+  }
+}
+
 /** Strict by default: unknown fields are refused, nothing is converted silently. */
 export const createValidationPipe = (): ValidationPipe =>
-  new ValidationPipe({
+  new StrictValidationPipe({
     whitelist: true,
     forbidNonWhitelisted: true,
     transform: true,

@@ -20,11 +20,12 @@ export interface UpstreamClientOptions {
 }
 
 export interface UpstreamCall {
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'DELETE';
   /** Appended to the base URL's path, e.g. `/chat/completions`. */
   path: string;
   headers: Record<string, string>;
-  body?: string;
+  /** JSON text, or bytes (a multipart upload). */
+  body?: string | Buffer;
   signal: AbortSignal;
 }
 

@@ -3,7 +3,20 @@ import { Readable } from 'node:stream';
 import type { ResolvedProvider } from '../../config/gateway-config';
 import { parseFirstMp3Frame } from '../../speech/audio/parse';
 import { outputShape } from '../../speech/audio/transcoder';
-import { AdapterFactory, AudioStream, CallContext, ProviderAdapter, SpeechCall, UpstreamFailure, VoiceInfo } from '../provider-adapter';
+import {
+  AdapterFactory,
+  AudioStream,
+  CallContext,
+  ProviderAdapter,
+  SpeechCall,
+  UpstreamFailure,
+  UpstreamVoice,
+  VoiceCloneCall,
+  VoiceDesignCall,
+  VoiceInfo,
+  VoiceSampleRules,
+} from '../provider-adapter';
+import { multipartBody } from './multipart';
 import {
   isRecord,
   parseJsonBody,
@@ -60,7 +73,31 @@ const SYSTEM_VOICES: ReadonlyArray<readonly [id: string, name: string, language:
 ];
 const SYSTEM_VOICE_IDS = new Set(SYSTEM_VOICES.map(([id]) => id));
 /** MiniMax's rule for cloned/designed voice ids: 8..256 chars, a letter first, letters/digits/-/_, not ending in - or _. */
-const CUSTOM_VOICE_ID = /^[A-Za-z][A-Za-z0-9_-]{6,254}[A-Za-z0-9]$/;
+export const CUSTOM_VOICE_ID = /^[A-Za-z][A-Za-z0-9_-]{6,254}[A-Za-z0-9]$/;
+
+/** MiniMax's quick-clone sample rules: mp3, m4a or wav, 10 s to 5 min, at most 20 MB. */
+export const MINIMAX_SAMPLE_RULES: VoiceSampleRules = {
+  types: ['audio/mpeg', 'audio/mp4', 'audio/wav'],
+  maxBytes: 20 * 1024 * 1024,
+  minSeconds: 10,
+  maxSeconds: 300,
+};
+
+/** base_resp codes of the voice calls that blame the request (2013 invalid parameters, 1026 sensitive content), not the provider. */
+const REQUEST_FAULTS: ReadonlySet<number | string> = new Set([2013, 1026]);
+
+/** A voice call's base_resp: a request fault is a 400, anything else the provider's failure. */
+function throwOnVoiceReply(reply: Record<string, unknown>): void {
+  try {
+    throwOnBaseResp(reply);
+  } catch (err) {
+    const outcome = (err as UpstreamFailure).outcome;
+    if (outcome.kind === 'provider_error' && REQUEST_FAULTS.has(outcome.code)) {
+      throw new UpstreamFailure({ kind: 'http', status: 400, message: `${outcome.message ?? 'invalid request'} (MiniMax ${outcome.code})` });
+    }
+    throw err;
+  }
+}
 
 /** MiniMax answers HTTP 200 even for failures; `base_resp.status_code` (e.g. 1004 auth, 1002 rate limit) says so. */
 function throwOnBaseResp(reply: Record<string, unknown>): void {
@@ -130,6 +167,7 @@ export class MiniMaxAdapter implements ProviderAdapter {
   readonly kind = 'minimax' as const;
   private readonly http: UpstreamClient;
   private readonly headers: Record<string, string>;
+  private readonly authHeaders: Record<string, string>;
   /** The older accounts' GroupId rides on every call as a query parameter. */
   private readonly query: string;
 
@@ -138,7 +176,8 @@ export class MiniMaxAdapter implements ProviderAdapter {
     options: UpstreamClientOptions = {},
   ) {
     this.http = new UpstreamClient(requireBaseUrl(provider), options);
-    this.headers = { 'content-type': 'application/json', ...(provider.apiKey ? { authorization: `Bearer ${provider.apiKey}` } : {}) };
+    this.authHeaders = provider.apiKey ? { authorization: `Bearer ${provider.apiKey}` } : {};
+    this.headers = { 'content-type': 'application/json', ...this.authHeaders };
     this.query = provider.groupId ? `?GroupId=${encodeURIComponent(provider.groupId)}` : '';
   }
 
@@ -164,6 +203,45 @@ export class MiniMaxAdapter implements ProviderAdapter {
     if (first.done) throw noAudio();
     const bitrate = output.format === 'mp3' ? mp3BitrateOf(first.value) : undefined;
     return { contentType, ...(bitrate && bitrate !== output.bitrate ? { bitrate } : {}), chunks: startingWith(first.value, chunks) };
+  }
+
+  readonly voiceSampleRules = MINIMAX_SAMPLE_RULES;
+
+  /** Quick clone: upload the sample (purpose `voice_clone`), then clone it under the id we chose. */
+  async cloneVoice(call: VoiceCloneCall, signal: AbortSignal): Promise<UpstreamVoice> {
+    if (!CUSTOM_VOICE_ID.test(call.voiceId)) throw new Error(`'${call.voiceId}' breaks MiniMax's voice id rule`);
+    const upload = multipartBody([
+      { name: 'purpose', value: 'voice_clone' },
+      { name: 'file', file: call.sample },
+    ]);
+    const uploaded = await this.http.json({
+      method: 'POST',
+      path: `/files/upload${this.query}`,
+      headers: { ...this.authHeaders, 'content-type': upload.contentType },
+      body: upload.body,
+      signal,
+    });
+    throwOnVoiceReply(uploaded);
+    const fileId = isRecord(uploaded.file) ? uploaded.file.file_id : undefined;
+    if (typeof fileId !== 'number' && typeof fileId !== 'string') {
+      throw new UpstreamFailure({ kind: 'provider_error', code: 'invalid_response', message: 'MiniMax did not return a file_id' });
+    }
+    const body = JSON.stringify({ file_id: fileId, voice_id: call.voiceId });
+    throwOnVoiceReply(await this.http.json({ method: 'POST', path: `/voice_clone${this.query}`, headers: this.headers, body, signal }));
+    return { voiceId: call.voiceId, method: 'clone' };
+  }
+
+  /** Voice design from a description; MiniMax also reads `preview_text` aloud once (a trial clip, not kept). */
+  async designVoice(call: VoiceDesignCall, signal: AbortSignal): Promise<UpstreamVoice> {
+    const body = JSON.stringify({ prompt: call.prompt, preview_text: call.previewText, voice_id: call.voiceId });
+    const reply = await this.http.json({ method: 'POST', path: `/voice_design${this.query}`, headers: this.headers, body, signal });
+    throwOnVoiceReply(reply);
+    return { voiceId: typeof reply.voice_id === 'string' && reply.voice_id ? reply.voice_id : call.voiceId, method: 'design' };
+  }
+
+  async deleteVoice(voice: UpstreamVoice, signal: AbortSignal): Promise<void> {
+    const body = JSON.stringify({ voice_type: voice.method === 'clone' ? 'voice_cloning' : 'voice_generation', voice_id: voice.voiceId });
+    throwOnVoiceReply(await this.http.json({ method: 'POST', path: `/delete_voice${this.query}`, headers: this.headers, body, signal }));
   }
 
   voices(): Promise<VoiceInfo[]> {

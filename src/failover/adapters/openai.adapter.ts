@@ -11,8 +11,12 @@ import {
   ProviderAdapter,
   SpeechCall,
   UpstreamFailure,
+  UpstreamVoice,
+  VoiceCloneCall,
   VoiceInfo,
+  VoiceSampleRules,
 } from '../provider-adapter';
+import { multipartBody } from './multipart';
 import {
   isRecord,
   parseJsonBody,
@@ -31,6 +35,17 @@ export const OPENAI_PCM = { sampleRate: 24000, channels: 1 } as const;
 /** OpenAI's built-in TTS voices ("optimized for English", per OpenAI's text-to-speech guide). */
 export const OPENAI_VOICES = ['alloy', 'ash', 'ballad', 'coral', 'echo', 'fable', 'onyx', 'nova', 'sage', 'shimmer', 'verse'] as const;
 const OPENAI_VOICE_IDS: ReadonlySet<string> = new Set(OPENAI_VOICES);
+/** OpenAI's custom voice rules (custom voices guide): a sample of at most 30 s and 10 MiB in one of these formats. */
+export const OPENAI_SAMPLE_RULES: VoiceSampleRules = {
+  types: ['audio/mpeg', 'audio/wav', 'audio/ogg', 'audio/aac', 'audio/flac', 'audio/webm', 'audio/mp4'],
+  maxBytes: 10 * 1024 * 1024,
+  maxSeconds: 30,
+};
+
+const createdId = (reply: Record<string, unknown>, what: string): string => {
+  if (typeof reply.id === 'string' && reply.id) return reply.id;
+  throw new UpstreamFailure({ kind: 'provider_error', code: 'invalid_response', message: `OpenAI did not return the ${what}'s id` });
+};
 
 const ignore = (): void => undefined;
 
@@ -103,9 +118,50 @@ export class OpenAiAdapter implements ProviderAdapter {
    */
   async speech(call: SpeechCall, ctx: CallContext): Promise<AudioStream> {
     // speed is only sent when it changes something: some compatible servers and models reject the field
-    const body = JSON.stringify({ model: ctx.model, input: call.text, voice: call.voiceId, response_format: 'pcm', ...(call.speed !== 1 ? { speed: call.speed } : {}) });
+    const body = JSON.stringify({
+      model: ctx.model,
+      input: call.text,
+      // a custom voice goes as an object, as OpenAI's speech endpoint takes it
+      voice: call.customVoice ? { id: call.voiceId } : call.voiceId,
+      response_format: 'pcm',
+      ...(call.speed !== 1 ? { speed: call.speed } : {}),
+      ...(call.instructions ? { instructions: call.instructions } : {}),
+    });
     const response = await this.http.request({ method: 'POST', path: '/audio/speech', headers: this.headers, body, signal: ctx.signal });
     return { ...outputShape(call.output), chunks: transcodeStream(relayBody(response.body, ctx.signal), OPENAI_PCM, call.output, { gain: call.vol }) };
+  }
+
+  readonly voiceSampleRules = OPENAI_SAMPLE_RULES;
+
+  /** OpenAI's custom voices (eligible organisations): the consent recording goes up first, then the sample that names it. */
+  async cloneVoice(call: VoiceCloneCall, signal: AbortSignal): Promise<UpstreamVoice> {
+    const consentForm = multipartBody([
+      { name: 'name', value: call.consent.name },
+      { name: 'language', value: call.consent.language },
+      { name: 'recording', file: call.consent.recording },
+    ]);
+    const consent = await this.http.json({ method: 'POST', path: '/audio/voice_consents', headers: { ...this.probeHeaders, 'content-type': consentForm.contentType }, body: consentForm.body, signal });
+    const consentId = createdId(consent, 'consent');
+    const voiceForm = multipartBody([
+      { name: 'name', value: call.name },
+      { name: 'consent', value: consentId },
+      { name: 'audio_sample', file: call.sample },
+    ]);
+    try {
+      const voice = await this.http.json({ method: 'POST', path: '/audio/voices', headers: { ...this.probeHeaders, 'content-type': voiceForm.contentType }, body: voiceForm.body, signal });
+      return { voiceId: createdId(voice, 'voice'), consentId, method: 'clone' };
+    } catch (err) {
+      // the consent copy is of no use without its voice
+      await this.http.check({ method: 'DELETE', path: `/audio/voice_consents/${encodeURIComponent(consentId)}`, headers: this.probeHeaders, signal: AbortSignal.timeout(5000) }).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  async deleteVoice(voice: UpstreamVoice, signal: AbortSignal): Promise<void> {
+    await this.http.check({ method: 'DELETE', path: `/audio/voices/${encodeURIComponent(voice.voiceId)}`, headers: this.probeHeaders, signal });
+    if (voice.consentId) {
+      await this.http.check({ method: 'DELETE', path: `/audio/voice_consents/${encodeURIComponent(voice.consentId)}`, headers: this.probeHeaders, signal });
+    }
   }
 
   voices(): Promise<VoiceInfo[]> {

@@ -1,6 +1,6 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsIn, IsInt, IsNumber, IsOptional, IsPositive, IsString, Max, MaxLength, Min, MinLength, ValidateNested } from 'class-validator';
+import { IsDefined, IsIn, IsInt, IsNumber, IsOptional, IsPositive, IsString, Max, MaxLength, Min, MinLength, ValidateNested } from 'class-validator';
 
 export const SAMPLE_RATES = [8000, 16000, 22050, 24000, 32000, 44100] as const;
 export const BITRATES = [32000, 64000, 128000, 256000] as const;
@@ -58,7 +58,8 @@ export class SpeechRequestDto {
   @IsString() @MinLength(1)
   text!: string;
 
-  @ValidateNested() @Type(() => VoiceSettingDto)
+  // ValidateNested alone lets an absent object through
+  @IsDefined() @ValidateNested() @Type(() => VoiceSettingDto)
   voice_setting!: VoiceSettingDto;
 
   @IsOptional() @ValidateNested() @Type(() => AudioSettingDto)

@@ -2,7 +2,8 @@ import { Injectable, Logger } from '@nestjs/common';
 import type { ResolvedProvider } from '../../config/gateway-config';
 import type { AdapterFactory, AudioStream, CallContext, ProviderAdapter, SpeechCall, VoiceInfo } from '../../failover/provider-adapter';
 import { UpstreamFailure } from '../../failover/provider-adapter';
-import { contentTypeFor, createStreamingEncoder, encodeAudio } from '../audio/encoders';
+import { createStreamingEncoder, encodeAudio } from '../audio/encoders';
+import { outputShape } from '../audio/transcoder';
 import { ESPEAK_DEFAULT_VOICE, EspeakEngine, EspeakVoiceNotFoundError, SynthesisOptions } from './espeak-engine';
 
 /** The offline engine as a provider: real speech, no network, sentence by sentence. */
@@ -24,7 +25,8 @@ export class EspeakAdapter implements ProviderAdapter {
       sampleRate: call.output.sampleRate,
       channels: call.output.channels,
     };
-    return Promise.resolve({ contentType: contentTypeFor(call.output.format, call.output.sampleRate, call.output.channels), chunks: this.chunks(call, options, ctx.signal) });
+    // outputShape carries the MP3 bitrate really encoded (a rate's MPEG version caps it), for x-svc-audio-bitrate
+    return Promise.resolve({ ...outputShape(call.output), chunks: this.chunks(call, options, ctx.signal) });
   }
 
   private async *chunks(call: SpeechCall, options: SynthesisOptions, signal: AbortSignal): AsyncGenerator<Buffer> {

@@ -1,6 +1,7 @@
-import { Logger, OnApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown, Logger } from '@nestjs/common';
 import { OnGatewayConnection, OnGatewayInit, WebSocketGateway } from '@nestjs/websockets';
 import type { IncomingMessage } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { WebSocket, WebSocketServer } from 'ws';
 import { bearerToken } from '../../common/auth/auth.decorators';
 import { DomainError } from '../../common/errors/domain-error';
@@ -9,12 +10,19 @@ import { REQUEST_ID_HEADER } from '../../common/http/request-id';
 import { EnvironmentVariables } from '../../config/env.schema';
 import { FailoverService } from '../../failover/failover.service';
 import { AuthenticatedKey, KeyDirectory } from '../../keys/key-directory';
+import { RateLimiter } from '../../limits/rate-limiter.service';
+import { MetricsService } from '../../metrics/metrics.service';
 import { SpeechService } from '../speech.service';
 import { SpeechStreamSession } from './speech-stream.session';
 
 export const STREAM_PATH = '/v1/audio/speech/stream';
-/** Largest client frame: a 10,000-character chunk in UTF-8 with room for the JSON around it. */
-const MAX_MESSAGE_BYTES = 64 * 1024;
+/** Largest client frame: a 10,000-character chunk in UTF-8 with room for the JSON around it; larger → close 1009. */
+export const MAX_MESSAGE_BYTES = 64 * 1024;
+/** Unread audio the server holds for one client before it stops making more (and, after SVC_WS_STALL_MS, closes). */
+export const SEND_HIGH_WATER_BYTES = 1024 * 1024;
+
+/** How long closing streams wait for their clients' close frames. */
+const CLOSE_HANDSHAKE_MS = 1000;
 
 type VerifyCallback = (result: boolean, code?: number, message?: string, headers?: Record<string, string>) => void;
 
@@ -25,15 +33,19 @@ const keyOfUpgrade = new WeakMap<IncomingMessage, AuthenticatedKey>();
  * header, or `?api_key=` for browsers), so a bad key gets an HTTP 401 and never a socket.
  */
 @WebSocketGateway({ path: STREAM_PATH, maxPayload: MAX_MESSAGE_BYTES })
-export class SpeechStreamGateway implements OnGatewayInit<WebSocketServer>, OnGatewayConnection<WebSocket>, OnApplicationShutdown {
+export class SpeechStreamGateway implements OnGatewayInit<WebSocketServer>, OnGatewayConnection<WebSocket>, BeforeApplicationShutdown {
   private readonly logger = new Logger(SpeechStreamGateway.name);
   private readonly sessions = new Set<SpeechStreamSession>();
+  /** Open streams per key id on this replica (SVC_WS_MAX_STREAMS_PER_KEY). */
+  private readonly openByKey = new Map<string, number>();
 
   constructor(
     private readonly keys: KeyDirectory,
     private readonly speech: SpeechService,
     private readonly failover: FailoverService,
     private readonly env: EnvironmentVariables,
+    private readonly rateLimiter: RateLimiter,
+    private readonly metrics: MetricsService,
   ) {}
 
   afterInit(server: WebSocketServer): void {
@@ -46,37 +58,78 @@ export class SpeechStreamGateway implements OnGatewayInit<WebSocketServer>, OnGa
       ws.close(1008, 'unauthenticated');
       return;
     }
+    // upgrades checked at the same time may all have passed verify: the count here is the exact one
+    if (this.openStreams(key.id) >= this.env.SVC_WS_MAX_STREAMS_PER_KEY) {
+      const error = this.tooManyStreams();
+      ws.send(JSON.stringify({ event: 'task_failed', error: { code: error.code, message: error.message } }));
+      ws.close(1008, error.code);
+      return;
+    }
     const session = new SpeechStreamSession(ws, newId('sess'), key, this.speech, this.failover, {
       idleMs: this.env.SVC_WS_IDLE_MS,
-      highWaterBytes: 1024 * 1024,
-      stalledMs: 15000,
+      highWaterBytes: SEND_HIGH_WATER_BYTES,
+      stalledMs: this.env.SVC_WS_STALL_MS,
     });
     this.sessions.add(session);
-    ws.on('close', () => this.sessions.delete(session));
+    this.metrics.sessionOpened();
+    this.openByKey.set(key.id, this.openStreams(key.id) + 1);
+    ws.on('close', () => {
+      this.sessions.delete(session);
+      this.metrics.sessionClosed();
+      const left = this.openStreams(key.id) - 1;
+      if (left > 0) this.openByKey.set(key.id, left);
+      else this.openByKey.delete(key.id);
+    });
   }
 
-  /** Open streams are told the server is going away (1001) before it stops. */
-  onApplicationShutdown(): void {
+  /**
+   * SIGTERM: each stream first speaks the text it has already queued (a finishing task completes
+   * and closes 1000), then closes with 1001; what is still open after `boundMs` closes at once.
+   */
+  async drain(boundMs: number): Promise<void> {
+    const spoken = Promise.allSettled([...this.sessions].map((session) => session.drain()));
+    await Promise.race([spoken, sleep(boundMs, undefined, { ref: false })]);
     for (const session of this.sessions) session.shutdown();
+    // the clients answer the close frames; sockets that do not are terminated with the server
+    const handshakeEnd = Date.now() + CLOSE_HANDSHAKE_MS;
+    while (this.sessions.size > 0 && Date.now() < handshakeEnd) await sleep(20);
+  }
+
+  /** Before the WebSocket server terminates its sockets: whatever is still open is told 1001 first. */
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.drain(0);
   }
 
   get openSessions(): number {
     return this.sessions.size;
   }
 
+  /** Open streams of one key on this replica. */
+  openStreams(keyId: string): number {
+    return this.openByKey.get(keyId) ?? 0;
+  }
+
+  private tooManyStreams(): DomainError {
+    const max = this.env.SVC_WS_MAX_STREAMS_PER_KEY;
+    return new DomainError('too_many_streams', `This key already has ${max} open speech streams (the limit); close one first.`);
+  }
+
   private async verify(request: IncomingMessage, done: VerifyCallback): Promise<void> {
     const requestId = newRequestId();
     const refuse = (error: DomainError): void =>
-      done(false, error.status, JSON.stringify(error.toBody()), { 'Content-Type': 'application/json', [REQUEST_ID_HEADER]: requestId });
+      done(false, error.status, JSON.stringify(error.toBody()), { ...error.headers, 'Content-Type': 'application/json', [REQUEST_ID_HEADER]: requestId });
     try {
       const url = new URL(request.url ?? '/', 'http://localhost');
       const token = bearerToken(request.headers.authorization) ?? url.searchParams.get('api_key');
       if (!token) return refuse(new DomainError('missing_api_key', 'Missing API key: send `Authorization: Bearer <API_KEY>` or `?api_key=`.'));
       const key = await this.keys.authenticate(token);
       if (!key) return refuse(new DomainError('invalid_api_key', 'Incorrect API key provided.'));
+      if (this.openStreams(key.id) >= this.env.SVC_WS_MAX_STREAMS_PER_KEY) return refuse(this.tooManyStreams());
+      this.rateLimiter.admit(key.id);
       keyOfUpgrade.set(request, key);
       done(true);
     } catch (err) {
+      if (err instanceof DomainError) return refuse(err);
       this.logger.error({ err }, 'WebSocket authentication failed');
       refuse(new DomainError('database_unavailable', 'Authentication is unavailable; retry shortly.'));
     }

@@ -9,7 +9,7 @@ import type { FailoverService } from '../../failover/failover.service';
 import type { AuthenticatedKey } from '../../keys/key-directory';
 import { AudioEncoder } from '../audio/encoder';
 import { createStreamingEncoder } from '../audio/encoders';
-import { SYNC_TEXT_LIMIT, SpeechJob, toSpeechJob } from '../speech-job';
+import { ASYNC_TEXT_LIMIT, SYNC_TEXT_LIMIT, SpeechJob, toSpeechJob } from '../speech-job';
 import type { SpeechService } from '../speech.service';
 import { SentenceBuffer } from './sentence-buffer';
 import { ClientMessage, parseClientMessage, TaskStartMessage } from './stream-messages';
@@ -22,7 +22,11 @@ export interface StreamLimits {
   stalledMs: number;
 }
 
-type State = 'idle' | 'started' | 'finishing' | 'closed';
+/** `starting`: task_start received and being checked; text may already arrive and waits for it. */
+type State = 'idle' | 'starting' | 'started' | 'finishing' | 'closed';
+
+/** Text received and not yet spoken, at most: a client sending faster than synthesis gets text_too_long, not an unbounded queue. */
+export const MAX_QUEUED_CHARS = ASYNC_TEXT_LIMIT;
 
 /** One WebSocket connection speaking MiniMax's event protocol (decisions §7). */
 export class SpeechStreamSession {
@@ -38,6 +42,7 @@ export class SpeechStreamSession {
   private idleTimer: NodeJS.Timeout | null = null;
   private readonly inFlight = new Set<AbortController>();
   private pendingBytes = Buffer.alloc(0);
+  private queuedChars = 0;
 
   constructor(
     private readonly ws: WebSocket,
@@ -58,7 +63,15 @@ export class SpeechStreamSession {
     this.close(1001, 'server shutting down');
   }
 
+  /** Graceful shutdown: the text queued so far is spoken (a finishing task completes), then 1001. */
+  async drain(): Promise<void> {
+    await this.work;
+    this.shutdown();
+  }
+
   private onMessage(data: Buffer, isBinary: boolean): void {
+    // frames that arrive after we closed are dropped (and must not re-arm the idle timer)
+    if (this.state === 'closed') return;
     this.touch();
     let message: ClientMessage;
     try {
@@ -69,19 +82,30 @@ export class SpeechStreamSession {
     switch (message.event) {
       case 'task_start':
         if (this.state !== 'idle') return this.fail(new DomainError('invalid_value', 'task_start was already sent on this connection.', { param: 'event' }), 1008);
+        // set now, not when the start is done: a second task_start right behind the first is refused too
+        this.state = 'starting';
         this.work = this.work.then(() => this.start(message.body)).catch((err: unknown) => this.fail(err, 1008));
         return;
       case 'task_continue':
-        if (this.state !== 'started') return this.fail(new DomainError('invalid_value', 'Send task_start before task_continue.', { param: 'event' }), 1008);
+        if (!this.accepting) return this.fail(new DomainError('invalid_value', 'Send task_start before task_continue.', { param: 'event' }), 1008);
+        if (this.queuedChars + message.body.text.length > MAX_QUEUED_CHARS) {
+          const tooMuch = `More than ${MAX_QUEUED_CHARS} characters are waiting to be spoken: send text no faster than the audio comes back.`;
+          return this.fail(new DomainError('text_too_long', tooMuch, { param: 'text' }), 1008);
+        }
         for (const piece of this.sentences.push(message.body.text)) this.enqueue(piece);
         return;
       case 'task_finish':
-        if (this.state !== 'started') return this.fail(new DomainError('invalid_value', 'Send task_start before task_finish.', { param: 'event' }), 1008);
+        if (!this.accepting) return this.fail(new DomainError('invalid_value', 'Send task_start before task_finish.', { param: 'event' }), 1008);
         for (const piece of this.sentences.flush()) this.enqueue(piece);
         this.state = 'finishing';
         this.work = this.work.then(() => this.finish()).catch((err: unknown) => this.fail(err, 1011));
         return;
     }
+  }
+
+  /** Text and task_finish are taken once task_start was received (they wait for its checks). */
+  private get accepting(): boolean {
+    return this.state === 'starting' || this.state === 'started';
   }
 
   private async start(body: TaskStartMessage): Promise<void> {
@@ -93,12 +117,17 @@ export class SpeechStreamSession {
     this.planned = await this.speech.route(this.failover.openScope(newRequestId(), this.key, 'speech'), job);
     this.encoder = await createStreamingEncoder(job.output.format, job.output);
     this.job = job;
-    this.state = 'started';
+    if (this.state === 'closed') return;
+    if (this.state === 'starting') this.state = 'started';
     this.send({ event: 'task_started', session_id: this.sessionId, provider: this.planned[0].provider, fallback_level: this.planned[0].level });
   }
 
   private enqueue(text: string): void {
-    this.work = this.work.then(() => this.synthesize(text)).catch((err: unknown) => this.fail(err, 1011));
+    this.queuedChars += text.length;
+    this.work = this.work
+      .then(() => this.synthesize(text))
+      .catch((err: unknown) => this.fail(err, 1011))
+      .finally(() => (this.queuedChars -= text.length));
   }
 
   /** One sentence group: the first decides the provider (failover allowed); later ones must use the same step. */
@@ -149,7 +178,8 @@ export class SpeechStreamSession {
     const started = Date.now();
     while (this.ws.bufferedAmount > this.limits.highWaterBytes && this.state !== 'closed') {
       if (Date.now() - started > this.limits.stalledMs) {
-        this.close(1008, 'client is not reading');
+        // a close frame would only queue behind the unread audio: drop the connection and its buffers now
+        this.close(1008, 'client is not reading', true);
         throw new DomainError('invalid_value', 'The client stopped reading audio.');
       }
       await sleep(10);
@@ -173,12 +203,13 @@ export class SpeechStreamSession {
     if (this.ws.readyState === this.ws.OPEN) this.ws.send(JSON.stringify(message));
   }
 
-  private close(code: number, reason: string): void {
+  private close(code: number, reason: string, terminate = false): void {
     if (this.state === 'closed') return;
     this.state = 'closed';
     if (this.idleTimer) clearTimeout(this.idleTimer);
     for (const controller of this.inFlight) controller.abort();
-    this.ws.close(code, reason.slice(0, 120));
+    if (terminate) this.ws.terminate();
+    else this.ws.close(code, reason.slice(0, 120));
   }
 
   private onClose(): void {

@@ -1,5 +1,5 @@
 import { plainToInstance, Type } from 'class-transformer';
-import { IsOptional, IsString, MaxLength, MinLength, ValidateNested, validateSync } from 'class-validator';
+import { IsDefined, IsOptional, IsString, MaxLength, MinLength, ValidateNested, validateSync } from 'class-validator';
 import { DomainError } from '../../common/errors/domain-error';
 import { validationErrorToDomain } from '../../common/http/validation';
 import { AudioSettingDto, VoiceSettingDto } from '../dto/speech-request.dto';
@@ -12,7 +12,8 @@ export class TaskStartMessage {
   @IsString() @MinLength(1) @MaxLength(200)
   model!: string;
 
-  @ValidateNested() @Type(() => VoiceSettingDto)
+  // ValidateNested alone lets an absent object through
+  @IsDefined() @ValidateNested() @Type(() => VoiceSettingDto)
   voice_setting!: VoiceSettingDto;
 
   @IsOptional() @ValidateNested() @Type(() => AudioSettingDto)

@@ -1,5 +1,6 @@
 import { DomainError } from '../../common/errors/domain-error';
 import type { JobQueue } from '../../database/job-queue';
+import { MetricsService } from '../../metrics/metrics.service';
 import { SpeechTaskWorker } from './speech-task.worker';
 import type { ClaimedTask, SpeechTasksRepository } from './speech-tasks.repository';
 import { TaskLost } from './task-interruptions';
@@ -23,7 +24,7 @@ function setup(claimed: ClaimedTask | null, run: () => Promise<unknown>) {
     heartbeat: jest.fn(() => Promise.resolve(true)),
   };
   const runner = { run: jest.fn(run) };
-  const worker = new SpeechTaskWorker({} as JobQueue, repository as unknown as SpeechTasksRepository, runner as unknown as TaskRunner);
+  const worker = new SpeechTaskWorker({} as JobQueue, repository as unknown as SpeechTasksRepository, runner as unknown as TaskRunner, new MetricsService());
   return { worker, repository, runner };
 }
 

@@ -2,6 +2,7 @@ import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@ne
 import { toDomainError } from '../../common/errors/api-error.filter';
 import { newId } from '../../common/ids';
 import { JobQueue } from '../../database/job-queue';
+import { MetricsService } from '../../metrics/metrics.service';
 import type { TaskError } from './speech-task.entity';
 import { ClaimedTask, SpeechTasksRepository } from './speech-tasks.repository';
 import { ShuttingDown, TaskLost } from './task-interruptions';
@@ -30,6 +31,7 @@ export class SpeechTaskWorker implements OnApplicationBootstrap, OnModuleDestroy
     private readonly queue: JobQueue,
     private readonly repository: SpeechTasksRepository,
     private readonly runner: TaskRunner,
+    private readonly metrics: MetricsService,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -74,7 +76,9 @@ export class SpeechTaskWorker implements OnApplicationBootstrap, OnModuleDestroy
     try {
       const audio = await this.runner.run(task, this.workerId, controller.signal);
       this.logger.log(`task ${task.id} completed in ${Date.now() - started} ms: ${task.plan.length} chunks, ${audio.duration_ms} ms of ${audio.format}`);
+      this.metrics.taskRun('completed', Date.now() - started);
     } catch (err) {
+      this.metrics.taskRun(controller.signal.aborted ? 'interrupted' : 'failed', Date.now() - started);
       await this.settle(task, controller.signal.aborted ? controller.signal.reason : err, err);
     } finally {
       clearInterval(beat);

@@ -203,10 +203,11 @@ export class SpeechTasksRepository {
     return rows.map((r) => r.id);
   }
 
-  /** Retention: completed tasks past expires_at lose their file and become expired. */
+  /** Retention: completed tasks past expires_at lose their file and their text, and become expired. */
   async expireCompleted(): Promise<number> {
     const rows = await this.rows(
-      `WITH expired AS (UPDATE speech_tasks SET status = 'expired' WHERE status = 'completed' AND expires_at <= now() RETURNING id),
+      `WITH expired AS (UPDATE speech_tasks SET status = 'expired', job = jsonb_set(job, '{text}', '""'), plan = '[]'::jsonb
+                        WHERE status = 'completed' AND expires_at <= now() RETURNING id),
        gone AS (DELETE FROM speech_task_results r USING expired e WHERE r.task_id = e.id)
        SELECT id FROM expired`,
       [],

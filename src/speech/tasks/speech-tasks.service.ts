@@ -2,7 +2,6 @@ import { Injectable } from '@nestjs/common';
 import { DomainError, notFound } from '../../common/errors/domain-error';
 import { newId } from '../../common/ids';
 import { JobQueue } from '../../database/job-queue';
-import { FailoverService } from '../../failover/failover.service';
 import type { AuthenticatedKey } from '../../keys/key-directory';
 import { contentTypeFor } from '../audio/encoders';
 import type { SpeechRequestDto } from '../dto/speech-request.dto';
@@ -54,7 +53,6 @@ export class SpeechTasksService {
   constructor(
     private readonly repository: SpeechTasksRepository,
     private readonly queue: JobQueue,
-    private readonly failover: FailoverService,
     private readonly voices: VoicesService,
   ) {}
 
@@ -64,8 +62,7 @@ export class SpeechTasksService {
     if (!dto.voice_setting) throw new DomainError('missing_field', "Missing required field 'voice_setting'.", { param: 'voice_setting' });
     const job = toSpeechJob(dto, ASYNC_TEXT_LIMIT);
     // the same 400s as sync speech, before anything is stored
-    const planned = this.failover.plan(key, job.model, 'speech');
-    await this.voices.assertEntryVoice(planned[0], job.voiceId);
+    await this.voices.route(key, job);
     const plan = planChunks(job.text);
     const id = newId('task');
     const row = await this.repository.insertWithJob(

@@ -1,0 +1,56 @@
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+
+/**
+ * bench/results.md holds one section per benchmark between HTML comment markers; each benchmark
+ * rewrites only its own section, so `npm run bench:speech` keeps the chat figures and vice versa.
+ */
+
+export const SECTIONS = ['chat', 'speech'] as const;
+export type Section = (typeof SECTIONS)[number];
+
+const HEADER = `# Benchmark results
+
+Written by \`npm run bench\` (\`bench:chat\`, then \`bench:speech\`); each benchmark rewrites only its own section. Do not edit by hand.
+`;
+
+const start = (name: string): string => `<!-- bench:${name}:start -->`;
+const end = (name: string): string => `<!-- bench:${name}:end -->`;
+
+/** The sections currently in `text`, by name (text outside the markers is the header, rewritten each time). */
+export function readSections(text: string): Map<string, string> {
+  const sections = new Map<string, string>();
+  for (const match of text.matchAll(/<!-- bench:([a-z-]+):start -->\n([\s\S]*?)\n<!-- bench:\1:end -->/g)) sections.set(match[1], match[2]);
+  return sections;
+}
+
+export function mergeSection(previous: string, name: Section, body: string): string {
+  const sections = readSections(previous);
+  sections.set(name, body.trimEnd());
+  const ordered = [...SECTIONS.filter((s) => sections.has(s)), ...[...sections.keys()].filter((s) => !(SECTIONS as readonly string[]).includes(s))];
+  return `${HEADER}\n${ordered.map((s) => `${start(s)}\n${sections.get(s)}\n${end(s)}`).join('\n\n')}\n`;
+}
+
+/** Replaces (or adds) one benchmark's section of the results file, keeping the others. */
+export function writeSection(file: string, name: Section, body: string): void {
+  const previous = existsSync(file) ? readFileSync(file, 'utf8') : '';
+  writeFileSync(file, mergeSection(previous, name, body));
+}
+
+/** One figure against its target. */
+export interface TargetRow {
+  figure: string;
+  value: string;
+  target: string;
+  /** null: reported for information, no target. */
+  pass: boolean | null;
+}
+
+/** The per-benchmark summary table: figure, measured value, target, pass/miss. */
+export function renderTargetTable(rows: TargetRow[]): string {
+  const cell = (text: string): string => text.replace(/\|/g, '\\|');
+  return [
+    '| figure | measured | target | result |',
+    '|---|---|---|---|',
+    ...rows.map((r) => `| ${cell(r.figure)} | ${cell(r.value)} | ${cell(r.target)} | ${r.pass === null ? 'info' : r.pass ? 'pass' : '**miss**'} |`),
+  ].join('\n');
+}

@@ -1,0 +1,13 @@
+import { Global, Module } from '@nestjs/common';
+import { MetricsController } from './metrics.controller';
+import { MetricsService } from './metrics.service';
+import { ScrapeCollectors } from './scrape-collectors';
+
+/** One Prometheus registry for the process; other modules record through MetricsService. */
+@Global()
+@Module({
+  controllers: [MetricsController],
+  providers: [MetricsService, ScrapeCollectors],
+  exports: [MetricsService],
+})
+export class MetricsModule {}

@@ -1,0 +1,87 @@
+import type { Counter } from 'prom-client';
+
+/** Labels of `svc_http_requests_total`. */
+export type RequestLabel = 'method' | 'route' | 'status' | 'provider';
+
+interface Cell {
+  readonly labels: Record<RequestLabel, string>;
+  n: number;
+}
+
+interface RouteCells {
+  readonly method: string;
+  readonly route: string;
+  readonly byStatus: Map<number, Map<string, Cell>>;
+}
+
+/** The Express route that handled a request: one object per registered handler. */
+export interface RouteLike {
+  path?: unknown;
+}
+
+export const UNMATCHED_ROUTE = 'unmatched';
+export const NO_PROVIDER = 'none';
+const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
+/**
+ * Requests by method, route, status and provider, counted in plain numbers: after a route's first
+ * request, counting one is three map lookups and an increment (no label hashing, no allocation).
+ * prom-client reads the numbers only when /metrics is scraped.
+ */
+export class RequestCounter {
+  /** null: a catch-all route (a middleware's `{*path}`), which names no endpoint. */
+  private readonly routes = new Map<object, RouteCells | null>();
+  private readonly unmatched = new Map<string, RouteCells>();
+
+  /** One finished request; `provider` is its `x-svc-provider-used` (anything else counts as none). */
+  count(method: string, route: RouteLike | undefined, status: number, servedBy: unknown): void {
+    const cells = (route && this.routeCells(route, method)) ?? this.unmatchedCells(method);
+    let byProvider = cells.byStatus.get(status);
+    if (!byProvider) {
+      byProvider = new Map();
+      cells.byStatus.set(status, byProvider);
+    }
+    const provider = typeof servedBy === 'string' ? servedBy : NO_PROVIDER;
+    let cell = byProvider.get(provider);
+    if (!cell) {
+      cell = { labels: { method: cells.method, route: cells.route, status: String(status), provider }, n: 0 };
+      byProvider.set(provider, cell);
+    }
+    cell.n += 1;
+  }
+
+  /** Copies the numbers into the prom-client counter (its collect() callback, at scrape time). */
+  exportTo(counter: Counter<RequestLabel>): void {
+    counter.reset();
+    for (const cells of [...this.routes.values(), ...this.unmatched.values()]) {
+      if (!cells) continue;
+      for (const byProvider of cells.byStatus.values()) {
+        for (const cell of byProvider.values()) counter.inc(cell.labels, cell.n);
+      }
+    }
+  }
+
+  /** A handler's route is registered for one method, so its method label is taken from its first request. */
+  private routeCells(route: RouteLike, method: string): RouteCells | null {
+    let cells = this.routes.get(route);
+    if (cells === undefined) {
+      const path = route.path;
+      cells = typeof path === 'string' && !path.includes('*') ? { method: methodLabel(method), route: path, byStatus: new Map() } : null;
+      this.routes.set(route, cells);
+    }
+    return cells;
+  }
+
+  /** Unknown paths are one series per method (never the raw URL: its values are unbounded). */
+  private unmatchedCells(method: string): RouteCells {
+    const label = methodLabel(method);
+    let cells = this.unmatched.get(label);
+    if (!cells) {
+      cells = { method: label, route: UNMATCHED_ROUTE, byStatus: new Map() };
+      this.unmatched.set(label, cells);
+    }
+    return cells;
+  }
+}
+
+const methodLabel = (method: string): string => (KNOWN_METHODS.has(method) ? method : 'OTHER');

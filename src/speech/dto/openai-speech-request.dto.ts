@@ -1,0 +1,84 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsIn, IsNumber, IsOptional, IsString, Max, MaxLength, Min, MinLength } from 'class-validator';
+import { DomainError } from '../../common/errors/domain-error';
+import { SYNC_TEXT_LIMIT } from '../speech-job';
+import { FORMATS, SpeechRequestDto } from './speech-request.dto';
+
+/** OpenAI's speech output: 24 kHz mono (its `pcm` is exactly that), so clients get what they expect from OpenAI. */
+const OPENAI_SAMPLE_RATE = 24000;
+
+/**
+ * OpenAI's request shape for `POST /v1/audio/speech` (what the official SDK's `audio.speech.create` sends),
+ * accepted beside MiniMax's and mapped onto the same request: `input` → `text`, `voice` → `voice_setting.voice_id`,
+ * `speed` → `voice_setting.speed`, `response_format` → `audio_setting.format` at 24 kHz mono.
+ */
+export class OpenAiSpeechRequestDto {
+  /** Selects the entry step of the key's chain, as `model` does in the MiniMax shape. */
+  @IsString() @MinLength(1) @MaxLength(200)
+  model!: string;
+
+  /** Text to speak, 1 to 10,000 characters. */
+  @IsString() @MinLength(1)
+  input!: string;
+
+  /** A voice id of the key's chain (built-in, or a custom `voice_…`); OpenAI's `{ "id": "voice_…" }` form is accepted too. */
+  @ApiProperty({ oneOf: [{ type: 'string' }, { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] }] })
+  @IsString() @MinLength(1) @MaxLength(256)
+  voice!: string;
+
+  /** `mp3` (default), `wav`, `pcm` (16-bit little-endian, 24 kHz mono) or `flac`; OpenAI's `opus` and `aac` are not offered. */
+  @ApiPropertyOptional({ enum: FORMATS, default: 'mp3' })
+  @IsOptional() @IsIn(FORMATS)
+  response_format?: (typeof FORMATS)[number];
+
+  /** 0.5 to 2 (the range every provider of the gateway can honour; OpenAI itself allows 0.25 to 4). */
+  @ApiPropertyOptional({ default: 1, minimum: 0.5, maximum: 2 })
+  @IsOptional() @IsNumber({ allowNaN: false, allowInfinity: false }) @Min(0.5) @Max(2)
+  speed?: number;
+
+  /** Style instructions, passed to OpenAI-kind providers; others ignore them. */
+  @IsOptional() @IsString() @MaxLength(4096)
+  instructions?: string;
+
+  /** Only `audio` (the raw audio body, streamed as it is made); OpenAI's `sse` is not offered. */
+  @ApiPropertyOptional({ enum: ['audio'], default: 'audio' })
+  @IsOptional() @IsIn(['audio'])
+  stream_format?: 'audio';
+}
+
+/** A synchronous speech body of either shape, as the MiniMax request plus what only OpenAI's shape carries. */
+export interface SpeechBody {
+  request: SpeechRequestDto;
+  instructions?: string;
+}
+
+/** OpenAI's body has `input`/`voice`; MiniMax's has `text`/`voice_setting`. Anything else is judged as MiniMax's (the default). */
+export function isOpenAiShape(body: unknown): body is Record<string, unknown> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return false;
+  return !('text' in body) && !('voice_setting' in body) && ('input' in body || 'voice' in body);
+}
+
+/** OpenAI's `voice: {"id": …}` as the plain id the DTO validates; any other object is refused by name. */
+export function flattenVoice(body: Record<string, unknown>): Record<string, unknown> {
+  const { voice } = body;
+  if (typeof voice !== 'object' || voice === null) return body;
+  const keys = Object.keys(voice);
+  const id = (voice as { id?: unknown }).id;
+  if (Array.isArray(voice) || keys.length !== 1 || typeof id !== 'string') {
+    throw new DomainError('invalid_value', "'voice' must be a voice id, or an object with only an 'id'.", { param: 'voice' });
+  }
+  return { ...body, voice: id };
+}
+
+export function fromOpenAi(dto: OpenAiSpeechRequestDto): SpeechBody {
+  if (dto.input.length > SYNC_TEXT_LIMIT) {
+    throw new DomainError('text_too_long', `'input' has ${dto.input.length} characters; the limit is ${SYNC_TEXT_LIMIT}.`, { param: 'input' });
+  }
+  const request: SpeechRequestDto = {
+    model: dto.model,
+    text: dto.input,
+    voice_setting: { voice_id: dto.voice, ...(dto.speed !== undefined ? { speed: dto.speed } : {}) },
+    audio_setting: { format: dto.response_format ?? 'mp3', sample_rate: OPENAI_SAMPLE_RATE, channel: 1 },
+  };
+  return { request, ...(dto.instructions ? { instructions: dto.instructions } : {}) };
+}

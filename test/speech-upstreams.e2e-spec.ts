@@ -1,0 +1,230 @@
+import { parseGatewayConfig } from '../src/config/gateway-config';
+import type { AudioFormat } from '../src/speech/audio/encoders';
+import type { ChainStepDto } from '../src/keys/dto/chain-step.dto';
+import { parseFirstMp3Frame } from '../src/speech/audio/parse';
+import { FakeElevenLabs, startFakeElevenLabs } from './fakes/fake-elevenlabs';
+import { FakeMiniMax, startFakeMiniMax } from './fakes/fake-minimax';
+import { FakeOpenAi, startFakeOpenAi } from './fakes/fake-openai';
+import { audioFacts, TONE_HZ } from './fakes/speech-audio';
+import { startApp, TestApp } from './support/app';
+import { REQUEST_ID, servedAlert } from './support/failover';
+import { failoverHeaders, speak, SPEECH_PATH } from './support/speech';
+
+jest.setTimeout(120000);
+
+const MODEL = 'speech-02-hd';
+const OPENAI_MODEL = 'gpt-4o-mini-tts';
+const ELEVEN_MODEL = 'eleven_multilingual_v2';
+const TEXT = 'Speech through the upstream fakes.';
+const T2A = '/v1/t2a_v2';
+/** The fakes answer with a 440 Hz tone: found again in the output, it proves the resampling kept the pitch. */
+const pitchOf = (bytes: Buffer, format: AudioFormat, contentType: string): number | null => audioFacts(bytes, format, contentType).frequency;
+
+/**
+ * Synchronous speech served by the upstream speech adapters against real HTTP fakes: MiniMax, OpenAI and
+ * ElevenLabs as chain steps (with voice_map), and failover from a failing MiniMax with the x-svc-* headers.
+ * Provider names are unique to this file: circuits are shared by every test file of the run.
+ */
+describe('synchronous speech through upstream providers', () => {
+  let t: TestApp;
+  let minimax: FakeMiniMax;
+  let failing: FakeMiniMax;
+  let openai: FakeOpenAi;
+  let eleven: FakeElevenLabs;
+
+  beforeAll(async () => {
+    [minimax, failing, openai, eleven] = await Promise.all([
+      startFakeMiniMax({ name: 'su-minimax' }),
+      startFakeMiniMax({ name: 'su-minimax-failing' }),
+      startFakeOpenAi({ name: 'su-openai' }),
+      startFakeElevenLabs({ name: 'su-eleven' }),
+    ]);
+    const provider = (name: string, kind: string, url: string): string => `  - { name: ${name}, kind: ${kind}, base_url: "${url}", api_key: k }`;
+    const gateway = parseGatewayConfig(
+      [
+        'providers:',
+        '  - { name: espeak, kind: espeak }',
+        provider('su-minimax', 'minimax', minimax.url),
+        // one failing upstream, one provider name (and so one circuit) per way of failing
+        provider('su-mm-http', 'minimax', failing.url),
+        provider('su-mm-base', 'minimax', failing.url),
+        provider('su-mm-event', 'minimax', failing.url),
+        provider('su-mm-mid', 'minimax', failing.url),
+        provider('su-mm-chain', 'minimax', failing.url),
+        provider('su-openai', 'openai', openai.url),
+        provider('su-eleven', 'elevenlabs', eleven.url),
+      ].join('\n'),
+      'upstream speech test',
+    );
+    t = await startApp({ gateway });
+  });
+  afterAll(async () => {
+    await t.close();
+    await Promise.all([minimax.close(), failing.close(), openai.close(), eleven.close()]);
+  });
+  beforeEach(() => {
+    for (const fake of [minimax, failing, openai, eleven]) fake.reset();
+    for (const log of [minimax.urls, failing.urls, eleven.urls]) log.length = 0;
+    failing.errorAsEvent = false;
+  });
+
+  describe('MiniMax as the entry step', () => {
+    let secret: string;
+    beforeAll(async () => {
+      secret = (await t.createKey('minimax', [{ provider: 'su-minimax', model: MODEL, voice_map: { narrator: 'English_Graceful_Lady' } }])).secret;
+    });
+
+    it.each([
+      ['mp3', 44100, 2, 'audio/mpeg', true],
+      ['pcm', 16000, 1, 'audio/L16;rate=16000;channels=1', true],
+      ['flac', 22050, 2, 'audio/flac', true],
+      // MiniMax makes WAV only whole: asked without streaming, answered as one hex clip
+      ['wav', 24000, 1, 'audio/wav', false],
+    ] as const)('relays %s at %i Hz, %i channel(s), asking MiniMax for exactly that (streamed: %s)', async (format, rate, channels, contentType, streamed) => {
+      const res = await speak(t, secret, { model: MODEL, text: TEXT, voice_setting: { voice_id: 'narrator', speed: 1.5, vol: 2, pitch: -3 }, audio_setting: { format, sample_rate: rate, channel: channels, bitrate: 64000 } });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toBe(contentType);
+      expect(failoverHeaders(res.headers)).toEqual({ provider: 'su-minimax', isFallback: 'false', level: '0', alert: null });
+      expect(audioFacts(res.bytes, format, contentType)).toMatchObject({ sampleRate: rate, channels });
+      if (format === 'mp3') expect(res.headers.get('x-svc-audio-bitrate')).toBe(String(parseFirstMp3Frame(res.bytes).bitrate));
+
+      expect(minimax.requests).toHaveLength(1);
+      const sent = minimax.requests[0];
+      expect(sent.path).toBe(T2A);
+      expect(sent.headers.authorization).toBe('Bearer k');
+      expect(sent.body).toMatchObject({
+        model: MODEL,
+        text: TEXT,
+        stream: streamed,
+        voice_setting: { voice_id: 'English_Graceful_Lady', speed: 1.5, vol: 2, pitch: -3 },
+        audio_setting: { format, sample_rate: rate, channel: channels, bitrate: 64000 },
+      });
+      if (streamed) expect(sent.body).toMatchObject({ stream_options: { exclude_aggregated_audio: true } });
+    });
+
+    it('passes a MiniMax system voice through unmapped', async () => {
+      const res = await speak(t, secret, { model: MODEL, text: TEXT, voice_setting: { voice_id: 'female-shaonv' }, audio_setting: { format: 'pcm', sample_rate: 8000 } });
+      expect(res.status).toBe(200);
+      expect(minimax.requests[0].body).toMatchObject({ voice_setting: { voice_id: 'female-shaonv' } });
+    });
+  });
+
+  describe('failover from a failing MiniMax to the next speech step', () => {
+    const chain = (provider: string): ChainStepDto[] => [
+      { provider, model: MODEL, voice_map: { '*': 'male-qn-qingse' } },
+      { provider: 'espeak', model: MODEL, voice_map: { '*': 'en-us' } },
+    ];
+    const LOGIN_FAIL = 'provider error 1004: login fail: Please carry the API secret key in the Authorization field';
+
+    it.each([
+      ['an HTTP 500', 'su-mm-http', 'http500', false, 'HTTP 500'],
+      ['HTTP 200 with base_resp.status_code 1004 (a JSON body)', 'su-mm-base', 'baseRespError', false, LOGIN_FAIL],
+      ['HTTP 200 with base_resp.status_code 1004 (an SSE error event)', 'su-mm-event', 'baseRespError', true, LOGIN_FAIL],
+    ] as const)('fails over on %s and says so in the headers', async (_, provider, mode, asEvent, reason) => {
+      failing.setMode(mode);
+      failing.errorAsEvent = asEvent;
+      const key = await t.createKey(`failover ${provider}`, chain(provider));
+      const res = await speak(t, key.secret, { model: MODEL, text: TEXT, voice_setting: { voice_id: 'narrator' }, audio_setting: { format: 'wav', sample_rate: 16000, channel: 2 } });
+      expect(res.status).toBe(200);
+      expect(failoverHeaders(res.headers)).toEqual({ provider: 'espeak', isFallback: 'true', level: '1', alert: servedAlert(provider, reason, 'espeak', 1) });
+      expect(res.headers.get('x-svc-request-id')).toMatch(REQUEST_ID);
+      // the fallback's real speech, in the requested shape
+      expect(audioFacts(res.bytes, 'wav', 'audio/wav')).toMatchObject({ sampleRate: 16000, channels: 2 });
+      expect(failing.count(T2A)).toBe(1);
+      expect(failing.requests[0].body).toMatchObject({ voice_setting: { voice_id: 'male-qn-qingse' } });
+    });
+
+    it('walks two failing steps and reports the last one as exhausted, at level 2', async () => {
+      failing.setMode('http500');
+      eleven.setMode('http500', { status: 503 });
+      const key = await t.createKey('two failures', [
+        { provider: 'su-mm-chain', model: MODEL, voice_map: { '*': 'male-qn-qingse' } },
+        { provider: 'su-eleven', model: ELEVEN_MODEL, voice_map: { '*': '21m00Tcm4TlvDq8ikWAM' } },
+        { provider: 'su-openai', model: OPENAI_MODEL, voice_map: { '*': 'alloy' } },
+      ]);
+      try {
+        const res = await speak(t, key.secret, { model: MODEL, text: TEXT, voice_setting: { voice_id: 'narrator' }, audio_setting: { format: 'pcm', sample_rate: 24000 } });
+        expect(res.status).toBe(200);
+        expect(failoverHeaders(res.headers)).toEqual({ provider: 'su-openai', isFallback: 'true', level: '2', alert: servedAlert('su-eleven', 'HTTP 503', 'su-openai', 2) });
+        expect([failing.count(T2A), eleven.count(), openai.count('/v1/audio/speech')]).toEqual([1, 1, 1]);
+        // each fallback sent its own model and its own voice
+        expect(openai.requests[0].body).toMatchObject({ model: OPENAI_MODEL, voice: 'alloy', input: TEXT });
+      } finally {
+        eleven.setMode('ok');
+      }
+    });
+
+    it('cuts the body instead of truncating it silently when MiniMax fails after the first audio', async () => {
+      failing.setMode('midStreamBaseRespError');
+      const key = await t.createKey('mid-stream', chain('su-mm-mid'));
+      const res = await fetch(`${t.url}${SPEECH_PATH}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: MODEL, text: TEXT, voice_setting: { voice_id: 'narrator' }, audio_setting: { format: 'pcm', sample_rate: 16000 } }),
+      });
+      // the first audio fixed the provider: headers name it, and no failover happens after that
+      expect(res.status).toBe(200);
+      expect(failoverHeaders(res.headers)).toEqual({ provider: 'su-mm-mid', isFallback: 'false', level: '0', alert: null });
+      // the first audio arrives, then the body breaks off: a client sees an error, never a short clip that looks whole
+      const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+      let received = 0;
+      const readAll = async (): Promise<void> => {
+        for (let part = await reader.read(); !part.done; part = await reader.read()) received += part.value.length;
+      };
+      await expect(readAll()).rejects.toThrow();
+      expect(received).toBeGreaterThan(0);
+      expect(failing.count(T2A)).toBe(1);
+    });
+  });
+
+  describe('OpenAI and ElevenLabs as speech steps', () => {
+    it('speaks through OpenAI with the mapped voice, transcoding its 24 kHz pcm into the requested format and rate', async () => {
+      const key = await t.createKey('openai', [{ provider: 'su-openai', model: OPENAI_MODEL, voice_map: { narrator: 'nova', '*': 'alloy' } }]);
+      const res = await speak(t, key.secret, { model: OPENAI_MODEL, text: TEXT, voice_setting: { voice_id: 'narrator', speed: 1.25 }, audio_setting: { format: 'wav', sample_rate: 16000, channel: 2 } });
+      expect(res.status).toBe(200);
+      expect(failoverHeaders(res.headers)).toEqual({ provider: 'su-openai', isFallback: 'false', level: '0', alert: null });
+      expect(res.headers.get('content-type')).toBe('audio/wav');
+      expect(audioFacts(res.bytes, 'wav', 'audio/wav')).toMatchObject({ sampleRate: 16000, channels: 2 });
+      expect(pitchOf(res.bytes, 'wav', 'audio/wav')).toBeCloseTo(TONE_HZ, -1);
+      expect(openai.requests).toHaveLength(1);
+      expect(openai.requests[0]).toMatchObject({ path: '/v1/audio/speech', body: { model: OPENAI_MODEL, input: TEXT, voice: 'nova', response_format: 'pcm', speed: 1.25 } });
+
+      const other = await speak(t, key.secret, { model: OPENAI_MODEL, text: TEXT, voice_setting: { voice_id: 'someone' }, audio_setting: { format: 'mp3', sample_rate: 22050 } });
+      expect(other.status).toBe(200);
+      expect(parseFirstMp3Frame(other.bytes)).toMatchObject({ sampleRate: 22050, channels: 1 });
+      expect(openai.requests[1].body).toMatchObject({ voice: 'alloy' });
+    });
+
+    it.each([
+      // ElevenLabs streams pcm_<rate>: the nearest rate at or above the requested one, resampled here
+      ['pcm', 8000, 1, 'pcm_16000'],
+      ['mp3', 44100, 2, 'pcm_44100'],
+      ['flac', 32000, 1, 'pcm_44100'],
+    ] as const)('speaks through ElevenLabs as %s at %i Hz, %i channel(s), from its %s stream', async (format, rate, channels, outputFormat) => {
+      const key = await t.createKey('eleven', [{ provider: 'su-eleven', model: ELEVEN_MODEL, voice_map: { narrator: 'JBFqnCBsd6RMkjVDRZzb', '*': '21m00Tcm4TlvDq8ikWAM' } }]);
+      const res = await speak(t, key.secret, { model: ELEVEN_MODEL, text: TEXT, voice_setting: { voice_id: 'narrator' }, audio_setting: { format, sample_rate: rate, channel: channels } });
+      expect(res.status).toBe(200);
+      expect(failoverHeaders(res.headers)).toEqual({ provider: 'su-eleven', isFallback: 'false', level: '0', alert: null });
+      const contentType = res.headers.get('content-type') ?? '';
+      expect(audioFacts(res.bytes, format, contentType)).toMatchObject({ sampleRate: rate, channels });
+      if (format === 'pcm') expect(pitchOf(res.bytes, format, contentType)).toBeCloseTo(TONE_HZ, -1);
+      expect(eleven.urls).toEqual([`/v1/text-to-speech/JBFqnCBsd6RMkjVDRZzb/stream?output_format=${outputFormat}`]);
+      expect(eleven.requests[0].body).toMatchObject({ text: TEXT, model_id: ELEVEN_MODEL });
+      expect(eleven.requests[0].headers['xi-api-key']).toBe('k');
+    });
+
+    it('fails over from MiniMax to ElevenLabs with the fallback step voice_map default', async () => {
+      failing.setMode('baseRespError');
+      const key = await t.createKey('to eleven', [
+        { provider: 'su-mm-base', model: MODEL },
+        { provider: 'su-eleven', model: ELEVEN_MODEL, voice_map: { '*': 'EXAVITQu4vr4xnSDxMaL' } },
+      ]);
+      const res = await speak(t, key.secret, { model: MODEL, text: TEXT, voice_setting: { voice_id: 'male-qn-qingse' }, audio_setting: { format: 'pcm', sample_rate: 22050 } });
+      expect(res.status).toBe(200);
+      expect(failoverHeaders(res.headers)).toMatchObject({ provider: 'su-eleven', isFallback: 'true', level: '1' });
+      // the entry step got the requested MiniMax voice; the fallback spoke with its own
+      expect(failing.requests[0].body).toMatchObject({ voice_setting: { voice_id: 'male-qn-qingse' } });
+      expect(eleven.urls).toEqual(['/v1/text-to-speech/EXAVITQu4vr4xnSDxMaL/stream?output_format=pcm_22050']);
+    });
+  });
+});
