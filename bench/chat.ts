@@ -8,6 +8,7 @@ import type { LoadResult } from './load';
 import { cpuBetween, Roles, snapshot, waitForQuiet } from './cpu';
 import { ask, forkHelper, startGateway, watchRss } from './processes';
 import type { Forked, GatewayProcess } from './processes';
+import { CHAT_PROFILE_NOTE } from './chat-profile';
 import { renderSummary, summariseProfile } from './profile-summary';
 import type { CpuProfile } from './profile-summary';
 import { Cell, checks, renderChecks, renderResults, renderTable, Target } from './report';
@@ -247,7 +248,7 @@ async function benchmark(run: Run): Promise<void> {
 
   const list = checks(cells);
   const info = { date: new Date().toISOString(), ...machine(), node: process.version, warmupSeconds: WARMUP_SECONDS, seconds: MEASURE_SECONDS };
-  writeSection(RESULTS_FILE, 'chat', renderResults(info, cells, list));
+  writeSection(RESULTS_FILE, 'chat', `${renderResults(info, cells, list).trimEnd()}\n\n${CHAT_PROFILE_NOTE}`);
   process.stdout.write(`\n${renderTable(cells)}\n\n${renderChecks(list)}\n\nwritten to ${RESULTS_FILE}\n`);
   if (list.some((c) => !c.pass)) log('a target was missed: `npm run bench:chat -- --profile[=one-step|failover|circuit-open]` shows where the time goes');
 }

@@ -2,16 +2,17 @@ import type { NestApplicationOptions } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { WsAdapter } from '@nestjs/platform-ws';
 import { SwaggerModule } from '@nestjs/swagger';
-import { json } from 'express';
 import { Logger } from 'nestjs-pino';
 import { parserErrorMiddleware } from './common/errors/api-error.filter';
 import { answerMalformedRequests } from './common/http/client-error';
+import { jsonBody } from './common/http/json-body';
 import { requestIdMiddleware } from './common/http/request-id';
 import { refuseUnreadBody } from './common/http/unread-body';
+import { installChatFastPath } from './chat/chat-fast-path';
 import { MetricsService } from './metrics/metrics.service';
 import { buildOpenApiDocument } from './openapi';
 
-export const JSON_BODY_LIMIT = '1mb';
+export { JSON_BODY_LIMIT } from './common/http/json-body';
 
 /** Options for NestFactory.create: the body parser is ours, so it runs after the request id. */
 export const APP_OPTIONS: NestApplicationOptions = { bufferLogs: true, bodyParser: false };
@@ -24,10 +25,11 @@ export function setupApp(app: NestExpressApplication): NestExpressApplication {
   app.set('query parser', 'simple');
   app.use(requestIdMiddleware);
   app.use(app.get(MetricsService).httpMiddleware);
-  app.use(json({ limit: JSON_BODY_LIMIT, type: ['application/json', 'application/*+json'] }));
+  app.use(jsonBody);
   app.use(parserErrorMiddleware);
   app.use(refuseUnreadBody);
   answerMalformedRequests(app.getHttpServer());
+  installChatFastPath(app);
   app.useWebSocketAdapter(new WsAdapter(app));
   SwaggerModule.setup('docs', app, () => buildOpenApiDocument(app), { jsonDocumentUrl: 'openapi.json', swaggerOptions: { persistAuthorization: true } });
   return app;

@@ -5,7 +5,7 @@ import { Client } from 'pg';
 import request from 'supertest';
 import { ADMIN_TOKEN } from './support/app';
 import { adminQuery, withDatabase } from './support/database';
-import { spawnService, ServiceProcess } from './support/process';
+import { expectCleanExit, spawnService, ServiceProcess } from './support/process';
 
 // runs the BUILT service (dist/src/main.js): `npm test` builds first; run `npx nest build` after a change
 jest.setTimeout(240000);
@@ -170,7 +170,7 @@ describe('async speech tasks across a crash of the service', () => {
     process.stdout.write(`restart: ${storedBefore.size}/${total} chunks stored before the kill; resumed ${resumedAfterMs} ms after the restart\n`);
     // the next test needs this database to itself
     second.service.child.kill('SIGTERM');
-    expect(await second.service.exited).toBe(0);
+    await expectCleanExit(second.service);
 
     async function chunkCount(): Promise<number> {
       return Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM speech_task_chunks WHERE task_id = $1`, [id])).rows[0].n);
@@ -194,7 +194,7 @@ describe('async speech tasks across a crash of the service', () => {
     while ((await chunks()) < 2) await sleep(100);
 
     first.service.child.kill('SIGTERM');
-    expect(await first.service.exited).toBe(0);
+    await expectCleanExit(first.service);
     const [held] = (await db.query<{ status: string; worker_id: string | null; attempts: number }>(`SELECT status, worker_id, attempts FROM speech_tasks WHERE id = $1`, [id])).rows;
     expect(held).toEqual({ status: 'queued', worker_id: null, attempts: 0 });
     const kept = await chunks();
@@ -219,6 +219,6 @@ describe('async speech tasks across a crash of the service', () => {
     const [done] = (await db.query<{ attempts: number }>(`SELECT attempts FROM speech_tasks WHERE id = $1`, [id])).rows;
     expect(done.attempts).toBe(1);
     second.service.child.kill('SIGTERM');
-    expect(await second.service.exited).toBe(0);
+    await expectCleanExit(second.service);
   });
 });

@@ -1,5 +1,6 @@
 import type { Params } from 'nestjs-pino';
-import { stdSerializers } from 'pino';
+import type { Options } from 'pino-http';
+import { destination, stdSerializers } from 'pino';
 import type { IncomingMessage } from 'node:http';
 import { EnvironmentVariables } from '../config/env.schema';
 import { requestIdOf } from './http/request-id';
@@ -18,10 +19,21 @@ const errWithoutParameters = (err: Error | Record<string, unknown>): Record<stri
 /** Never log secrets carried in a query string (WebSocket clients may send `?api_key=`). */
 const scrubUrl = (url: string | undefined): string | undefined => url?.replace(/([?&]api_key=)[^&]*/gi, '$1[redacted]');
 
-/** JSON logs, one `request_id` on every line of a request, credentials redacted. */
+/** Log lines leave in blocks of about this many bytes (one write per block, not one per line)... */
+const LOG_BLOCK_BYTES = 4096;
+/** ...and at least this often; what is still pending at exit is written synchronously (pino's exit hook). */
+const LOG_FLUSH_MS = 100;
+
+/** JSON logs, one `request_id` on every line of a request, credentials redacted; written to stdout off the request path. */
 export function loggerParams(env: EnvironmentVariables): Params {
+  const options = httpLoggerOptions(env);
+  if (env.LOG_LEVEL === 'silent') return { pinoHttp: options };
+  return { pinoHttp: [options, destination({ dest: 1, sync: false, minLength: LOG_BLOCK_BYTES, periodicFlush: LOG_FLUSH_MS })] };
+}
+
+/** pino-http's options: the Nest middleware's, and the chat fast path's (which logs the same line). */
+export function httpLoggerOptions(env: EnvironmentVariables): Options {
   return {
-    pinoHttp: {
       level: env.LOG_LEVEL,
       genReqId: (req: IncomingMessage) => requestIdOf(req),
       customAttributeKeys: { reqId: 'request_id' },
@@ -36,6 +48,5 @@ export function loggerParams(env: EnvironmentVariables): Params {
         }),
       },
       customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
-    },
   };
 }

@@ -1,4 +1,4 @@
-import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import PgBoss from 'pg-boss';
 import type { Pool, QueryResult } from 'pg';
 import { DataSource, EntityManager } from 'typeorm';
@@ -24,15 +24,27 @@ const executorFor = (run: (text: string, values: unknown[]) => Promise<QueryResu
  * can be sent inside the transaction that creates its record, so neither exists without the other.
  */
 @Injectable()
-export class JobQueue implements OnModuleInit, OnApplicationShutdown {
+export class JobQueue implements OnModuleInit, BeforeApplicationShutdown {
   private readonly logger = new Logger(JobQueue.name);
   private readonly boss: PgBoss;
   private started = false;
+  /** pg-boss's statements still running: the shutdown waits for them, so none meets a closed pool. */
+  private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(private readonly dataSource: DataSource) {
     const pool = (dataSource.driver as PostgresDriver).master as Pool;
+    const tracked = (text: string, values: unknown[]): Promise<QueryResult | QueryResult[]> => {
+      const query = pool.query(text, values);
+      const settled = query.then(
+        () => undefined,
+        () => undefined,
+      );
+      this.inFlight.add(settled);
+      void settled.then(() => this.inFlight.delete(settled));
+      return query;
+    };
     this.boss = new PgBoss({
-      db: executorFor((text, values) => pool.query(text, values)),
+      db: executorFor(tracked),
       schema: 'pgboss',
       supervise: true,
       maintenanceIntervalSeconds: 60,
@@ -72,10 +84,17 @@ export class JobQueue implements OnModuleInit, OnApplicationShutdown {
     return this.boss.getQueueSize(name);
   }
 
-  /** Stops taking jobs; running handlers get up to `timeoutMs` to reach a safe point. */
-  async onApplicationShutdown(): Promise<void> {
+  /**
+   * Stops taking jobs; running handlers get up to 10 s to reach a safe point. Before every
+   * onApplicationShutdown hook: the handlers (and pg-boss marking their jobs) still need the pool,
+   * which TypeORM closes in its own onApplicationShutdown.
+   */
+  async beforeApplicationShutdown(): Promise<void> {
     if (!this.started) return;
     this.started = false;
     await this.boss.stop({ graceful: true, wait: true, timeout: 10000 }).catch((err: Error) => this.logger.warn(`job queue stop: ${err.message}`));
+    // a handler that failed while stopping has pg-boss mark its job right after: let those writes land
+    await new Promise((resolve) => setImmediate(resolve));
+    await Promise.all(this.inFlight);
   }
 }

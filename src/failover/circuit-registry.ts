@@ -167,10 +167,13 @@ export class CircuitRegistry implements OnApplicationBootstrap, OnApplicationShu
     provider: string,
     transform: (state: BreakerState, now: number) => BreakerState | null,
   ): Promise<{ state: BreakerState; version: number; changedStatus: boolean } | null> {
-    await this.store.ensure(provider, this.breaker.initial());
     for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt += 1) {
       const current = await this.store.get(provider);
-      if (!current) continue;
+      if (!current) {
+        // the row is made on a provider's first write only, not one INSERT per flush
+        await this.store.ensure(provider, this.breaker.initial());
+        continue;
+      }
       const next = transform(current.state, Date.now());
       if (next === null) return null;
       if (await this.store.compareAndSet(provider, current.version, next)) {

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
+import { InjectDataSource } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
-import { Repository } from 'typeorm';
-import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
+import { DataSource } from 'typeorm';
+import { BulkColumn, bulkInsert } from '../database/bulk-insert';
 import { GatewayEventEntity } from './gateway-event.entity';
 
 export interface FailoverEventData {
@@ -16,6 +16,13 @@ export interface FailoverEventData {
 }
 
 type NewEvent = Pick<GatewayEventEntity, 'id' | 'type' | 'keyId' | 'provider' | 'data'>;
+const EVENT_COLUMNS: readonly BulkColumn[] = [
+  { name: 'id', type: 'text' },
+  { name: 'type', type: 'text' },
+  { name: 'key_id', type: 'text' },
+  { name: 'provider', type: 'text' },
+  { name: 'data', type: 'jsonb' },
+];
 type PendingEvent = { row: NewEvent; resolve: () => void; reject: (err: Error) => void };
 
 /**
@@ -27,7 +34,7 @@ export class EventsService {
   private pending: PendingEvent[] = [];
   private scheduled = false;
 
-  constructor(@InjectRepository(GatewayEventEntity) private readonly events: Repository<GatewayEventEntity>) {}
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
   recordFailover(e: FailoverEventData): Promise<void> {
     return this.enqueue({
@@ -73,8 +80,9 @@ export class EventsService {
     this.pending = [];
     this.scheduled = false;
     try {
-      // TypeORM's deep-partial type cannot express a jsonb column holding nulls; the rows are complete
-      await this.events.insert(batch.map((p) => p.row) as QueryDeepPartialEntity<GatewayEventEntity>[]);
+      const rows = batch.map(({ row }) => [row.id, row.type, row.keyId, row.provider, JSON.stringify(row.data)]);
+      const { sql, params } = bulkInsert('gateway_events', EVENT_COLUMNS, rows);
+      await this.dataSource.query(sql, params);
       for (const p of batch) p.resolve();
     } catch (err) {
       for (const p of batch) p.reject(err as Error);

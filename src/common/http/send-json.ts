@@ -9,6 +9,6 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
   const text = JSON.stringify(body);
   res.statusCode = status;
   if (!res.hasHeader('content-type')) res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  res.setHeader('Content-Length', Buffer.byteLength(text));
+  res.setHeader('Content-Length', String(Buffer.byteLength(text)));
   res.end(text);
 }

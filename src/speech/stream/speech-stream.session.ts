@@ -33,6 +33,7 @@ export class SpeechStreamSession {
   private readonly logger = new Logger('SpeechStream');
   private state: State = 'idle';
   private job: SpeechJob | null = null;
+  /** pcm and flac only, made when the first audio arrives and dropped when the task ends: a held stream costs no encoder. */
   private encoder: AudioEncoder | null = null;
   private planned: PlannedStep[] = [];
   /** The step that produced the first audio: every later sentence goes to it (no failover after audio began). */
@@ -115,7 +116,6 @@ export class SpeechStreamSession {
     }
     // checks the model and the entry voice now, so a bad task_start fails before any text arrives
     this.planned = await this.speech.route(this.failover.openScope(newRequestId(), this.key, 'speech'), job);
-    this.encoder = await createStreamingEncoder(job.output.format, job.output);
     this.job = job;
     if (this.state === 'closed') return;
     if (this.state === 'starting') this.state = 'started';
@@ -130,10 +130,17 @@ export class SpeechStreamSession {
       .finally(() => (this.queuedChars -= text.length));
   }
 
-  /** One sentence group: the first decides the provider (failover allowed); later ones must use the same step. */
+  /**
+   * One sentence group: the first decides the provider (failover allowed); later ones must use the same step.
+   * MP3 is asked of the provider as it is (its frames stand alone, so sentences join into one stream of frames,
+   * as on MiniMax's own stream) and relayed untouched; FLAC (one header per stream) and pcm come as pcm through
+   * the session's encoder.
+   */
   private async synthesize(text: string): Promise<void> {
-    if (!this.job || !this.encoder || this.state === 'closed') return;
-    const job: SpeechJob = { ...this.job, text, output: { ...this.job.output, format: 'pcm' } };
+    if (!this.job || this.state === 'closed') return;
+    const relay = this.job.output.format === 'mp3';
+    const job: SpeechJob = { ...this.job, text, output: { ...this.job.output, format: relay ? 'mp3' : 'pcm' } };
+    const emit = (bytes: Buffer): Promise<void> => (relay ? this.sendAudio(bytes, false) : this.emitPcm(bytes));
     const scope = this.failover.openScope(newRequestId(), this.key, 'speech');
     scope.streaming = true;
     const controller = new AbortController();
@@ -142,8 +149,8 @@ export class SpeechStreamSession {
     try {
       const primed = await this.speech.start(scope, job, this.step ? [this.step] : this.planned);
       this.step ??= this.planned.find((s) => s.level === scope.served?.level) ?? null;
-      if (!primed.first.done) await this.emitPcm(primed.first.value);
-      for (let next = await primed.rest.next(); !next.done; next = await primed.rest.next()) await this.emitPcm(next.value);
+      if (!primed.first.done) await emit(primed.first.value);
+      for (let next = await primed.rest.next(); !next.done; next = await primed.rest.next()) await emit(next.value);
       scope.finish({ status: 200, characters: text.length });
     } catch (err) {
       scope.finish({ status: toDomainError(err)?.status ?? 502, characters: text.length });
@@ -153,21 +160,30 @@ export class SpeechStreamSession {
     }
   }
 
-  /** Raw s16le from the provider → the session's one continuous encoder → hex audio messages. */
+  /** Raw s16le from the provider → the session's one continuous pcm or FLAC encoder → hex audio messages. */
   private async emitPcm(bytes: Buffer): Promise<void> {
-    if (!this.encoder || !this.job) return;
+    if (!this.job || this.state === 'closed') return;
+    if (!this.encoder) {
+      const made = await createStreamingEncoder(this.job.output.format === 'flac' ? 'flac' : 'pcm', this.job.output);
+      // the session may have closed meanwhile (TypeScript keeps the narrowing from above across the await)
+      if ((this.state as State) === 'closed') return void release(made);
+      this.encoder = made;
+    }
+    const encoder = this.encoder;
     const frame = 2 * this.job.output.channels;
     const all = Buffer.concat([this.pendingBytes, bytes]);
     const usable = all.length - (all.length % frame);
     this.pendingBytes = all.subarray(usable);
     if (usable === 0) return;
     const samples = new Int16Array(all.buffer.slice(all.byteOffset, all.byteOffset + usable));
-    await this.sendAudio(this.encoder.push(samples), false);
+    await this.sendAudio(encoder.push(samples), false);
   }
 
   private async finish(): Promise<void> {
-    if (!this.encoder) return;
-    await this.sendAudio(this.encoder.end(), true);
+    if (!this.job) return;
+    const encoder = this.encoder;
+    this.encoder = null;
+    await this.sendAudio(encoder ? encoder.end() : Buffer.alloc(0), true);
     this.send({ event: 'task_finished', session_id: this.sessionId });
     this.close(1000, 'task finished');
   }
@@ -208,6 +224,7 @@ export class SpeechStreamSession {
     this.state = 'closed';
     if (this.idleTimer) clearTimeout(this.idleTimer);
     for (const controller of this.inFlight) controller.abort();
+    this.dropEncoder();
     if (terminate) this.ws.terminate();
     else this.ws.close(code, reason.slice(0, 120));
   }
@@ -218,11 +235,26 @@ export class SpeechStreamSession {
       this.state = 'closed';
       for (const controller of this.inFlight) controller.abort();
     }
+    this.dropEncoder();
+  }
+
+  private dropEncoder(): void {
+    if (this.encoder) release(this.encoder);
+    this.encoder = null;
   }
 
   private touch(): void {
     if (this.idleTimer) clearTimeout(this.idleTimer);
     this.idleTimer = setTimeout(() => this.close(1000, 'idle timeout'), this.limits.idleMs);
     this.idleTimer.unref();
+  }
+}
+
+/** An encoder of a task that ended early is still ended: libflac's lives outside the JavaScript heap. Its bytes are not wanted. */
+function release(encoder: AudioEncoder): void {
+  try {
+    encoder.end();
+  } catch {
+    // nothing to send it to
   }
 }
