@@ -5,7 +5,7 @@ import { SpeechRequestDto } from './dto/speech-request.dto';
 
 /**
  * The body of synchronous speech in either shape: OpenAI's (so the official SDK works unchanged) or MiniMax's,
- * each validated as strictly as any DTO (the route's parameter type is an interface, so the global pipe leaves it to this one).
+ * each validated as strictly as a DTO (the route's parameter type is an interface, so the global pipe leaves it to this one).
  */
 @Injectable()
 export class SpeechBodyPipe implements PipeTransform<unknown, Promise<SpeechBody>> {

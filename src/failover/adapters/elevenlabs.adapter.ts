@@ -46,7 +46,7 @@ export class ElevenLabsAdapter implements ProviderAdapter {
   async speech(call: SpeechCall, ctx: CallContext): Promise<AudioStream> {
     const rate = elevenLabsPcmRate(call.output.sampleRate);
     const speed = Math.min(MAX_SPEED, Math.max(MIN_SPEED, call.speed));
-    // voice_settings left out at speed 1: any object sent replaces the voice's stored settings for this call
+    // voice_settings left out at speed 1: an object sent would replace the voice's stored settings for this call
     const body = JSON.stringify({ text: call.text, model_id: ctx.model, ...(speed !== 1 ? { voice_settings: { speed } } : {}) });
     const path = `/text-to-speech/${encodeURIComponent(call.voiceId)}/stream?output_format=pcm_${rate}`;
     const response = await this.http.request({ method: 'POST', path, headers: this.headers, body, signal: ctx.signal });
