@@ -1,8 +1,9 @@
 import { FakeAnthropic, startFakeAnthropic } from '../../../test/fakes/fake-anthropic';
 import type { ResolvedProvider } from '../../config/gateway-config';
-import { classify, UpstreamOutcome } from '../chain';
-import { ChatChunk, ChatRequest, UpstreamFailure } from '../provider-adapter';
+import { classify } from '../chain';
+import { ChatChunk, ChatRequest } from '../provider-adapter';
 import { AnthropicAdapter, AnthropicAdapterFactory, toAnthropicRequest } from './anthropic.adapter';
+import { outcomeOf } from '../../../test/support/upstream-outcome';
 
 const ctx = (signal: AbortSignal = new AbortController().signal) => ({ model: 'claude-3-5-haiku-latest', signal, requestId: 'req_test' });
 
@@ -15,16 +16,6 @@ const conversation: ChatRequest = {
     { role: 'user', content: 'And 3+3?' },
   ],
 };
-
-async function outcomeOf(call: () => Promise<unknown>): Promise<UpstreamOutcome> {
-  try {
-    await call();
-  } catch (err) {
-    if (err instanceof UpstreamFailure) return err.outcome;
-    throw err;
-  }
-  throw new Error('expected an UpstreamFailure');
-}
 
 async function drain(stream: AsyncIterable<ChatChunk>, seen: ChatChunk[] = []): Promise<ChatChunk[]> {
   for await (const chunk of stream) seen.push(chunk);

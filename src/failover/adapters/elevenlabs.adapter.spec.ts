@@ -2,9 +2,10 @@ import { FakeElevenLabs, startFakeElevenLabs } from '../../../test/fakes/fake-el
 import { audioFacts, collectAudio, TONE_HZ, toneSeconds } from '../../../test/fakes/speech-audio';
 import type { ResolvedProvider } from '../../config/gateway-config';
 import { contentTypeFor } from '../../speech/audio/encoders';
-import { classify, UpstreamOutcome } from '../chain';
-import { SpeechCall, SpeechFormat, SpeechOutput, UpstreamFailure } from '../provider-adapter';
+import { classify } from '../chain';
+import { SpeechCall, SpeechFormat, SpeechOutput } from '../provider-adapter';
 import { ElevenLabsAdapter, ElevenLabsAdapterFactory, elevenLabsPcmRate } from './elevenlabs.adapter';
+import { outcomeOf } from '../../../test/support/upstream-outcome';
 
 const TEXT = 'Hello there.';
 const VOICE = 'JBFqnCBsd6RMkjVDRZzb';
@@ -18,16 +19,6 @@ const call = (output: Partial<SpeechOutput> = {}, extra: Partial<SpeechCall> = {
   output: { format: 'pcm', sampleRate: 22050, bitrate: 128000, channels: 1, ...output },
   ...extra,
 });
-
-async function outcomeOf(action: () => Promise<unknown>): Promise<UpstreamOutcome> {
-  try {
-    await action();
-  } catch (err) {
-    if (err instanceof UpstreamFailure) return err.outcome;
-    throw err;
-  }
-  throw new Error('expected an UpstreamFailure');
-}
 
 describe('elevenLabsPcmRate', () => {
   it('picks the nearest offered rate at or above the request, else the highest', () => {

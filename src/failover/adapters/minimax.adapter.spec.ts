@@ -2,9 +2,10 @@ import { FakeMiniMax, startFakeMiniMax } from '../../../test/fakes/fake-minimax'
 import { audioFacts, collectAudio, TONE_HZ, toneSeconds } from '../../../test/fakes/speech-audio';
 import type { ResolvedProvider } from '../../config/gateway-config';
 import { contentTypeFor } from '../../speech/audio/encoders';
-import { classify, UpstreamOutcome } from '../chain';
-import { SpeechCall, SpeechFormat, SpeechOutput, UpstreamFailure } from '../provider-adapter';
+import { classify } from '../chain';
+import { SpeechCall, SpeechFormat, SpeechOutput } from '../provider-adapter';
 import { MiniMaxAdapter, MiniMaxAdapterFactory } from './minimax.adapter';
+import { outcomeOf } from '../../../test/support/upstream-outcome';
 
 const TEXT = 'Hello there.';
 const ctx = (signal: AbortSignal = new AbortController().signal) => ({ model: 'speech-02-hd', signal, requestId: 'req_test' });
@@ -17,16 +18,6 @@ const call = (output: Partial<SpeechOutput> = {}, extra: Partial<SpeechCall> = {
   output: { format: 'pcm', sampleRate: 16000, bitrate: 128000, channels: 1, ...output },
   ...extra,
 });
-
-async function outcomeOf(action: () => Promise<unknown>): Promise<UpstreamOutcome> {
-  try {
-    await action();
-  } catch (err) {
-    if (err instanceof UpstreamFailure) return err.outcome;
-    throw err;
-  }
-  throw new Error('expected an UpstreamFailure');
-}
 
 describe('MiniMaxAdapter against a real T2A v2 server', () => {
   let fake: FakeMiniMax;

@@ -3,9 +3,9 @@ import { audioFacts, collectAudio, TONE_HZ, toneSeconds } from '../../../test/fa
 import type { ResolvedProvider } from '../../config/gateway-config';
 import { contentTypeFor, mp3Bitrate } from '../../speech/audio/encoders';
 import { decodePcm16le } from '../../speech/audio/pcm';
-import { UpstreamOutcome } from '../chain';
-import { SpeechCall, SpeechFormat, SpeechOutput, UpstreamFailure } from '../provider-adapter';
+import { SpeechCall, SpeechFormat, SpeechOutput } from '../provider-adapter';
 import { OpenAiAdapter, OpenAiAdapterFactory } from './openai.adapter';
+import { outcomeOf } from '../../../test/support/upstream-outcome';
 
 const TEXT = 'Hello there.';
 const ctx = (signal: AbortSignal = new AbortController().signal) => ({ model: 'gpt-4o-mini-tts', signal, requestId: 'req_test' });
@@ -19,16 +19,6 @@ const call = (output: Partial<SpeechOutput> = {}, extra: Partial<SpeechCall> = {
   ...extra,
 });
 const provider = (baseUrl: string): ResolvedProvider => ({ name: 'oa', kind: 'openai', baseUrl, apiKey: 'sk-up', groupId: null, timeoutMs: null, capabilities: ['speech'] });
-
-async function outcomeOf(action: () => Promise<unknown>): Promise<UpstreamOutcome> {
-  try {
-    await action();
-  } catch (err) {
-    if (err instanceof UpstreamFailure) return err.outcome;
-    throw err;
-  }
-  throw new Error('expected an UpstreamFailure');
-}
 
 const peak = (bytes: Buffer): number => decodePcm16le(bytes).reduce((max, v) => Math.max(max, Math.abs(v)), 0);
 

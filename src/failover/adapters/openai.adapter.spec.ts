@@ -1,23 +1,14 @@
 import { FakeOpenAi, startFakeOpenAi } from '../../../test/fakes/fake-openai';
 import type { ResolvedProvider } from '../../config/gateway-config';
-import { classify, UpstreamOutcome } from '../chain';
-import { ChatChunk, ChatRequest, UpstreamFailure } from '../provider-adapter';
+import { classify } from '../chain';
+import { ChatChunk, ChatRequest } from '../provider-adapter';
 import { OpenAiAdapter, OpenAiAdapterFactory } from './openai.adapter';
+import { outcomeOf } from '../../../test/support/upstream-outcome';
 
 const request: ChatRequest = { model: 'gpt-4o', messages: [{ role: 'user', content: 'Hi there' }], temperature: 0.2 };
 const ctx = (signal: AbortSignal = new AbortController().signal, model = 'gpt-4o-mini') => ({ model, signal, requestId: 'req_test' });
 
 /** The outcome an adapter call failed with (fails the test when it succeeded or threw something else). */
-async function outcomeOf(call: () => Promise<unknown>): Promise<UpstreamOutcome> {
-  try {
-    await call();
-  } catch (err) {
-    if (err instanceof UpstreamFailure) return err.outcome;
-    throw err;
-  }
-  throw new Error('expected an UpstreamFailure');
-}
-
 async function drain(stream: AsyncIterable<ChatChunk>, seen: ChatChunk[] = []): Promise<ChatChunk[]> {
   for await (const chunk of stream) seen.push(chunk);
   return seen;

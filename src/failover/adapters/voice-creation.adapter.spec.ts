@@ -2,10 +2,10 @@ import { FakeMiniMax, startFakeMiniMax } from '../../../test/fakes/fake-minimax'
 import { FakeOpenAi, startFakeOpenAi } from '../../../test/fakes/fake-openai';
 import { parseMultipart } from '../../../test/fakes/fake-upstream';
 import type { ResolvedProvider } from '../../config/gateway-config';
-import { UpstreamOutcome } from '../chain';
-import { AudioUpload, UpstreamFailure, VoiceCloneCall } from '../provider-adapter';
+import { AudioUpload, VoiceCloneCall } from '../provider-adapter';
 import { CUSTOM_VOICE_ID, MiniMaxAdapter } from './minimax.adapter';
 import { OpenAiAdapter } from './openai.adapter';
+import { outcomeOf } from '../../../test/support/upstream-outcome';
 
 const provider = (kind: 'minimax' | 'openai', baseUrl: string, groupId: string | null = null): ResolvedProvider => ({
   name: kind,
@@ -24,16 +24,6 @@ const cloneCall = (voiceId = 'svcTestVoice0001'): VoiceCloneCall => ({
   consent: { recording: audio('consent.wav', 2), language: 'en-US', name: 'Consent of Ada' },
 });
 const signal = (): AbortSignal => AbortSignal.timeout(10000);
-
-async function outcomeOf(action: () => Promise<unknown>): Promise<UpstreamOutcome> {
-  try {
-    await action();
-  } catch (err) {
-    if (err instanceof UpstreamFailure) return err.outcome;
-    throw err;
-  }
-  throw new Error('expected an UpstreamFailure');
-}
 
 describe("MiniMax's voice rule", () => {
   it.each(['svcAbcdefgh', 'MyVoice001', 'a-b_c-d-e1'])('accepts %s', (id) => expect(CUSTOM_VOICE_ID.test(id)).toBe(true));

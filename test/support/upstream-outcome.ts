@@ -1,0 +1,13 @@
+import type { UpstreamOutcome } from '../../src/failover/chain';
+import { UpstreamFailure } from '../../src/failover/provider-adapter';
+
+/** The outcome an adapter call failed with; fails the test if it succeeds or throws anything else. */
+export async function outcomeOf(action: () => Promise<unknown>): Promise<UpstreamOutcome> {
+  try {
+    await action();
+  } catch (err) {
+    if (err instanceof UpstreamFailure) return err.outcome;
+    throw err;
+  }
+  throw new Error('expected an UpstreamFailure');
+}
