@@ -21,7 +21,8 @@ import type { UpstreamCounts, UpstreamUrls } from './upstream';
  * failing over from a 500ing primary, primary's circuit open) at concurrency 1 and 20, in one run,
  * one target at a time; prints the table and the targets, and writes bench/results.md.
  * `-- --profile[=one-step|failover|circuit-open]` instead runs that gateway mode once under
- * `node --cpu-prof` at c=20 and prints where its time goes (the profile stays in a temp dir).
+ * `node --cpu-prof` at c=20 and prints where its time goes (the profile stays in a temp dir);
+ * `-- --only=one-step,failover` measures just those modes and prints them without writing the file.
  */
 
 const ROOT = projectRoot();
@@ -111,7 +112,8 @@ async function bootGateway(run: Run, urls: UpstreamUrls, name: ModeName, nodeArg
   const gateway = run.track(
     await startGateway({
       script: GATEWAY_SCRIPT,
-      nodeArgs,
+      // BENCH_NODE_ARGS: extra node flags for the gateway, to try one (e.g. a V8 heap setting) against the same run's references
+      nodeArgs: [...(process.env.BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean), ...nodeArgs],
       logFile: join(run.tmp, `gateway-${name}.log`),
       env: {
         DATABASE_URL: database.url,
@@ -215,6 +217,29 @@ async function measure(run: Run, upstream: Forked<{ urls: UpstreamUrls }>, subje
   return cells;
 }
 
+/** `--only=one-step,circuit-open`: just those gateway modes, printed and not written (for trying a change quickly). */
+async function benchmarkModes(run: Run, names: ModeName[]): Promise<void> {
+  const upstream = run.track(await forkHelper(join(__dirname, 'upstream.js'), [], isUrls));
+  const cells: Cell[] = [];
+  for (const name of names) cells.push(...(await measureMode(run, upstream, name)));
+  process.stdout.write(`\n${renderTable(cells)}\n\n(not written to ${RESULTS_FILE}: only some targets ran)\n`);
+}
+
+async function measureMode(run: Run, upstream: Forked<{ urls: UpstreamUrls }>, name: ModeName): Promise<Cell[]> {
+  log(MODES[name].target);
+  const { gateway, secret, database } = await bootGateway(run, upstream.ready.urls, name);
+  const cells = await measure(run, upstream, {
+    target: MODES[name].target,
+    url: `${gateway.url}${CHAT_PATH}`,
+    headers: { authorization: `Bearer ${secret}` },
+    expectProvider: MODES[name].servedBy,
+    pid: gateway.pid,
+    database,
+  });
+  await gateway.stop();
+  return cells;
+}
+
 async function benchmark(run: Run): Promise<void> {
   const upstream = run.track(await forkHelper(join(__dirname, 'upstream.js'), [], isUrls));
   const urls = upstream.ready.urls;
@@ -230,21 +255,7 @@ async function benchmark(run: Run): Promise<void> {
   );
   await bare.stop();
 
-  for (const name of ['one-step', 'failover', 'circuit-open'] as const) {
-    log(MODES[name].target);
-    const { gateway, secret, database } = await bootGateway(run, urls, name);
-    cells.push(
-      ...(await measure(run, upstream, {
-        target: MODES[name].target,
-        url: `${gateway.url}${CHAT_PATH}`,
-        headers: { authorization: `Bearer ${secret}` },
-        expectProvider: MODES[name].servedBy,
-        pid: gateway.pid,
-        database,
-      })),
-    );
-    await gateway.stop();
-  }
+  for (const name of ['one-step', 'failover', 'circuit-open'] as const) cells.push(...(await measureMode(run, upstream, name)));
 
   const list = checks(cells);
   const info = { date: new Date().toISOString(), ...machine(), node: process.version, warmupSeconds: WARMUP_SECONDS, seconds: MEASURE_SECONDS };
@@ -271,6 +282,15 @@ async function profile(run: Run, name: ModeName): Promise<void> {
   process.stdout.write(`\n${renderSummary(summary)}\n\nprofile: ${join(dir, file)} (whole run, boot included)\n`);
 }
 
+function onlyModes(argv: string[]): ModeName[] | null {
+  const flag = argv.find((a) => a.startsWith('--only='));
+  if (!flag) return null;
+  const names = flag.slice('--only='.length).split(',');
+  const unknown = names.filter((n) => !(n in MODES));
+  if (unknown.length > 0) throw new Error(`--only takes a comma-separated list of ${Object.keys(MODES).join(', ')}; not ${unknown.join(', ')}`);
+  return names as ModeName[];
+}
+
 function profileMode(argv: string[]): ModeName | null {
   const flag = argv.find((a) => a === '--profile' || a.startsWith('--profile='));
   if (!flag) return null;
@@ -281,6 +301,9 @@ function profileMode(argv: string[]): ModeName | null {
 
 // exits 0 whenever the run completed, targets met or not (a miss is a result, not a broken run)
 runBenchmark('bench:chat', (run) => {
-  const profiled = profileMode(process.argv.slice(2));
-  return profiled ? profile(run, profiled) : benchmark(run);
+  const argv = process.argv.slice(2);
+  const profiled = profileMode(argv);
+  if (profiled) return profile(run, profiled);
+  const only = onlyModes(argv);
+  return only ? benchmarkModes(run, only) : benchmark(run);
 });

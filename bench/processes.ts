@@ -1,6 +1,8 @@
 import { ChildProcess, fork, spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { join } from 'node:path';
+import { projectRoot } from '../src/common/paths';
 
 /** A forked helper (upstream, bare proxy) and the first message it sent. */
 export interface Forked<T> {
@@ -88,9 +90,20 @@ const BANNER = /Gateway listening on (http:\/\/\S+)/;
 const BOOT_POLL_MS = 100;
 
 /** Starts `node dist/src/main.js` with its output in a file, and waits (bounded) for its banner. */
+/**
+ * The node flags `npm start` runs the service with (package.json's `start` script), so a benchmark
+ * measures the process as it is deployed; the Dockerfile's CMD carries the same flags.
+ */
+export function serviceNodeFlags(): string[] {
+  const pkg = JSON.parse(readFileSync(join(projectRoot(), 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+  const match = /^node((?:\s+--\S+)*)\s+dist\/src\/main\.js$/.exec(pkg.scripts.start);
+  if (!match) throw new Error(`package.json's start script is not "node [--flags] dist/src/main.js": ${pkg.scripts.start}`);
+  return match[1].split(/\s+/).filter(Boolean);
+}
+
 export async function startGateway(launch: GatewayLaunch): Promise<GatewayProcess> {
   const fd = openSync(launch.logFile, 'w');
-  const child = spawn(process.execPath, [...(launch.nodeArgs ?? []), launch.script], {
+  const child = spawn(process.execPath, [...serviceNodeFlags(), ...(launch.nodeArgs ?? []), launch.script], {
     env: { ...process.env, ...launch.env },
     stdio: ['ignore', fd, fd],
   });

@@ -1,8 +1,8 @@
 import { BeforeApplicationShutdown, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import PgBoss from 'pg-boss';
-import type { Pool, QueryResult } from 'pg';
+import type { QueryResult } from 'pg';
 import { DataSource, EntityManager } from 'typeorm';
-import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
+import { pgPoolOf } from './pg-pool';
 
 export type JobHandler<T> = (job: PgBoss.Job<T>) => Promise<void>;
 
@@ -32,7 +32,7 @@ export class JobQueue implements OnModuleInit, BeforeApplicationShutdown {
   private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(private readonly dataSource: DataSource) {
-    const pool = (dataSource.driver as PostgresDriver).master as Pool;
+    const pool = pgPoolOf(dataSource);
     const tracked = (text: string, values: unknown[]): Promise<QueryResult | QueryResult[]> => {
       const query = pool.query(text, values);
       const settled = query.then(

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { BulkColumn, bulkInsert } from '../database/bulk-insert';
+import { pgPoolOf } from '../database/pg-pool';
 import { GatewayEventEntity } from './gateway-event.entity';
 
 export interface FailoverEventData {
@@ -24,6 +25,12 @@ const EVENT_COLUMNS: readonly BulkColumn[] = [
   { name: 'data', type: 'jsonb' },
 ];
 type PendingEvent = { row: NewEvent; resolve: () => void; reject: (err: Error) => void };
+/**
+ * INSERTs in flight at once. While they wait for their commit, newer events gather for the next
+ * one: under load a few large INSERTs replace one per request (one in flight left the process idle
+ * during each commit; two keep it busy).
+ */
+const MAX_IN_FLIGHT = 2;
 
 /**
  * Stores failover and recovery events durably (webhooks deliver from the table). A failover event
@@ -33,6 +40,7 @@ type PendingEvent = { row: NewEvent; resolve: () => void; reject: (err: Error) =
 export class EventsService {
   private pending: PendingEvent[] = [];
   private scheduled = false;
+  private inFlight = 0;
 
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
@@ -68,24 +76,32 @@ export class EventsService {
   private enqueue(row: NewEvent): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.pending.push({ row, resolve, reject });
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => void this.flush());
-      }
+      this.schedule();
     });
   }
 
+  /** Flushes after the current turn, so the events of requests finishing together share an INSERT. */
+  private schedule(): void {
+    if (this.scheduled || this.inFlight >= MAX_IN_FLIGHT || this.pending.length === 0) return;
+    this.scheduled = true;
+    setImmediate(() => void this.flush());
+  }
+
   private async flush(): Promise<void> {
+    this.scheduled = false;
     const batch = this.pending;
     this.pending = [];
-    this.scheduled = false;
+    this.inFlight += 1;
     try {
       const rows = batch.map(({ row }) => [row.id, row.type, row.keyId, row.provider, JSON.stringify(row.data)]);
       const { sql, params } = bulkInsert('gateway_events', EVENT_COLUMNS, rows);
-      await this.dataSource.query(sql, params);
+      await pgPoolOf(this.dataSource).query(sql, params);
       for (const p of batch) p.resolve();
     } catch (err) {
       for (const p of batch) p.reject(err as Error);
+    } finally {
+      this.inFlight -= 1;
+      this.schedule();
     }
   }
 }

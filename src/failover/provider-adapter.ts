@@ -5,7 +5,11 @@ import type { UpstreamOutcome } from './chain';
 /** How an upstream attempt failed; adapters throw it, the failover core classifies `outcome`. */
 export class UpstreamFailure extends Error {
   constructor(readonly outcome: Exclude<UpstreamOutcome, { kind: 'ok' }>) {
+    // a verdict, not a bug: its stack is never logged, and not capturing it makes each failover cheaper
+    const stackTraceLimit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(outcome.kind === 'http' ? `HTTP ${outcome.status}${outcome.message ? `: ${outcome.message}` : ''}` : outcome.kind);
+    Error.stackTraceLimit = stackTraceLimit;
     this.name = 'UpstreamFailure';
   }
 }

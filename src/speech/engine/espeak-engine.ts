@@ -65,7 +65,7 @@ export class EspeakEngine {
   private queue: Promise<unknown> = Promise.resolve();
   private readonly pieceChars: number;
 
-  constructor(options: { pieceChars?: number } = {}) {
+  constructor(private readonly options: { pieceChars?: number; onStart?: (ms: number) => void; onStartFailed?: (err: Error) => void } = {}) {
     this.pieceChars = options.pieceChars ?? PIECE_CHARS;
   }
 
@@ -148,10 +148,20 @@ export class EspeakEngine {
   }
 
   private currentRuntime(): Promise<EspeakRuntime> {
-    this.runtime ??= EspeakRuntime.start().catch((error: unknown) => {
-      this.runtime = null;
-      throw error;
-    });
+    if (!this.runtime) {
+      const started = performance.now();
+      this.runtime = EspeakRuntime.start().then(
+        (runtime) => {
+          this.options.onStart?.(Math.round(performance.now() - started));
+          return runtime;
+        },
+        (error: unknown) => {
+          this.runtime = null;
+          this.options.onStartFailed?.(error as Error);
+          throw error;
+        },
+      );
+    }
     return this.runtime;
   }
 }

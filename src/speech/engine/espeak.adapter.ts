@@ -68,17 +68,21 @@ export class EspeakAdapter implements ProviderAdapter {
 
 let sharedEngine: EspeakEngine | null = null;
 
-/** One warm engine per process (it holds ~120 MB), shared by every espeak provider; started in the background at boot. */
+/**
+ * One engine per process, shared by every espeak provider. It is started by its first use (about
+ * 0.3 s once), not at boot: it holds about 90 MB, which a gateway that only relays to upstream
+ * providers should not carry.
+ */
 @Injectable()
 export class EspeakAdapterFactory implements AdapterFactory {
   readonly kind = 'espeak' as const;
   private readonly logger = new Logger(EspeakAdapterFactory.name);
 
   create(provider: ResolvedProvider): ProviderAdapter {
-    if (!sharedEngine) {
-      sharedEngine = new EspeakEngine();
-      sharedEngine.warmUp().catch((err: Error) => this.logger.error(`offline speech engine failed to start: ${err.message}`));
-    }
+    sharedEngine ??= new EspeakEngine({
+      onStart: (ms) => this.logger.log(`offline speech engine started in ${ms} ms`),
+      onStartFailed: (err) => this.logger.error(`offline speech engine failed to start: ${err.message}`),
+    });
     return new EspeakAdapter(provider, sharedEngine);
   }
 }
