@@ -1,8 +1,9 @@
 import { ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { createHmac } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { parseGatewayConfig } from '../src/config/gateway-config';
 import { FakeOpenAi, startFakeOpenAi } from './fakes/fake-openai';
@@ -27,7 +28,7 @@ describe('webhook deliveries', () => {
 
   beforeAll(async () => {
     db = await isolatedDatabase('webhooks_delivery');
-    for (const label of ['a', 'flaky', 'retry', 'dead', 'readme', 'burst']) fakes[label] = await startFakeOpenAi({ name: `wh-dl-${label}`, mode: 'error500' });
+    for (const label of ['a', 'flaky', 'retry', 'dead', 'readme', 'burst', 'late']) fakes[label] = await startFakeOpenAi({ name: `wh-dl-${label}`, mode: 'error500' });
     const yaml = ['providers:', '  - name: echo', '    kind: echo', ...Object.values(fakes).map((f) => `  - name: ${f.name}\n    kind: openai\n    base_url: ${f.url}\n    api_key: x`)];
     receiver = await Receiver.start();
     const options = {
@@ -240,6 +241,34 @@ describe('webhook deliveries', () => {
       [2, 503, 'HTTP 503'],
       [1, 503, 'HTTP 503'],
     ]);
+  }, 30000);
+
+  it('delivers an event whose transaction commits late, and holds the events stored after it began until then', async () => {
+    const key = await t.createKey('late commit', [
+      { provider: fakes.late.name, model: 'm-l' },
+      { provider: 'echo', model: 'echo-1' },
+    ]);
+    await subscribe(key.secret, '/late');
+    const lateId = `evt_${randomUUID()}`;
+    const data = { proxy_key: key.id, model: 'm-l', exhausted_provider: fakes.late.name, active_provider: 'echo', fallback_level: 1, latency_ms: 3, request_id: 'req_late' };
+    const writer = new Client({ connectionString: db.url });
+    await writer.connect();
+    try {
+      await writer.query('BEGIN');
+      await writer.query(`INSERT INTO gateway_events (id, type, key_id, provider, data) VALUES ($1, 'failover', $2, 'echo', $3)`, [lateId, key.id, JSON.stringify(data)]);
+      // a failover served now: its event commits while the one above is still uncommitted
+      const res = await chat(key.secret, 'm-l');
+      expect(res.status).toBe(200);
+      const [served]: Array<{ id: string }> = await t.app.get(DataSource).query(`SELECT id FROM gateway_events WHERE data->>'request_id' = $1`, [res.headers['x-svc-request-id']]);
+      expect(served).toBeDefined();
+      await sleep(2500); // five fan-out ticks on each replica
+      expect(receiver.callsTo('/late')).toHaveLength(0);
+      await writer.query('COMMIT');
+      const calls = await receiver.waitFor('/late', 2, 15000);
+      expect(calls.map((c) => bodyOf(c).id as string).sort()).toEqual([lateId, served.id].sort());
+    } finally {
+      await writer.end();
+    }
   }, 30000);
 
   it('with two replicas, delivers every stored failover event of a burst exactly once', async () => {

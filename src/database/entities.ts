@@ -9,7 +9,7 @@ import { UsageRecordEntity } from '../usage/usage-record.entity';
 import { CustomVoiceEntity } from '../voices/custom-voice.entity';
 import { WebhookAttemptEntity, WebhookDeliveryEntity } from '../webhooks/webhook-delivery.entity';
 import { WebhookEndpointEntity } from '../webhooks/webhook-endpoint.entity';
-import { WebhookFanoutEventEntity, WebhookFanoutStateEntity } from '../webhooks/webhook-fanout.entity';
+import { WebhookFanoutStateEntity } from '../webhooks/webhook-fanout.entity';
 
 /** Every entity, listed once for the app and the TypeORM CLI. */
 export const ENTITIES = [
@@ -27,7 +27,6 @@ export const ENTITIES = [
   WebhookEndpointEntity,
   WebhookDeliveryEntity,
   WebhookAttemptEntity,
-  WebhookFanoutEventEntity,
   WebhookFanoutStateEntity,
   CustomVoiceEntity,
 ];

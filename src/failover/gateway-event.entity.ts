@@ -5,6 +5,7 @@ export type GatewayEventType = 'failover' | 'provider_recovered';
 /** A stored `failover` or `provider_recovered` event; webhook deliveries are made from these. */
 @Entity({ name: 'gateway_events' })
 @Index('gateway_events_created', ['createdAt'])
+@Index('gateway_events_txid', ['txid', 'id'])
 export class GatewayEventEntity {
   /** `evt_<uuid>`. */
   @PrimaryColumn({ type: 'text', primaryKeyConstraintName: 'PK_gateway_events' })
@@ -27,4 +28,12 @@ export class GatewayEventEntity {
 
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt!: Date;
+
+  /**
+   * The id of the transaction that stored it (txid_current(), a bigint pg returns as a string). Once every
+   * transaction below some id has ended, no event can still appear below it: the fan-out's cursor
+   * runs over (txid, id) up to the oldest transaction in progress.
+   */
+  @Column({ type: 'bigint', default: () => 'txid_current()' })
+  txid!: string;
 }

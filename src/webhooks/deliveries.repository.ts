@@ -6,9 +6,6 @@ import { deliveryBody, SourceEvent } from './payload';
 import type { WebhookEventType } from './signature';
 import { DeliveryStatus, WebhookAttemptEntity } from './webhook-delivery.entity';
 
-/** Events newer than this behind `now()` stay in the scan: an INSERT that commits late is still seen. */
-const SETTLE_SECONDS = 30;
-
 /** Sends the jobs of new deliveries inside the fan-out transaction. */
 export type EnqueueDeliveries = (manager: EntityManager, deliveryIds: string[]) => Promise<void>;
 
@@ -35,6 +32,7 @@ interface EventRow {
   provider: string;
   data: Record<string, unknown>;
   created_at: Date;
+  txid: string;
 }
 
 interface TargetRow {
@@ -51,31 +49,42 @@ const rowsOf = <T>(result: unknown): T[] => (Array.isArray(result) && result.len
 export class DeliveriesRepository {
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
-  /** The single progress row exists even if someone removed it by hand. */
+  /** The single progress row exists even if someone removed it by hand (then only events from now on are fanned out). */
   async ensureFanoutState(): Promise<void> {
-    await this.dataSource.query(`INSERT INTO webhook_fanout_state (id, watermark) VALUES (1, now()) ON CONFLICT (id) DO NOTHING`);
+    await this.dataSource.query(
+      `INSERT INTO webhook_fanout_state (id, cursor_txid, cursor_id) VALUES (1, txid_current(), '') ON CONFLICT (id) DO NOTHING`,
+    );
   }
 
   /**
-   * Fans out up to `limit` new events in one transaction: their deliveries, their jobs and their
-   * markers commit together. The state row's lock is the claim: null when another replica holds it.
+   * Fans out up to `limit` new events in one transaction: their deliveries, their jobs and the moved
+   * cursor commit together. The state row's lock is the claim: null when another replica holds it.
+   *
+   * Events are read in (txid, id) order after the cursor and only below the oldest transaction still
+   * in progress: an event of a transaction that has not committed yet can only appear above that
+   * bound, so moving the cursor never skips one, however long its transaction ran. Each statement
+   * is an index range scan from the cursor, whatever the event rate.
    */
   fanOutBatch(limit: number, enqueue: EnqueueDeliveries): Promise<number | null> {
     return this.dataSource.transaction(async (m) => {
-      const claimed: unknown[] = await m.query(`SELECT id FROM webhook_fanout_state WHERE id = 1 FOR UPDATE SKIP LOCKED`);
+      const claimed: Array<{ cursor_txid: string; cursor_id: string }> = await m.query(
+        `SELECT cursor_txid, cursor_id FROM webhook_fanout_state WHERE id = 1 FOR UPDATE SKIP LOCKED`,
+      );
       if (claimed.length === 0) return null;
       const events: EventRow[] = await m.query(
-        `SELECT e.id, e.type, e.key_id, e.provider, e.data, e.created_at FROM gateway_events e
-          WHERE e.created_at >= (SELECT watermark FROM webhook_fanout_state WHERE id = 1)
-            AND NOT EXISTS (SELECT 1 FROM webhook_fanout_events f WHERE f.event_id = e.id)
-          ORDER BY e.created_at, e.id LIMIT $1`,
-        [limit],
+        `SELECT e.id, e.type, e.key_id, e.provider, e.data, e.created_at, e.txid FROM gateway_events e
+          WHERE (e.txid, e.id) > ($1::bigint, $2::text)
+            AND e.txid < txid_snapshot_xmin(txid_current_snapshot())
+          ORDER BY e.txid, e.id LIMIT $3`,
+        [claimed[0].cursor_txid, claimed[0].cursor_id, limit],
       );
+      if (events.length === 0) return 0;
       const rows: Array<[string, string, string, string, string]> = [];
+      const targets = await this.targetsOf(m, events);
       for (const e of events) {
         if (e.type !== 'failover' && e.type !== 'provider_recovered') continue;
         const event: SourceEvent = { id: e.id, type: e.type, keyId: e.key_id, provider: e.provider, data: e.data, createdAt: e.created_at };
-        for (const target of await this.targets(m, event)) {
+        for (const target of targets(e)) {
           rows.push([newId('dlv'), target.id, e.id, e.type, deliveryBody(event, { id: target.key_id, chain: target.chain ?? [] })]);
         }
       }
@@ -90,46 +99,39 @@ export class DeliveriesRepository {
         );
         await enqueue(m, inserted.map((r) => r.id));
       }
-      const ids = events.map((e) => e.id);
-      if (ids.length > 0) {
-        await m.query(
-          `INSERT INTO webhook_fanout_events (event_id, event_created_at) SELECT id, created_at FROM gateway_events WHERE id = ANY($1::text[]) ON CONFLICT DO NOTHING`,
-          [ids],
-        );
-      }
-      await this.advanceWatermark(m, events.length === limit ? ids[ids.length - 1] : null);
+      const last = events[events.length - 1];
+      await m.query(`UPDATE webhook_fanout_state SET cursor_txid = $1, cursor_id = $2 WHERE id = 1`, [last.txid, last.id]);
       return events.length;
     });
   }
 
   /**
-   * Moves the watermark up to `SETTLE_SECONDS` ago, or to the last event of a full batch (events
-   * after it may be left), and forgets the markers below it. Idle, it writes at most every 5 s.
+   * Enabled endpoints subscribed to each event: the failing key's, or those of every key whose chain
+   * holds the recovered provider. One query for all the failover events of a batch, one per recovered provider.
    */
-  private async advanceWatermark(m: EntityManager, lastOfFullBatch: string | null): Promise<void> {
-    const moved = rowsOf<{ id: number }>(
-      await m.query(
-        `UPDATE webhook_fanout_state s SET watermark = t.target
-           FROM (SELECT LEAST(now() - make_interval(secs => $2), COALESCE((SELECT created_at FROM gateway_events WHERE id = $1), now())) AS target) t
-          WHERE s.id = 1 AND s.watermark < t.target - interval '5 seconds' RETURNING s.id`,
-        [lastOfFullBatch, SETTLE_SECONDS],
-      ),
-    );
-    if (moved.length > 0) await m.query(`DELETE FROM webhook_fanout_events WHERE event_created_at < (SELECT watermark FROM webhook_fanout_state WHERE id = 1)`);
-  }
-
-  /** Enabled endpoints subscribed to the event: the failing key's, or those of every key whose chain holds the recovered provider. */
-  private async targets(m: EntityManager, e: SourceEvent): Promise<TargetRow[]> {
-    if (e.type === 'failover') {
-      if (!e.keyId) return [];
-      return m.query(`SELECT w.id, w.key_id, NULL AS chain FROM webhook_endpoints w WHERE w.key_id = $1 AND w.enabled AND 'failover' = ANY(w.events) ORDER BY w.seq`, [e.keyId]);
+  private async targetsOf(m: EntityManager, events: EventRow[]): Promise<(e: EventRow) => TargetRow[]> {
+    const keyIds = [...new Set(events.filter((e) => e.type === 'failover' && e.key_id).map((e) => e.key_id as string))];
+    const byKey = new Map<string, TargetRow[]>();
+    if (keyIds.length > 0) {
+      const rows: TargetRow[] = await m.query(
+        `SELECT w.id, w.key_id, NULL AS chain FROM webhook_endpoints w WHERE w.key_id = ANY($1::text[]) AND w.enabled AND 'failover' = ANY(w.events) ORDER BY w.seq`,
+        [keyIds],
+      );
+      for (const row of rows) byKey.set(row.key_id, [...(byKey.get(row.key_id) ?? []), row]);
     }
-    return m.query(
-      `SELECT w.id, w.key_id, k.chain FROM webhook_endpoints w JOIN proxy_keys k ON k.id = w.key_id
-        WHERE w.enabled AND 'provider_recovered' = ANY(w.events) AND k.chain @> jsonb_build_array(jsonb_build_object('provider', $1::text))
-        ORDER BY w.seq`,
-      [e.provider],
-    );
+    const byProvider = new Map<string, TargetRow[]>();
+    for (const provider of new Set(events.filter((e) => e.type === 'provider_recovered').map((e) => e.provider))) {
+      byProvider.set(
+        provider,
+        await m.query(
+          `SELECT w.id, w.key_id, k.chain FROM webhook_endpoints w JOIN proxy_keys k ON k.id = w.key_id
+            WHERE w.enabled AND 'provider_recovered' = ANY(w.events) AND k.chain @> jsonb_build_array(jsonb_build_object('provider', $1::text))
+            ORDER BY w.seq`,
+          [provider],
+        ),
+      );
+    }
+    return (e) => (e.type === 'failover' ? (e.key_id ? (byKey.get(e.key_id) ?? []) : []) : (byProvider.get(e.provider) ?? []));
   }
 
   /** Locks a due, pending delivery for one attempt; the lock outlives the send timeout, so only a dead worker's lock expires. */

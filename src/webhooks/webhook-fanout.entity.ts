@@ -1,25 +1,19 @@
-import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
-
-/** Marks a gateway event as fanned out; kept only while the event is newer than the watermark. */
-@Entity({ name: 'webhook_fanout_events' })
-@Index('webhook_fanout_events_created', ['eventCreatedAt'])
-export class WebhookFanoutEventEntity {
-  @PrimaryColumn({ name: 'event_id', type: 'text', primaryKeyConstraintName: 'PK_webhook_fanout_events' })
-  eventId!: string;
-
-  @Column({ name: 'event_created_at', type: 'timestamptz' })
-  eventCreatedAt!: Date;
-}
+import { Column, Entity, PrimaryColumn } from 'typeorm';
 
 /**
- * The single row of fan-out progress: every event created before `watermark` has been handled. Its
- * row lock is the fan-out claim, so one replica at a time fans out.
+ * The single row of fan-out progress: every gateway event at or before (`cursor_txid`, `cursor_id`)
+ * has been handled. Its row lock is the fan-out claim, so one replica at a time fans out.
  */
 @Entity({ name: 'webhook_fanout_state' })
 export class WebhookFanoutStateEntity {
   @PrimaryColumn({ type: 'smallint', primaryKeyConstraintName: 'PK_webhook_fanout_state' })
   id!: number;
 
-  @Column({ type: 'timestamptz' })
-  watermark!: Date;
+  /** The transaction id of the last event handled (bigint: pg returns it as a string). */
+  @Column({ name: 'cursor_txid', type: 'bigint', default: '1' })
+  cursorTxid!: string;
+
+  /** The id of the last event handled within that transaction. */
+  @Column({ name: 'cursor_id', type: 'text', default: '' })
+  cursorId!: string;
 }
