@@ -31,7 +31,7 @@ export class ChatService {
       else await this.complete(scope, request, res);
     } catch (err) {
       // the client left before the answer: there is nobody to send an error to, and no server fault
-      if (!scope.signal.aborted) throw err;
+      if (!scope.aborted) throw err;
       scope.finish({ status: CLIENT_CLOSED_REQUEST });
     }
   }
@@ -75,7 +75,7 @@ export class ChatService {
       res.end('data: [DONE]\n\n');
       scope.finish({ status: 200, usage });
     } catch (err) {
-      if (scope.signal.aborted) {
+      if (scope.aborted) {
         await primed.rest.return?.().catch(() => undefined);
         scope.finish({ status: CLIENT_CLOSED_REQUEST, usage });
         return;

@@ -91,6 +91,14 @@ export class EnvironmentVariables {
   @IsOptional() @Transform(toSeconds) @IsInt({ message: 'SVC_TASK_TTL must be seconds or a duration like 90s, 30m, 24h, 7d' }) @Min(1)
   SVC_TASK_TTL: number = 86400;
 
+  /** How long usage records are kept (then deleted by the retention job): seconds, or a duration like `90d`. */
+  @IsOptional() @Transform(toSeconds) @IsInt({ message: 'SVC_USAGE_RETENTION must be seconds or a duration like 12h, 30d, 90d' }) @Min(1)
+  SVC_USAGE_RETENTION: number = 90 * 86400;
+
+  /** How long failover and recovery events are kept once fanned out to webhooks: seconds, or a duration like `30d`. */
+  @IsOptional() @Transform(toSeconds) @IsInt({ message: 'SVC_EVENT_RETENTION must be seconds or a duration like 12h, 7d, 30d' }) @Min(1)
+  SVC_EVENT_RETENTION: number = 30 * 86400;
+
   /** Waits before the 2nd, 3rd, … webhook delivery attempt (`30s,2m,…`): N waits mean N + 1 attempts. */
   @IsOptional() @Matches(RETRY_SCHEDULE, { message: 'SVC_WEBHOOK_RETRY_SCHEDULE must be comma-separated waits like 30s,2m,10m,1h' })
   SVC_WEBHOOK_RETRY_SCHEDULE: string = '30s,2m,10m,30m,1h,3h,6h';

@@ -25,7 +25,10 @@ export class FailoverScope {
   /** Set by routes that write their own (streamed) body: they finish the scope when the stream ends. */
   streaming = false;
   private finished = false;
-  private readonly clientGone = new AbortController();
+  /** Made only when something asks for `signal` (streams): an AbortController per request is not free. */
+  private clientGone: AbortController | null = null;
+  private goneReason: Error | null = null;
+  private readonly abortListeners = new Set<(reason: Error) => void>();
 
   constructor(
     readonly requestId: string,
@@ -34,13 +37,36 @@ export class FailoverScope {
     private readonly onFinish: (scope: FailoverScope, result: ScopeResult) => void,
   ) {}
 
+  /** Fires when the client goes away. */
   get signal(): AbortSignal {
+    if (!this.clientGone) {
+      this.clientGone = new AbortController();
+      if (this.goneReason) this.clientGone.abort(this.goneReason);
+    }
     return this.clientGone.signal;
+  }
+
+  get aborted(): boolean {
+    return this.goneReason !== null;
+  }
+
+  /** Calls `listener` when the client goes away (at once if it has); returns the undo. */
+  onAbort(listener: (reason: Error) => void): () => void {
+    if (this.goneReason) {
+      listener(this.goneReason);
+      return () => undefined;
+    }
+    this.abortListeners.add(listener);
+    return () => this.abortListeners.delete(listener);
   }
 
   /** The client disconnected before the response ended. */
   abort(): void {
-    this.clientGone.abort(new Error('client disconnected'));
+    if (this.goneReason) return;
+    this.goneReason = new Error('client disconnected');
+    this.clientGone?.abort(this.goneReason);
+    for (const listener of this.abortListeners) listener(this.goneReason);
+    this.abortListeners.clear();
   }
 
   /** Writes the x-svc-* headers of the serving step (before the first byte of a stream). */

@@ -97,7 +97,7 @@ export class FailoverService {
         return value;
       } catch (err) {
         const latency = Date.now() - started;
-        if (scope.signal.aborted) {
+        if (scope.aborted) {
           // the client left: not the provider's fault, and nobody is waiting for another step
           scope.attempts.push({ provider: step.provider, model: step.model, level: step.level, outcome: 'client disconnected', latency_ms: latency });
           throw err;
@@ -132,8 +132,8 @@ export class FailoverService {
   /** Runs one attempt under the step's timeout; the attempt's signal also fires when the client leaves. */
   private attemptWithTimeout<T>(scope: FailoverScope, adapter: ProviderAdapter, step: PlannedStep, attempt: Attempt<T>): Promise<T> {
     const controller = new AbortController();
-    const onClientGone = (): void => controller.abort(scope.signal.reason);
-    scope.signal.addEventListener('abort', onClientGone, { once: true });
+    // kept after the attempt settles: a stream goes on reading through this signal after its first chunk
+    scope.onAbort((reason) => controller.abort(reason));
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {

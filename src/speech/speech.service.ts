@@ -72,7 +72,7 @@ export class SpeechService {
       res.end();
       scope.finish({ status: 200, characters: job.text.length });
     } catch (err) {
-      if (scope.signal.aborted) {
+      if (scope.aborted) {
         scope.finish({ status: 499, characters: job.text.length });
         return;
       }

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { RecordsRetention } from './records-retention';
 import { UsageRecordEntity } from './usage-record.entity';
 import { UsageController } from './usage.controller';
 import { UsageService } from './usage.service';
@@ -8,7 +9,7 @@ import { UsageWriter } from './usage.writer';
 @Module({
   imports: [TypeOrmModule.forFeature([UsageRecordEntity])],
   controllers: [UsageController],
-  providers: [UsageWriter, UsageService],
+  providers: [UsageWriter, UsageService, RecordsRetention],
   exports: [UsageWriter],
 })
 export class UsageModule {}
