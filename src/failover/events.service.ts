@@ -31,6 +31,8 @@ type PendingEvent = { row: NewEvent; resolve: () => void; reject: (err: Error) =
  * during each commit; two keep it busy).
  */
 const MAX_IN_FLIGHT = 2;
+/** Rows per INSERT at most (a backlog after a database outage leaves in several). */
+const MAX_ROWS = 1000;
 
 /**
  * Stores failover and recovery events durably (webhooks deliver from the table). A failover event
@@ -89,8 +91,8 @@ export class EventsService {
 
   private async flush(): Promise<void> {
     this.scheduled = false;
-    const batch = this.pending;
-    this.pending = [];
+    const batch = this.pending.length <= MAX_ROWS ? this.pending : this.pending.slice(0, MAX_ROWS);
+    this.pending = batch === this.pending ? [] : this.pending.slice(MAX_ROWS);
     this.inFlight += 1;
     try {
       const rows = batch.map(({ row }) => [row.id, row.type, row.keyId, row.provider, JSON.stringify(row.data)]);

@@ -2,6 +2,7 @@ import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { BulkColumn, bulkInsert } from '../database/bulk-insert';
+import { pgPoolOf } from '../database/pg-pool';
 import { UsageRecordEntity } from './usage-record.entity';
 
 export type NewUsageRecord = Omit<UsageRecordEntity, 'id' | 'createdAt'>;
@@ -69,7 +70,7 @@ export class UsageWriter implements OnModuleInit, OnApplicationShutdown {
       const batch = this.buffer.slice(0, FLUSH_SIZE);
       try {
         const { sql, params } = bulkInsert('usage_records', COLUMNS, batch.map(rowOf));
-        await this.dataSource.query(sql, params);
+        await pgPoolOf(this.dataSource).query(sql, params);
         this.buffer.splice(0, batch.length);
       } catch (err) {
         // kept for the next flush: nothing is lost while the database is away
