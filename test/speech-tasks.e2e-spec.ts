@@ -216,6 +216,8 @@ describe('async speech tasks', () => {
     expect(res.status).toBe(409);
     expect(JSON.parse((res.body as Buffer).toString())).toEqual({ error: { type: 'conflict_error', code: 'task_failed', param: 'task_id', message: `The task failed: ${task.error?.message}` } });
     expect(await db.query(`SELECT 1 FROM speech_task_chunks WHERE task_id = $1`, [task.id])).toEqual([]);
+    // nothing will read the text again: it is not kept
+    expect(await db.query(`SELECT job->>'text' AS text, jsonb_array_length(plan) AS chunks FROM speech_tasks WHERE id = $1`, [task.id])).toEqual([{ text: '', chunks: 0 }]);
   });
 
   it('expires a completed task after its retention: status expired, 410 task_expired, file deleted', async () => {

@@ -151,10 +151,14 @@ export class SpeechTasksRepository {
     return rows.length > 0;
   }
 
-  /** Failed for good; with `workerId` only if still held, without it (giving up before a claim) whatever the holder. */
+  /**
+   * Failed for good; with `workerId` only if still held, without it (giving up before a claim) whatever the holder.
+   * A failed task is never run again, so its text and chunk plan go with its audio.
+   */
   async fail(id: string, workerId: string | null, error: TaskError): Promise<boolean> {
     const rows = await this.rows(
-      `WITH done AS (UPDATE speech_tasks SET status = 'failed', error = $3, worker_id = NULL, heartbeat_at = now()
+      `WITH done AS (UPDATE speech_tasks SET status = 'failed', error = $3, worker_id = NULL, heartbeat_at = now(),
+                            job = jsonb_set(job, '{text}', '""'), plan = '[]'::jsonb
                      WHERE id = $1 AND status IN ('queued', 'processing') AND ($2::text IS NULL OR worker_id = $2) RETURNING id),
        gone AS (DELETE FROM speech_task_chunks c USING done WHERE c.task_id = done.id)
        SELECT id FROM done`,
