@@ -4,6 +4,7 @@ import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { LoggerModule } from 'nestjs-pino';
 import { AdminToken } from './common/auth/admin-token';
 import { AuthGuard } from './common/auth/auth.guard';
+import { MultipartOnUploadRoutes } from './common/http/upload-route';
 import { ApiErrorFilter } from './common/errors/api-error.filter';
 import { createValidationPipe } from './common/http/validation';
 import { loggerParams } from './common/logging';
@@ -50,6 +51,7 @@ import { WebhooksModule } from './webhooks/webhooks.module';
     { provide: APP_FILTER, useClass: ApiErrorFilter },
     { provide: APP_PIPE, useFactory: createValidationPipe },
     { provide: APP_GUARD, useClass: AuthGuard },
+    { provide: APP_GUARD, useClass: MultipartOnUploadRoutes },
   ],
 })
 export class AppModule {}

@@ -106,6 +106,9 @@ const CASES: Case[] = [
   { what: 'a rename with another field', send: (c) => rename(c, { name: 'n', language: 'de' }), status: 400, type: 'invalid_request_error', code: 'unknown_field', param: 'language' },
   { what: 'a rename with malformed JSON', send: (c) => rename(c, '{"name": "x",'), status: 400, type: 'invalid_request_error', code: 'invalid_json', param: null },
   { what: 'a JSON body over 1 MiB', send: (c) => rename(c, { name: 'n'.repeat(MiB + 16) }), status: 413, type: 'invalid_request_error', code: 'body_too_large', param: null },
+  { what: 'a rename sent as a multipart form', send: (c) => c.http.post(`${BASE}/${c.consentId}`).set('Authorization', c.auth).field('name', 'n'), status: 415, type: 'invalid_request_error', code: 'unsupported_media_type', param: null },
+  { what: 'a webhook sent as a multipart form', send: (c) => c.http.post('/v1/user/webhooks').set('Authorization', c.auth).field('url', 'https://example.com/hook'), status: 415, type: 'invalid_request_error', code: 'unsupported_media_type', param: null },
+  { what: 'speech asked for with a multipart form', send: (c) => c.http.post('/v1/audio/speech').set('Authorization', c.auth).field('model', 'speech-02-hd').field('text', 'hi'), status: 415, type: 'invalid_request_error', code: 'unsupported_media_type', param: null },
 
   // list: query
   { what: 'an after cursor that is no consent', send: (c) => list(c, 'after=vc_doesnotexist'), status: 400, type: 'invalid_request_error', code: 'invalid_cursor', param: 'after' },

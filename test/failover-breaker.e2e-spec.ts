@@ -1,3 +1,4 @@
+import { EventsService } from '../src/failover/events.service';
 import { startApp, TestApp } from './support/app';
 import {
   CHAT_PATH,
@@ -264,6 +265,28 @@ describe('provider circuit breaker', () => {
     const h = await health(t, key.secret);
     expect(h.overall).toBe('down');
     expect(h.providers.map((p) => p.status)).toEqual(['down', 'down']);
+  });
+
+  it('still stores the provider_recovered event when its first write fails (a database blip after the circuit closed)', async () => {
+    const { a, b, key } = await twoStepKey('recovers through a blip');
+    // whichever replica wins the probe: its first attempt to store the event fails
+    const spies = [t, replica].map((app) => jest.spyOn(app.app.get(EventsService), 'recordRecovered').mockRejectedValueOnce(new Error('connection terminated')));
+    try {
+      a.fake.setMode('error500');
+      await failOn(a, b, key.secret, 5);
+      a.fake.setMode('ok');
+      await a.fake.waitUntil(() => a.fake.count(MODELS_PATH) >= 1, PROBE_DEADLINE_MS);
+      const rows = await eventually(
+        () => eventsWhere(t, "type = 'provider_recovered' AND provider = $1", [a.name]),
+        (found) => found.length > 0,
+        5000,
+        'provider_recovered row after the retry',
+      );
+      expect(rows).toHaveLength(1);
+      expect(spies.reduce((calls, spy) => calls + spy.mock.calls.length, 0)).toBe(2);
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+    }
   });
 
   it('sends exactly one probe when the cooldown ends, without traffic, and a successful probe makes the provider healthy with one provider_recovered event', async () => {

@@ -340,7 +340,7 @@ describe('chat completion failover', () => {
     expect(res.headers['x-svc-request-id']).toMatch(REQUEST_ID);
     expect(res.headers['x-svc-provider-used']).toBeUndefined();
     const alert = JSON.parse(res.headers['x-svc-fallback-alert']) as Record<string, unknown>;
-    expect(alert).toMatchObject({ message: expect.any(String), exhausted_provider: b.name, fallback_level: 1 });
+    expect(alert).toEqual({ message: expect.any(String), exhausted_provider: b.name, active_provider: 'none', fallback_level: 1 });
     expect(alert.message).toContain(a.name);
     expect(alert.message).toContain(b.name);
     expect(modelsSent(a.fake)).toEqual(['m-a']);

@@ -92,15 +92,26 @@ describe('limits', () => {
     expect(res.body).toEqual(errorBody('invalid_request_error', 'text_too_long', 'text'));
   });
 
+  it('counts characters, not UTF-16 units: 10,001 emoji are 10,001 characters', async () => {
+    const key = await t.createKey('sync text cap in characters', SPEECH_CHAIN);
+    const res = await t.http
+      .post('/v1/audio/speech')
+      .set('Authorization', `Bearer ${key.secret}`)
+      .send({ model: 'speech-02-hd', text: '🎤'.repeat(10_001), voice_setting: { voice_id: 'en-us' } });
+    expect(res.status).toBe(413);
+    expect(res.body.error).toMatchObject({ code: 'text_too_long', param: 'text', message: "'text' has 10001 characters; the limit is 10000." });
+  });
+
   describe('speech WebSocket', () => {
-    it('answers a task_continue chunk over 10,000 characters with task_failed and close 1008', async () => {
+    it('answers a task_continue chunk over 10,000 characters with task_failed text_too_long and close 1008', async () => {
       const key = await t.createKey('stream chunk cap', SPEECH_CHAIN);
       const client = await connect(key.secret);
       client.send(START);
       await client.waitFor((m) => m.event === 'task_started');
-      client.send({ event: 'task_continue', text: 'a'.repeat(10_001) });
+      client.send({ event: 'task_continue', text: '🎤'.repeat(10_001) });
       const failed = await client.waitFor((m) => m.event === 'task_failed');
-      expect(failed.error).toMatchObject({ code: 'invalid_value', message: expect.any(String) });
+      // the same code and count as synchronous speech
+      expect(failed.error).toMatchObject({ code: 'text_too_long', message: "'text' has 10001 characters; the limit is 10000." });
       expect(await client.closed).toBe(1008);
     });
 

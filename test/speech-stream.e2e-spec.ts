@@ -1,8 +1,9 @@
+import { DataSource } from 'typeorm';
 import { parseFirstMp3Frame, parseFlacStreamInfo } from '../src/speech/audio/parse';
 import { parseGatewayConfig } from '../src/config/gateway-config';
 import { startFakeMiniMax, FakeMiniMax } from './fakes/fake-minimax';
 import { startApp, TestApp } from './support/app';
-import { sleep } from './support/failover';
+import { eventually, sleep } from './support/failover';
 import { refusedUpgrade, StreamClient } from './support/ws-client';
 
 const START = { event: 'task_start', model: 'speech-02-hd', voice_setting: { voice_id: 'en-us' } };
@@ -121,7 +122,10 @@ describe('speech WebSocket stream', () => {
     const client = await connect(key.secret);
     client.send({ ...START, voice_setting: { voice_id: 'narrator' }, audio_setting: { format: 'pcm' } });
     await client.waitFor((m) => m.event === 'task_started');
+    // three messages: three upstream calls, the later two pinned to the step that served the first
     client.send({ event: 'task_continue', text: 'Served by the fallback.' });
+    client.send({ event: 'task_continue', text: 'A second sentence.' });
+    client.send({ event: 'task_continue', text: 'And a third one.' });
     client.send({ event: 'task_finish' });
     await client.waitFor((m) => m.event === 'task_finished');
     const audio = client.messages.filter((m) => m.event === 'task_continued');
@@ -129,6 +133,25 @@ describe('speech WebSocket stream', () => {
     for (const m of audio) expect(m).toMatchObject({ provider: 'espeak', fallback_level: 1 });
     expect(minimax.count('/v1/t2a_v2')).toBeGreaterThan(0);
     minimax.setMode('ok');
+    // one failover happened, so one event: the pinned later calls serve at level 1 without failing over again
+    const db = t.app.get(DataSource);
+    const events = await db.query<Array<{ data: { exhausted_provider: string; active_provider: string } }>>(`SELECT data FROM gateway_events WHERE key_id = $1 AND type = 'failover'`, [key.id]);
+    expect(events.map((e) => e.data)).toEqual([expect.objectContaining({ exhausted_provider: 'ws-minimax', active_provider: 'espeak' })]);
+    const levels = (): Promise<number[]> =>
+      db.query<Array<{ fallback_level: number }>>(`SELECT fallback_level FROM usage_records WHERE key_id = $1 AND capability = 'speech'`, [key.id]).then((rows) => rows.map((r) => r.fallback_level));
+    expect(await eventually(levels, (l) => l.length === 3, 5000, 'usage records of the three calls')).toEqual([1, 1, 1]);
+  });
+
+  it('answers a task_continue that ends mid-sentence with its own audio, without waiting for more text', async () => {
+    const client = await connect();
+    client.send({ ...START, audio_setting: { format: 'mp3' } });
+    await client.waitFor((m) => m.event === 'task_started');
+    client.send({ event: 'task_continue', text: 'Hello there, this clause has no end' });
+    const audio = await client.waitFor((m) => m.event === 'task_continued');
+    expect(audio).toMatchObject({ is_final: false, provider: 'espeak' });
+    client.send({ event: 'task_finish' });
+    await client.waitFor((m) => m.event === 'task_finished');
+    expect(await client.closed).toBe(1000);
   });
 
   it('ends with task_failed and 1011 when the provider fails after audio began (no silent failover)', async () => {

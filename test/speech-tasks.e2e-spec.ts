@@ -162,7 +162,7 @@ describe('async speech tasks', () => {
 
     const early = await t.http.get(`/v1/audio/speech/async/${id}/download`).set(...auth());
     expect(early.status).toBe(409);
-    expect(early.body).toEqual({ error: { type: 'conflict_error', code: 'task_not_completed', param: 'task_id', message: expect.stringMatching(/^The task is (queued|processing)/) } });
+    expect(early.body).toEqual({ error: { type: 'invalid_request_error', code: 'task_not_completed', param: 'task_id', message: expect.stringMatching(/^The task is (queued|processing)/) } });
 
     const { seen } = await poll(id, (task) => task.status === 'processing' && task.characters_done > 0);
     const midway = await t.http.get(`/v1/audio/speech/async/${id}/download`).set(...auth());
@@ -214,7 +214,7 @@ describe('async speech tasks', () => {
     expect(task.audio).toBeNull();
     const res = await download(task.id, key.secret);
     expect(res.status).toBe(409);
-    expect(JSON.parse((res.body as Buffer).toString())).toEqual({ error: { type: 'conflict_error', code: 'task_failed', param: 'task_id', message: `The task failed: ${task.error?.message}` } });
+    expect(JSON.parse((res.body as Buffer).toString())).toEqual({ error: { type: 'invalid_request_error', code: 'task_failed', param: 'task_id', message: `The task failed: ${task.error?.message}` } });
     expect(await db.query(`SELECT 1 FROM speech_task_chunks WHERE task_id = $1`, [task.id])).toEqual([]);
     // nothing will read the text again: it is not kept
     expect(await db.query(`SELECT job->>'text' AS text, jsonb_array_length(plan) AS chunks FROM speech_tasks WHERE id = $1`, [task.id])).toEqual([{ text: '', chunks: 0 }]);

@@ -29,7 +29,7 @@ describe('custom voices and their consents', () => {
       const voice = await h.cloneVoice(secret, consent);
       const refused = await h.deleteConsent(secret, consent);
       expect(refused.status).toBe(409);
-      expect(refused.body.error).toMatchObject({ type: 'conflict_error', code: 'consent_in_use', param: 'consent_id' });
+      expect(refused.body.error).toMatchObject({ type: 'invalid_request_error', code: 'consent_in_use', param: 'consent_id' });
       expect((await h.t.http.get(`/v1/audio/voice_consents/${consent}/content`).set(...h.auth(secret))).status).toBe(200);
       expect((await h.deleteVoice(secret, voice.id)).status).toBe(200);
       expect((await h.deleteConsent(secret, consent)).status).toBe(200);

@@ -248,10 +248,18 @@ describe('webhook endpoints', () => {
       expect(res.body.error).toMatchObject({ code: 'webhook_url_not_allowed', param: 'url' });
     });
 
-    it('accepts a hostname, then refuses to deliver when it resolves to loopback', async () => {
+    it.each(['localhost', 'LOCALHOST.', 'api.localhost'])('refuses %s, loopback by definition, without a lookup', async (host) => {
+      const res = await strictAs(secret).post(PATH, { url: `http://${host}:8080/hook` });
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({ code: 'webhook_url_not_allowed', param: 'url', message: expect.stringContaining('loopback') });
+    });
+
+    it('checks a hostname each time it is resolved: one that resolves to loopback is not delivered to', async () => {
       const port = new URL(receiver.url('/')).port;
-      const created = await strictAs(secret).post(PATH, { url: `http://localhost:${port}/strict-host` });
+      const created = await strictAs(secret).post(PATH, { url: 'https://hooks.example.com/strict-host' });
       expect(created.status).toBe(201);
+      // the name now resolves to this machine (as a DNS change could make it): stored as is, past the creation check
+      await strict.app.get(DataSource).query(`UPDATE webhook_endpoints SET url = $1 WHERE id = $2`, [`http://localhost:${port}/strict-host`, created.body.id]);
       const res = await strictAs(secret).post(`${PATH}/${created.body.id as string}/test`);
       expect(res.status).toBe(200);
       expect(res.body).toMatchObject({ delivered: false, status_code: null, error: expect.stringMatching(/^destination address not allowed: (127\.0\.0\.1|::1) is loopback$/) });

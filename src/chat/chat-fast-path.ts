@@ -6,7 +6,7 @@ import { pinoHttp } from 'pino-http';
 import type { HttpLogger } from 'pino-http';
 import { authenticateProxyKey } from '../common/auth/auth.guard';
 import { renderError, toDomainError } from '../common/errors/api-error.filter';
-import { jsonBody } from '../common/http/json-body';
+import { isPlainJson, jsonBody, readPlainJson } from '../common/http/json-body';
 import { assignRequestId } from '../common/http/request-id';
 import { createValidationPipe } from '../common/http/validation';
 import { httpLoggerOptions } from '../common/logging';
@@ -67,7 +67,7 @@ export class ChatFastPath {
     assignRequestId(req, res);
     this.metrics.countOnClose(res);
     req.route = CHAT_ROUTE;
-    jsonBody(req, res, (err?: unknown) => {
+    const bodyRead = (err?: unknown): void => {
       if (err) {
         renderError(toDomainError(err) ?? err, req, res, this.logger);
         return;
@@ -75,7 +75,10 @@ export class ChatFastPath {
       const httpLogger = this.requestLogger();
       httpLogger(req, res);
       storage.run(new Store(req.log), () => void this.serve(req, res));
-    });
+    };
+    // plain UTF-8 JSON is read directly (raw-body, as body-parser would); anything else by body-parser itself
+    if (isPlainJson(req)) readPlainJson(req, bodyRead);
+    else jsonBody(req, res, bodyRead);
   }
 
   private async serve(req: FastRequest, res: ServerResponse): Promise<void> {

@@ -21,8 +21,8 @@ const REDACTED = '[redacted]';
 /** Never log secrets carried in a query string (WebSocket clients may send `?api_key=`). */
 const scrubUrl = (url: string | undefined): string | undefined => url?.replace(/([?&]api_key=)[^&]*/gi, `$1${REDACTED}`);
 
-/** Log lines leave in blocks of about this many bytes (one write per block, not one per line)... */
-const LOG_BLOCK_BYTES = 4096;
+/** Log lines leave in blocks of about this many bytes (one write per block, not one per line; sonic-boom wants it under its 16 KiB maxWrite)... */
+const LOG_BLOCK_BYTES = 8 * 1024;
 /** ...and at least this often; what is still pending at exit is written synchronously (pino's exit hook). */
 const LOG_FLUSH_MS = 100;
 

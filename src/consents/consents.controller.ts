@@ -4,6 +4,7 @@ import { CurrentKey } from '../common/auth/auth.decorators';
 import { ApiErrors } from '../common/http/api-errors.decorator';
 import { DEFAULT_PAGE_SIZE, ListQueryDto } from '../common/http/pagination.dto';
 import { RequireMultipart } from '../common/http/require-multipart.interceptor';
+import { UploadRoute } from '../common/http/upload-route';
 import { SingleFileUpload } from '../common/http/single-file-upload.interceptor';
 import type { AuthenticatedKey } from '../keys/key-directory';
 import { ConsentsService, MAX_RECORDING_BYTES, UploadedRecording } from './consents.service';
@@ -28,6 +29,7 @@ export class ConsentsController {
   /** Upload a recorded consent phrase. */
   @Post()
   @HttpCode(200)
+  @UploadRoute()
   @UseInterceptors(RequireMultipart, SingleFileUpload('recording', UPLOAD_LIMITS))
   @ApiConsumes('multipart/form-data')
   @ApiBody({ type: CreateVoiceConsentForm })

@@ -1,35 +1,86 @@
-/** A column of a bulk INSERT and the PostgreSQL type its parameters are cast to. */
+/** A column of a bulk INSERT and the PostgreSQL type its value is read as. */
 export interface BulkColumn {
   name: string;
   type: 'text' | 'integer' | 'jsonb';
 }
 
-/** PostgreSQL's limit on the parameters of one statement. */
-const MAX_PARAMETERS = 65535;
+/** One INSERT statement for many rows: the same text for every batch, one parameter. */
+export interface BulkInsert {
+  sql: string;
+  /** The parameters of a batch of rows, each row's values in column order (jsonb values as plain JS values). */
+  params(rows: ReadonlyArray<readonly unknown[]>): [string];
+}
+
+const valueOf = (column: BulkColumn, index: number): string => {
+  switch (column.type) {
+    case 'text':
+      return `e->>${index}`;
+    case 'integer':
+      return `(e->>${index})::integer`;
+    case 'jsonb':
+      // a JSON null element is SQL NULL, as a null parameter was
+      return `nullif(e->${index}, 'null'::jsonb)`;
+  }
+};
 
 /**
- * One INSERT of many rows, a VALUES list with one parameter per value (`INSERT INTO "t" ("a", "b")
- * VALUES ($1::text, $2::jsonb), ($3::text, $4::jsonb)`): what the batch writers send on the pg pool.
- * Cheaper than a repository's insert (no per-row metadata work, no RETURNING), and for the driver
- * than one array parameter per column, which it must escape element by element (about 2 µs per
- * row of JSON here, against 0.1 µs for plain parameters). jsonb values go as JSON text.
+ * The batch writers' INSERT (`INSERT INTO "t" ("a", "b") SELECT e->>0, nullif(e->1, 'null') FROM
+ * jsonb_array_elements($1::jsonb) AS e`): the rows go as one JSON array of arrays. Measured against
+ * a VALUES list with a parameter per value (200 usage rows a batch): about 4 µs of client CPU a row
+ * instead of 13 to 20, half the bytes on the wire, a third of the time per batch. One statement text
+ * whatever the batch size, and no limit of 65535 parameters.
  */
-export function bulkInsert(table: string, columns: readonly BulkColumn[], rows: ReadonlyArray<readonly unknown[]>): { sql: string; params: unknown[] } {
-  if (rows.length * columns.length > MAX_PARAMETERS) {
-    throw new Error(`bulk insert of ${rows.length} rows x ${columns.length} columns exceeds PostgreSQL's ${MAX_PARAMETERS} parameters`);
-  }
-  const params: unknown[] = new Array<unknown>(rows.length * columns.length);
-  const tuples: string[] = new Array<string>(rows.length);
-  let n = 0;
-  for (let r = 0; r < rows.length; r++) {
-    const slots: string[] = new Array<string>(columns.length);
-    for (let c = 0; c < columns.length; c++) {
-      params[n] = rows[r][c];
-      n += 1;
-      slots[c] = `$${n}::${columns[c].type}`;
-    }
-    tuples[r] = `(${slots.join(', ')})`;
-  }
+export function bulkInsert(table: string, columns: readonly BulkColumn[]): BulkInsert {
   const names = columns.map((c) => `"${c.name}"`).join(', ');
-  return { sql: `INSERT INTO "${table}" (${names}) VALUES ${tuples.join(', ')}`, params };
+  const values = columns.map(valueOf).join(', ');
+  return {
+    sql: `INSERT INTO "${table}" (${names}) SELECT ${values} FROM jsonb_array_elements($1::jsonb) AS e`,
+    params: (rows) => [JSON.stringify(rows)],
+  };
+}
+
+/** PostgreSQL's data exceptions (class 22) and integrity violations (class 23): the rows, not the database, are at fault. */
+export function isRowFault(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'));
+}
+
+export type RunQuery = (sql: string, params: unknown[]) => Promise<unknown>;
+
+/** A row the database refused, by its index in the batch. */
+export interface RefusedRow {
+  index: number;
+  error: Error;
+}
+
+/** What became of a batch: rows before `processed` were written or refused; from `error` on, none were tried. */
+export interface BatchOutcome {
+  processed: number;
+  refused: RefusedRow[];
+  /** Why the rest was not written (the database is away): they are the caller's to retry. */
+  error?: Error;
+}
+
+/**
+ * Inserts a batch in one statement. When the database refuses the rows themselves (class 22 or 23)
+ * the batch is retried row by row, so one bad row does not keep the others out for ever.
+ */
+export async function insertBatch(run: RunQuery, insert: BulkInsert, rows: ReadonlyArray<readonly unknown[]>): Promise<BatchOutcome> {
+  try {
+    await run(insert.sql, insert.params(rows));
+    return { processed: rows.length, refused: [] };
+  } catch (err) {
+    if (!isRowFault(err)) return { processed: 0, refused: [], error: err as Error };
+    if (rows.length === 1) return { processed: 1, refused: [{ index: 0, error: err as Error }] };
+  }
+  const refused: RefusedRow[] = [];
+  for (let index = 0; index < rows.length; index++) {
+    try {
+      await run(insert.sql, insert.params([rows[index]]));
+    } catch (err) {
+      if (!isRowFault(err)) return { processed: index, refused, error: err as Error };
+      refused.push({ index, error: err as Error });
+    }
+  }
+  return { processed: rows.length, refused };
 }

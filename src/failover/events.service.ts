@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { BulkColumn, bulkInsert } from '../database/bulk-insert';
+import { BulkColumn, bulkInsert, insertBatch } from '../database/bulk-insert';
 import { pgPoolOf } from '../database/pg-pool';
 import { GatewayEventEntity } from './gateway-event.entity';
 
@@ -24,6 +24,7 @@ const EVENT_COLUMNS: readonly BulkColumn[] = [
   { name: 'provider', type: 'text' },
   { name: 'data', type: 'jsonb' },
 ];
+const INSERT = bulkInsert('gateway_events', EVENT_COLUMNS);
 type PendingEvent = { row: NewEvent; resolve: () => void; reject: (err: Error) => void };
 /**
  * INSERTs in flight at once. While they wait for their commit, newer events gather for the next
@@ -95,10 +96,15 @@ export class EventsService {
     this.pending = batch === this.pending ? [] : this.pending.slice(MAX_ROWS);
     this.inFlight += 1;
     try {
-      const rows = batch.map(({ row }) => [row.id, row.type, row.keyId, row.provider, JSON.stringify(row.data)]);
-      const { sql, params } = bulkInsert('gateway_events', EVENT_COLUMNS, rows);
-      await pgPoolOf(this.dataSource).query(sql, params);
-      for (const p of batch) p.resolve();
+      const pool = pgPoolOf(this.dataSource);
+      const rows = batch.map(({ row }) => [row.id, row.type, row.keyId, row.provider, row.data]);
+      const outcome = await insertBatch((sql, params) => pool.query(sql, params), INSERT, rows);
+      const refused = new Map(outcome.refused.map((r) => [r.index, r.error]));
+      batch.forEach((p, index) => {
+        const error = index < outcome.processed ? refused.get(index) : outcome.error;
+        if (error) p.reject(error);
+        else p.resolve();
+      });
     } catch (err) {
       for (const p of batch) p.reject(err as Error);
     } finally {

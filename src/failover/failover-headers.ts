@@ -1,3 +1,4 @@
+import { NO_PROVIDER } from '../metrics/request-counter';
 import { alertMessage } from './chain';
 
 /** Who served a request, and what failed before it. */
@@ -12,7 +13,8 @@ export interface ServedBy {
 export interface FallbackAlert {
   message: string;
   exhausted_provider: string;
-  active_provider: string | null;
+  /** `none` when no step served (every one failed or was skipped): the field is always a string (interface §2.7). */
+  active_provider: string;
   fallback_level: number;
 }
 
@@ -39,14 +41,14 @@ export function servedHeaders(served: ServedBy, note: string | null = null): Rec
   return headers;
 }
 
-/** When no step served: the alert names the last failure and no active provider. */
+/** When no step served: the alert names the last failure, `none` as the active provider and the level it reached. */
 export function exhaustedHeaders(failures: Array<{ provider: string; reason: string; level: number }>): Record<string, string> {
   const last = failures[failures.length - 1];
   if (!last) return {};
   const alert: FallbackAlert = {
     message: `all providers failed: ${failures.map((f) => `${f.provider} (${f.reason})`).join(', ')}`,
     exhausted_provider: last.provider,
-    active_provider: null,
+    active_provider: NO_PROVIDER,
     fallback_level: last.level,
   };
   return { 'x-svc-fallback-alert': JSON.stringify(alert) };

@@ -24,6 +24,11 @@ export class FailoverScope {
   alertNote: string | null = null;
   /** Set by routes that write their own (streamed) body: they finish the scope when the stream ends. */
   streaming = false;
+  /**
+   * The fallback providers whose failover the larger request this scope is part of has already
+   * announced (an async task's chunks share one set): one `failover` event each, not one per chunk.
+   */
+  failoversAnnounced: Set<string> | null = null;
   private finished = false;
   /** Made only when something asks for `signal` (streams): an AbortController per request is not free. */
   private clientGone: AbortController | null = null;
@@ -67,6 +72,14 @@ export class FailoverScope {
     this.clientGone?.abort(this.goneReason);
     for (const listener of this.abortListeners) listener(this.goneReason);
     this.abortListeners.clear();
+  }
+
+  /** Whether a failover to `provider` is news (its event is to be stored); records it as announced. */
+  announceFailover(provider: string): boolean {
+    if (!this.failoversAnnounced) return true;
+    if (this.failoversAnnounced.has(provider)) return false;
+    this.failoversAnnounced.add(provider);
+    return true;
   }
 
   /** Writes the x-svc-* headers of the serving step (before the first byte of a stream). */

@@ -90,9 +90,11 @@ export class FailoverService {
         this.circuits.recordSuccess(step.provider);
         const exhausted = failures[failures.length - 1] ?? null;
         scope.served = { provider: step.provider, model: step.model, level: step.level, exhausted: exhausted && { provider: exhausted.provider, reason: exhausted.reason } };
-        if (step.level > 0) {
-          this.metrics.failover(exhausted?.provider ?? null, step.provider);
-          await this.storeFailoverEvent(scope, latency);
+        // a failover is this call moving past a step that failed or was skipped; a pinned fallback step
+        // (the later sentences of a speech stream) serves at its level without failing over again
+        if (step.level > 0 && exhausted) {
+          this.metrics.failover(exhausted.provider, step.provider);
+          if (scope.announceFailover(step.provider)) await this.storeFailoverEvent(scope, latency);
         }
         return value;
       } catch (err) {
@@ -134,16 +136,28 @@ export class FailoverService {
     const controller = new AbortController();
     // kept after the attempt settles: a stream goes on reading through this signal after its first chunk
     scope.onAbort((reason) => controller.abort(reason));
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
+    const ctx: CallContext = { model: step.model, signal: controller.signal, requestId: scope.requestId };
+    // a synchronous throw propagates from here as it is; one promise then settles by whichever comes
+    // first (a race of two plus a finally cost three more promises per attempt)
+    const pending = attempt(adapter, ctx, step);
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
         const error = new StepTimeout(step.timeoutMs);
         controller.abort(error);
         reject(error);
       }, step.timeoutMs);
+      pending.then(
+        (value) => {
+          clearTimeout(timer);
+          resolve(value);
+        },
+        // passed on as thrown: toFailure classifies whatever an adapter rejects with
+        (err: Error) => {
+          clearTimeout(timer);
+          reject(err);
+        },
+      );
     });
-    const ctx: CallContext = { model: step.model, signal: controller.signal, requestId: scope.requestId };
-    return Promise.race([attempt(adapter, ctx, step), timeout]).finally(() => clearTimeout(timer));
   }
 
   private toFailure(err: unknown): UpstreamFailure {

@@ -1,5 +1,5 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { createHash, randomUUID } from 'node:crypto';
+import { hash, randomUUID } from 'node:crypto';
 import { EnvironmentVariables } from '../config/env.schema';
 import { PgChangeFeed } from '../database/pg-change-feed';
 import type { ChainStepDto } from './dto/chain-step.dto';
@@ -19,7 +19,8 @@ export const KEYS_APPLIED_CHANNEL = 'svc_keys_applied';
 const NEGATIVE_TTL_MS = 1000;
 const NEGATIVE_MAX = 10000;
 
-export const hashSecret = (secret: string): string => createHash('sha256').update(secret).digest('hex');
+/** SHA-256 hex of a key's secret (the one-shot `crypto.hash`: about half the cost of a Hash object per request). */
+export const hashSecret = (secret: string): string => hash('sha256', secret, 'hex');
 
 /**
  * Every key, in memory: authentication costs no database round trip. Writes on this replica
@@ -67,24 +68,24 @@ export class KeyDirectory implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   async authenticate(secret: string): Promise<AuthenticatedKey | null> {
-    const hash = hashSecret(secret);
-    const known = this.byHash.get(hash);
+    const digest = hashSecret(secret);
+    const known = this.byHash.get(digest);
     if (known) return known;
-    const unknownUntil = this.unknown.get(hash);
+    const unknownUntil = this.unknown.get(digest);
     if (unknownUntil !== undefined && unknownUntil > Date.now()) return null;
     const cache = this.byHash;
-    const row = await this.repository.findBySecretHash(hash);
+    const row = await this.repository.findBySecretHash(digest);
     if (row) {
       const key = toAuthenticated(row);
       // a reload during the lookup may already know the key is gone: never add a row it has not seen
       if (this.byHash === cache) {
-        cache.set(hash, key);
+        cache.set(digest, key);
         this.byKeyId.set(key.id, key);
       }
       return key;
     }
     if (this.unknown.size >= NEGATIVE_MAX) this.unknown.clear();
-    this.unknown.set(hash, Date.now() + NEGATIVE_TTL_MS);
+    this.unknown.set(digest, Date.now() + NEGATIVE_TTL_MS);
     return null;
   }
 

@@ -19,10 +19,37 @@ export interface SpeechJob {
   instructions?: string;
 }
 
-export function toSpeechJob(dto: SpeechRequestDto, textLimit: number): SpeechJob {
-  if (dto.text.length > textLimit) {
-    throw new DomainError('text_too_long', `'text' has ${dto.text.length} characters; the limit is ${textLimit}.`, { param: 'text' });
+/**
+ * Characters as the limits and the records count them (decisions §7): Unicode code points, so an
+ * emoji or a rare CJK ideograph is one character, not the two UTF-16 units of `String.length`.
+ */
+export function characterCount(text: string): number {
+  let count = text.length;
+  for (let i = 0; i < text.length - 1; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit >= 0xd800 && unit <= 0xdbff) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        count -= 1;
+        i += 1;
+      }
+    }
   }
+  return count;
+}
+
+/** 413 text_too_long past `limit` characters (sync, stream chunks, async alike). */
+export function assertTextLimit(text: string, limit: number, param: string): void {
+  // a string of at most `limit` UTF-16 units cannot hold more code points: count only longer ones
+  if (text.length <= limit) return;
+  const characters = characterCount(text);
+  if (characters > limit) {
+    throw new DomainError('text_too_long', `'${param}' has ${characters} characters; the limit is ${limit}.`, { param });
+  }
+}
+
+export function toSpeechJob(dto: SpeechRequestDto, textLimit: number): SpeechJob {
+  assertTextLimit(dto.text, textLimit, 'text');
   const audio = dto.audio_setting ?? {};
   return {
     model: dto.model,

@@ -5,6 +5,7 @@ import type { FailoverScope } from '../failover/failover-scope';
 import type { PlannedStep } from '../failover/chain';
 import { FailoverService } from '../failover/failover.service';
 import { AudioStream, UpstreamFailure } from '../failover/provider-adapter';
+import { characterCount } from './speech-job';
 import type { SpeechJob } from './speech-job';
 import { VoicesService } from './voices.service';
 
@@ -70,10 +71,10 @@ export class SpeechService {
       if (!primed.first.done) await send(primed.first.value);
       for (let next = await primed.rest.next(); !next.done; next = await primed.rest.next()) await send(next.value);
       res.end();
-      scope.finish({ status: 200, characters: job.text.length });
+      scope.finish({ status: 200, characters: characterCount(job.text) });
     } catch (err) {
       if (scope.aborted) {
-        scope.finish({ status: 499, characters: job.text.length });
+        scope.finish({ status: 499, characters: characterCount(job.text) });
         return;
       }
       const reason = this.failover.streamFailed(scope, err);
@@ -81,7 +82,7 @@ export class SpeechService {
       // never a silent truncation: the chunked body is cut without its terminator, which clients report as an error;
       // on the next turn, once Node has uncorked the status, headers and audio already written (else the client sees none of them)
       setImmediate(() => res.destroy(new Error(`upstream failed mid-stream: ${reason}`)));
-      scope.finish({ status: 502, characters: job.text.length });
+      scope.finish({ status: 502, characters: characterCount(job.text) });
     }
   }
 }

@@ -1,7 +1,7 @@
 import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { BulkColumn, bulkInsert } from '../database/bulk-insert';
+import { BulkColumn, bulkInsert, insertBatch } from '../database/bulk-insert';
 import { pgPoolOf } from '../database/pg-pool';
 import { UsageRecordEntity } from './usage-record.entity';
 
@@ -29,10 +29,11 @@ const COLUMNS: readonly BulkColumn[] = [
   { name: 'total_tokens', type: 'integer' },
   { name: 'characters', type: 'integer' },
 ];
+const INSERT = bulkInsert('usage_records', COLUMNS);
 
 const rowOf = (r: NewUsageRecord): unknown[] => [
   r.requestId, r.keyId, r.capability, r.requestedModel, r.provider, r.model, r.fallbackLevel, r.status, r.latencyMs,
-  JSON.stringify(r.attempts), r.promptTokens, r.completionTokens, r.totalTokens, r.characters,
+  r.attempts, r.promptTokens, r.completionTokens, r.totalTokens, r.characters,
 ];
 
 /** Usage records leave the request path at once and reach the database in multi-row INSERTs (raw SQL: no per-row ORM work). */
@@ -66,15 +67,18 @@ export class UsageWriter implements OnModuleInit, OnApplicationShutdown {
   }
 
   private async writeBuffered(): Promise<void> {
+    const pool = pgPoolOf(this.dataSource);
     while (this.buffer.length > 0) {
       const batch = this.buffer.slice(0, FLUSH_SIZE);
-      try {
-        const { sql, params } = bulkInsert('usage_records', COLUMNS, batch.map(rowOf));
-        await pgPoolOf(this.dataSource).query(sql, params);
-        this.buffer.splice(0, batch.length);
-      } catch (err) {
+      const outcome = await insertBatch((sql, params) => pool.query(sql, params), INSERT, batch.map(rowOf));
+      this.buffer.splice(0, outcome.processed);
+      for (const { index, error } of outcome.refused) {
+        // retrying a row the database refuses would hold every later record back
+        this.logger.error(`usage record of ${batch[index].requestId} refused by the database and dropped: ${error.message}`);
+      }
+      if (outcome.error) {
         // kept for the next flush: nothing is lost while the database is away
-        this.logger.warn(`usage flush failed, ${this.buffer.length} record(s) kept: ${(err as Error).message}`);
+        this.logger.warn(`usage flush failed, ${this.buffer.length} record(s) kept: ${outcome.error.message}`);
         return;
       }
     }

@@ -3,6 +3,7 @@ import { ApiBearerAuth, ApiBody, ApiConsumes, ApiOkResponse, ApiTags } from '@ne
 import { CurrentKey } from '../common/auth/auth.decorators';
 import { ApiErrors } from '../common/http/api-errors.decorator';
 import { RequireMultipart } from '../common/http/require-multipart.interceptor';
+import { UploadRoute } from '../common/http/upload-route';
 import { SingleFileUpload } from '../common/http/single-file-upload.interceptor';
 import type { AuthenticatedKey } from '../keys/key-directory';
 import { CustomVoicesService, MAX_SAMPLE_BYTES, UploadedSample } from './custom-voices.service';
@@ -24,6 +25,7 @@ export class CustomVoicesController {
    */
   @Post()
   @HttpCode(200)
+  @UploadRoute()
   @UseInterceptors(RequireMultipart, SingleFileUpload('audio_sample', UPLOAD_LIMITS))
   @ApiConsumes('multipart/form-data')
   @ApiBody({ type: CreateVoiceForm })

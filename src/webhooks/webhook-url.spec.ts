@@ -25,8 +25,15 @@ describe('literalHostBlocked', () => {
     expect(literalHostBlocked('http://[::ffff:169.254.169.254]/')).toMatchObject({ range: 'metadata' });
   });
 
-  it('leaves public literals and hostnames to the delivery-time check', () => {
+  it('blocks localhost names as loopback without a lookup', () => {
+    for (const url of ['http://localhost/', 'http://LocalHost.:8080/x', 'https://api.localhost/hook']) {
+      expect(literalHostBlocked(url)).toMatchObject({ range: 'loopback' });
+    }
+  });
+
+  it('leaves public literals and other hostnames to the delivery-time check', () => {
     expect(literalHostBlocked('https://8.8.8.8/')).toBeNull();
-    expect(literalHostBlocked('http://localhost/')).toBeNull();
+    expect(literalHostBlocked('https://hooks.example.com/')).toBeNull();
+    expect(literalHostBlocked('https://notlocalhost.example/')).toBeNull();
   });
 });

@@ -24,9 +24,20 @@ export function literalAddress(url: URL): string | null {
   return isIP(host) ? host : null;
 }
 
-/** The blocked range of a URL whose host is a literal IP; a hostname is checked when it is resolved. */
+/** `localhost` and its subdomains: loopback by definition (RFC 6761 §6.3), whatever a resolver says. */
+const isLocalhostName = (hostname: string): boolean => {
+  const name = hostname.toLowerCase().replace(/\.$/, '');
+  return name === 'localhost' || name.endsWith('.localhost');
+};
+
+/**
+ * The blocked range of a URL whose host is a literal IP or a localhost name, known without a lookup;
+ * any other hostname is checked each time it is resolved.
+ */
 export function literalHostBlocked(raw: string): { address: string; range: BlockedRange } | null {
-  const address = literalAddress(new URL(raw));
+  const url = new URL(raw);
+  if (isLocalhostName(url.hostname)) return { address: url.hostname, range: 'loopback' };
+  const address = literalAddress(url);
   if (!address) return null;
   const range = blockedRange(address);
   return range ? { address, range } : null;

@@ -4,7 +4,6 @@ export type ErrorType =
   | 'authentication_error'
   | 'permission_error'
   | 'not_found_error'
-  | 'conflict_error'
   | 'rate_limit_error'
   | 'upstream_error'
   | 'api_error';
@@ -30,9 +29,9 @@ export const ERROR_CODES = {
   resource_not_found: { status: 404, type: 'not_found_error' },
   method_not_allowed: { status: 405, type: 'invalid_request_error' },
   request_timeout: { status: 408, type: 'invalid_request_error' },
-  task_not_completed: { status: 409, type: 'conflict_error' },
-  task_failed: { status: 409, type: 'conflict_error' },
-  consent_in_use: { status: 409, type: 'conflict_error' },
+  task_not_completed: { status: 409, type: 'invalid_request_error' },
+  task_failed: { status: 409, type: 'invalid_request_error' },
+  consent_in_use: { status: 409, type: 'invalid_request_error' },
   task_expired: { status: 410, type: 'invalid_request_error' },
   file_too_large: { status: 413, type: 'invalid_request_error' },
   body_too_large: { status: 413, type: 'invalid_request_error' },

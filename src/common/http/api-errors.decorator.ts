@@ -7,7 +7,7 @@ class ErrorDetailDto {
 
   @ApiProperty({
     description: 'Category of the error.',
-    enum: ['invalid_request_error', 'authentication_error', 'permission_error', 'not_found_error', 'conflict_error', 'rate_limit_error', 'upstream_error', 'api_error'],
+    enum: ['invalid_request_error', 'authentication_error', 'permission_error', 'not_found_error', 'rate_limit_error', 'upstream_error', 'api_error'],
   })
   type!: string;
 

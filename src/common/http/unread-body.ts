@@ -8,7 +8,7 @@ const hasContent = (req: Request): boolean => req.headers['transfer-encoding'] !
 /**
  * After the JSON parser: a body it did not take (text/plain, a urlencoded form, no type at all) is a
  * 415, not a "missing field" or, on a route whose fields are all optional, a silent no-op. Multipart
- * is left to the upload routes, which read it.
+ * is left to the upload routes, which read it (MultipartOnUploadRoutes refuses it on every other route).
  */
 export function refuseUnreadBody(req: Request, _res: Response, next: NextFunction): void {
   if (!WITH_BODY.has(req.method) || req.body !== undefined || !hasContent(req) || req.is('multipart/form-data')) {

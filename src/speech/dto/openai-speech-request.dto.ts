@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsNumber, IsOptional, IsString, Max, MaxLength, Min, MinLength } from 'class-validator';
 import { DomainError } from '../../common/errors/domain-error';
-import { SYNC_TEXT_LIMIT } from '../speech-job';
+import { assertTextLimit, SYNC_TEXT_LIMIT } from '../speech-job';
 import { FORMATS, SpeechRequestDto } from './speech-request.dto';
 
 /** OpenAI's speech output: 24 kHz mono (its `pcm` is exactly that), so clients get what they expect from OpenAI. */
@@ -71,9 +71,7 @@ export function flattenVoice(body: Record<string, unknown>): Record<string, unkn
 }
 
 export function fromOpenAi(dto: OpenAiSpeechRequestDto): SpeechBody {
-  if (dto.input.length > SYNC_TEXT_LIMIT) {
-    throw new DomainError('text_too_long', `'input' has ${dto.input.length} characters; the limit is ${SYNC_TEXT_LIMIT}.`, { param: 'input' });
-  }
+  assertTextLimit(dto.input, SYNC_TEXT_LIMIT, 'input');
   const request: SpeechRequestDto = {
     model: dto.model,
     text: dto.input,

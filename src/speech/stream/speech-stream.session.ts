@@ -9,9 +9,9 @@ import type { FailoverService } from '../../failover/failover.service';
 import type { AuthenticatedKey } from '../../keys/key-directory';
 import { AudioEncoder } from '../audio/encoder';
 import { createStreamingEncoder } from '../audio/encoders';
-import { ASYNC_TEXT_LIMIT, SYNC_TEXT_LIMIT, SpeechJob, toSpeechJob } from '../speech-job';
+import { ASYNC_TEXT_LIMIT, characterCount, SYNC_TEXT_LIMIT, SpeechJob, toSpeechJob } from '../speech-job';
 import type { SpeechService } from '../speech.service';
-import { SentenceBuffer } from './sentence-buffer';
+import { textPieces } from './text-pieces';
 import { ClientMessage, parseClientMessage, TaskStartMessage } from './stream-messages';
 
 export interface StreamLimits {
@@ -38,7 +38,6 @@ export class SpeechStreamSession {
   private planned: PlannedStep[] = [];
   /** The step that produced the first audio: every later sentence goes to it (no failover after audio began). */
   private step: PlannedStep | null = null;
-  private readonly sentences = new SentenceBuffer();
   private work: Promise<void> = Promise.resolve();
   private idleTimer: NodeJS.Timeout | null = null;
   private readonly inFlight = new Set<AbortController>();
@@ -93,11 +92,10 @@ export class SpeechStreamSession {
           const tooMuch = `More than ${MAX_QUEUED_CHARS} characters are waiting to be spoken: send text no faster than the audio comes back.`;
           return this.fail(new DomainError('text_too_long', tooMuch, { param: 'text' }), 1008);
         }
-        for (const piece of this.sentences.push(message.body.text)) this.enqueue(piece);
+        for (const piece of textPieces(message.body.text)) this.enqueue(piece);
         return;
       case 'task_finish':
         if (!this.accepting) return this.fail(new DomainError('invalid_value', 'Send task_start before task_finish.', { param: 'event' }), 1008);
-        for (const piece of this.sentences.flush()) this.enqueue(piece);
         this.state = 'finishing';
         this.work = this.work.then(() => this.finish()).catch((err: unknown) => this.fail(err, 1011));
         return;
@@ -151,9 +149,9 @@ export class SpeechStreamSession {
       this.step ??= this.planned.find((s) => s.level === scope.served?.level) ?? null;
       if (!primed.first.done) await emit(primed.first.value);
       for (let next = await primed.rest.next(); !next.done; next = await primed.rest.next()) await emit(next.value);
-      scope.finish({ status: 200, characters: text.length });
+      scope.finish({ status: 200, characters: characterCount(text) });
     } catch (err) {
-      scope.finish({ status: toDomainError(err)?.status ?? 502, characters: text.length });
+      scope.finish({ status: toDomainError(err)?.status ?? 502, characters: characterCount(text) });
       throw err;
     } finally {
       this.inFlight.delete(controller);

@@ -3,7 +3,7 @@ import { IsDefined, IsOptional, IsString, MaxLength, MinLength, ValidateNested, 
 import { DomainError } from '../../common/errors/domain-error';
 import { validationErrorToDomain } from '../../common/http/validation';
 import { AudioSettingDto, VoiceSettingDto } from '../dto/speech-request.dto';
-import { SYNC_TEXT_LIMIT } from '../speech-job';
+import { assertTextLimit, SYNC_TEXT_LIMIT } from '../speech-job';
 
 export class TaskStartMessage {
   @IsString()
@@ -24,7 +24,8 @@ export class TaskContinueMessage {
   @IsString()
   event!: 'task_continue';
 
-  @IsString() @MinLength(1) @MaxLength(SYNC_TEXT_LIMIT)
+  // the limit is checked by parseClientMessage in characters (code points), as for sync speech
+  @IsString() @MinLength(1)
   text!: string;
 }
 
@@ -53,8 +54,11 @@ export function parseClientMessage(data: Buffer | ArrayBuffer | Buffer[], isBina
   switch (event) {
     case 'task_start':
       return { event, body: validated(TaskStartMessage, parsed) };
-    case 'task_continue':
-      return { event, body: validated(TaskContinueMessage, parsed) };
+    case 'task_continue': {
+      const body = validated(TaskContinueMessage, parsed);
+      assertTextLimit(body.text, SYNC_TEXT_LIMIT, 'text');
+      return { event, body };
+    }
     case 'task_finish':
       return { event };
     default:

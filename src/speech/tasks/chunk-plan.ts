@@ -1,4 +1,5 @@
 import { splitSentences } from '../audio/sentences';
+import { characterCount } from '../speech-job';
 
 /** Characters per synthesis call: about a minute of speech, small enough that an interruption loses little. */
 export const TASK_CHUNK_CHARS = 1000;
@@ -6,7 +7,7 @@ export const TASK_CHUNK_CHARS = 1000;
 /** One synthesis call of a task. */
 export interface TaskChunk {
   text: string;
-  /** Characters of the submitted text this chunk accounts for (whitespace between chunks included): they sum to the text's length. */
+  /** Characters (code points) of the submitted text this chunk accounts for (whitespace between chunks included): they sum to the text's count. */
   chars: number;
 }
 
@@ -33,8 +34,8 @@ export function planChunks(text: string, maxChars = TASK_CHUNK_CHARS): TaskChunk
   if (chunks.length > 0) chunks[chunks.length - 1].end = text.length;
   let start = 0;
   return chunks.map((chunk) => {
-    const chars = Math.max(0, chunk.end - start);
-    start = chunk.end;
+    const chars = chunk.end > start ? characterCount(text.slice(start, chunk.end)) : 0;
+    start = Math.max(start, chunk.end);
     return { text: chunk.text, chars };
   });
 }

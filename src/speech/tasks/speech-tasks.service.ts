@@ -5,7 +5,7 @@ import { JobQueue } from '../../database/job-queue';
 import type { AuthenticatedKey } from '../../keys/key-directory';
 import { contentTypeFor } from '../audio/encoders';
 import type { SpeechRequestDto } from '../dto/speech-request.dto';
-import { ASYNC_TEXT_LIMIT, toSpeechJob } from '../speech-job';
+import { ASYNC_TEXT_LIMIT, characterCount, toSpeechJob } from '../speech-job';
 import { VoicesService } from '../voices.service';
 import { planChunks } from './chunk-plan';
 import { SpeechTaskDto } from './dto/speech-task.dto';
@@ -66,7 +66,7 @@ export class SpeechTasksService {
     const plan = planChunks(job.text);
     const id = newId('task');
     const row = await this.repository.insertWithJob(
-      { id, keyId: key.id, model: job.model, job, plan, characters: job.text.length, chunksTotal: plan.length },
+      { id, keyId: key.id, model: job.model, job, plan, characters: characterCount(job.text), chunksTotal: plan.length },
       (manager) => enqueueTask(this.queue, id, manager),
     );
     return toDto(row);

@@ -4,6 +4,7 @@ import { DomainError } from '../../common/errors/domain-error';
 import type { FailoverScope } from '../../failover/failover-scope';
 import { FailoverService } from '../../failover/failover.service';
 import { KeyDirectory } from '../../keys/key-directory';
+import { characterCount } from '../speech-job';
 import type { SpeechJob } from '../speech-job';
 import { SpeechService } from '../speech.service';
 import type { TaskAudio } from './speech-task.entity';
@@ -47,11 +48,13 @@ export class TaskRunner {
     signal.addEventListener('abort', relay, { once: true });
     let next = 0;
     const failures: unknown[] = [];
+    // the task is one request to its client: one failover event per fallback provider, not one per chunk
+    const announced = new Set<string>();
     const lane = async (): Promise<void> => {
       while (!stop.signal.aborted && next < pending.length) {
         const idx = pending[next++];
         try {
-          await this.synthesizeChunk(task, workerId, idx, stop.signal);
+          await this.synthesizeChunk(task, workerId, idx, stop.signal, announced);
         } catch (err) {
           failures.push(err);
           stop.abort(err);
@@ -68,13 +71,14 @@ export class TaskRunner {
     if (failures.length > 0) throw failures[0] instanceof Error ? failures[0] : new Error(String(failures[0]));
   }
 
-  private async synthesizeChunk(task: ClaimedTask, workerId: string, idx: number, signal: AbortSignal): Promise<void> {
+  private async synthesizeChunk(task: ClaimedTask, workerId: string, idx: number, signal: AbortSignal, announced: Set<string>): Promise<void> {
     const key = this.keys.byId(task.keyId);
     // not known here yet (made on another replica a moment ago) or being deleted: try again later
     if (!key) throw new Error(`the key of task ${task.id} is not known to this replica`);
     const chunk = task.plan[idx];
     const scope = this.failover.openScope(chunkRequestId(task.id, idx), key, 'speech');
     scope.streaming = true;
+    scope.failoversAnnounced = announced;
     const onAbort = (): void => scope.abort();
     signal.addEventListener('abort', onAbort, { once: true });
     const job: SpeechJob = { ...task.job, text: chunk.text, output: { ...task.job.output, format: 'pcm' } };
@@ -82,12 +86,12 @@ export class TaskRunner {
       const pcm = await this.collect(scope, job, idx, signal);
       const served = scope.served;
       if (!served) throw new Error(`chunk ${idx} of task ${task.id} has audio but no serving step`);
-      scope.finish({ status: 200, characters: chunk.text.length });
+      scope.finish({ status: 200, characters: characterCount(chunk.text) });
       const stored = await this.repository.storeChunk(task.id, workerId, { idx, pcm, provider: served.provider, level: served.level, chars: chunk.chars });
       // nothing stored: another worker took the task over, or already stored this chunk while we did too
       if (!stored && !(await this.repository.isOwner(task.id, workerId))) throw new TaskLost(task.id);
     } catch (err) {
-      scope.finish({ status: signal.aborted ? 499 : (toDomainError(err)?.status ?? 502), characters: chunk.text.length });
+      scope.finish({ status: signal.aborted ? 499 : (toDomainError(err)?.status ?? 502), characters: characterCount(chunk.text) });
       throw err;
     } finally {
       signal.removeEventListener('abort', onAbort);

@@ -1,0 +1,58 @@
+import { DataSource } from 'typeorm';
+import { parseGatewayConfig } from '../src/config/gateway-config';
+import { FakeMiniMax, startFakeMiniMax } from './fakes/fake-minimax';
+import { startApp, TestApp } from './support/app';
+import { eventually } from './support/failover';
+
+// real synthesis of a few thousand characters by the offline engine
+jest.setTimeout(120000);
+
+const SENTENCE = 'The lighthouse keeper climbed the stairs before dawn and checked the lamp once more. ';
+
+/** An async task is one request to its client, however many chunks it is cut into (decisions §7, interface §6.1). */
+describe('async speech task failover', () => {
+  let t: TestApp;
+  let minimax: FakeMiniMax;
+  let db: DataSource;
+
+  beforeAll(async () => {
+    minimax = await startFakeMiniMax({ mode: 'http500' });
+    const gateway = parseGatewayConfig(
+      `providers:\n  - { name: tf-minimax, kind: minimax, base_url: "${minimax.url}", api_key: k }\n  - { name: espeak, kind: espeak }\n`,
+      'task failover test',
+    );
+    t = await startApp({ gateway });
+    db = t.app.get(DataSource);
+  });
+  afterAll(async () => {
+    await t?.close();
+    await minimax?.close();
+  });
+
+  it('stores one failover event for a task whose every chunk failed over, not one per chunk', async () => {
+    const key = await t.createKey('task failover', [
+      { provider: 'tf-minimax', model: 'speech-02-hd', voice_map: { '*': 'male-qn-qingse' } },
+      { provider: 'espeak', model: 'speech-02-hd', voice_map: { '*': 'en-us' } },
+    ]);
+    const auth = ['Authorization', `Bearer ${key.secret}`] as const;
+    const text = SENTENCE.repeat(30).trim(); // about 2,600 characters: three chunks
+    const submitted = await t.http.post('/v1/audio/speech/async').set(...auth).send({ model: 'speech-02-hd', text, voice_setting: { voice_id: 'narrator' } });
+    expect(submitted.status).toBe(202);
+
+    const status = (): Promise<{ status: string; provider: string | null; fallback_level: number | null }> =>
+      t.http.get(`/v1/audio/speech/async/${submitted.body.id as string}`).set(...auth).then((res) => res.body as { status: string; provider: string | null; fallback_level: number | null });
+    const done = await eventually(status, (task) => ['completed', 'failed'].includes(task.status), 90000, 'the task to finish');
+    expect(done).toMatchObject({ status: 'completed', provider: 'espeak', fallback_level: 1 });
+
+    const chunkCalls = await eventually(
+      () => db.query<Array<{ fallback_level: number }>>(`SELECT fallback_level FROM usage_records WHERE key_id = $1`, [key.id]),
+      (rows) => rows.length >= 3,
+      5000,
+      'the usage records of the chunks',
+    );
+    expect(chunkCalls.every((r) => r.fallback_level === 1)).toBe(true);
+    expect(minimax.count('/v1/t2a_v2')).toBeGreaterThanOrEqual(3);
+    const events = await db.query<Array<{ data: Record<string, unknown> }>>(`SELECT data FROM gateway_events WHERE key_id = $1 AND type = 'failover'`, [key.id]);
+    expect(events.map((e) => e.data)).toEqual([expect.objectContaining({ exhausted_provider: 'tf-minimax', active_provider: 'espeak', fallback_level: 1 })]);
+  });
+});
