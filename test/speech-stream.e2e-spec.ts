@@ -173,6 +173,26 @@ describe('speech WebSocket stream', () => {
     expect(client.messages.filter((m) => m.event === 'task_continued').every((m) => m.provider === 'ws-minimax')).toBe(true);
     minimax.setMode('ok');
   });
+
+  // last in this app: it leaves the ws-minimax circuit open
+  it('names in task_started the first step it will try, passing over one whose circuit is open', async () => {
+    minimax.setMode('http500');
+    const key = await t.createKey('ws-open', [
+      { provider: 'ws-minimax', model: 'speech-02-hd', voice_map: { '*': 'male-qn-qingse' } },
+      { provider: 'espeak', model: 'speech-02-hd', voice_map: { '*': 'en-us' } },
+    ]);
+    const speak = () => t.http.post('/v1/audio/speech').set('Authorization', `Bearer ${key.secret}`).send({ model: 'speech-02-hd', text: 'Hi.', voice_setting: { voice_id: 'narrator' } });
+    // failures until the breaker opens (5 in a row; earlier tests may have left some)
+    const skippedForOpenCircuit = (res: { headers: Record<string, string | undefined> }): boolean =>
+      ((JSON.parse(res.headers['x-svc-fallback-alert'] ?? '{}') as { message?: string }).message ?? '').includes('circuit open');
+    await eventually(speak, skippedForOpenCircuit, 20000, 'the ws-minimax circuit to open');
+    const client = await connect(key.secret);
+    client.send({ ...START, voice_setting: { voice_id: 'narrator' }, audio_setting: { format: 'pcm' } });
+    const started = await client.waitFor((m) => m.event === 'task_started');
+    expect(started).toMatchObject({ provider: 'espeak', fallback_level: 1 });
+    client.ws.close();
+    minimax.setMode('ok');
+  });
 });
 
 describe('speech WebSocket stream: backpressure', () => {

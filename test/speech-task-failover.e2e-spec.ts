@@ -35,7 +35,7 @@ describe('async speech task failover', () => {
       { provider: 'espeak', model: 'speech-02-hd', voice_map: { '*': 'en-us' } },
     ]);
     const auth = ['Authorization', `Bearer ${key.secret}`] as const;
-    const text = SENTENCE.repeat(30).trim(); // about 2,600 characters: three chunks
+    const text = SENTENCE.repeat(14).trim(); // about 1,200 characters: two chunks
     const submitted = await t.http.post('/v1/audio/speech/async').set(...auth).send({ model: 'speech-02-hd', text, voice_setting: { voice_id: 'narrator' } });
     expect(submitted.status).toBe(202);
 
@@ -46,13 +46,44 @@ describe('async speech task failover', () => {
 
     const chunkCalls = await eventually(
       () => db.query<Array<{ fallback_level: number }>>(`SELECT fallback_level FROM usage_records WHERE key_id = $1`, [key.id]),
-      (rows) => rows.length >= 3,
+      (rows) => rows.length >= 2,
       5000,
       'the usage records of the chunks',
     );
     expect(chunkCalls.every((r) => r.fallback_level === 1)).toBe(true);
-    expect(minimax.count('/v1/t2a_v2')).toBeGreaterThanOrEqual(3);
+    expect(minimax.count('/v1/t2a_v2')).toBeGreaterThanOrEqual(2);
     const events = await db.query<Array<{ data: Record<string, unknown> }>>(`SELECT data FROM gateway_events WHERE key_id = $1 AND type = 'failover'`, [key.id]);
     expect(events.map((e) => e.data)).toEqual([expect.objectContaining({ exhausted_provider: 'tf-minimax', active_provider: 'espeak', fallback_level: 1 })]);
+  });
+
+  it('names the deepest step that served any chunk, so a task that fell back part-way does not report level 0', async () => {
+    minimax.setMode('ok');
+    minimax.failText = /Tuesday/;
+    try {
+      const key = await t.createKey('task part failover', [
+        { provider: 'tf-minimax', model: 'speech-02-hd', voice_map: { '*': 'male-qn-qingse' } },
+        { provider: 'espeak', model: 'speech-02-hd', voice_map: { '*': 'en-us' } },
+      ]);
+      const auth = ['Authorization', `Bearer ${key.secret}`] as const;
+      // chunks of at most 1,000 characters: the first of eleven plain sentences, the other two of sentences naming Tuesday (those fail over)
+      const text = `${SENTENCE.repeat(11)}${'On Tuesday the keeper climbed the stairs again and checked the lamp twice. '.repeat(20)}`.trim();
+      const submitted = await t.http.post('/v1/audio/speech/async').set(...auth).send({ model: 'speech-02-hd', text, voice_setting: { voice_id: 'narrator' } });
+      expect(submitted.status).toBe(202);
+      const status = (): Promise<{ status: string; provider: string | null; fallback_level: number | null }> =>
+        t.http.get(`/v1/audio/speech/async/${submitted.body.id as string}`).set(...auth).then((res) => res.body as { status: string; provider: string | null; fallback_level: number | null });
+      const done = await eventually(status, (task) => ['completed', 'failed'].includes(task.status), 90000, 'the task to finish');
+      expect(done).toMatchObject({ status: 'completed', provider: 'espeak', fallback_level: 1 });
+      // the chunks' own calls, as their usage records tell (request ids req_<task>_<idx>)
+      const chunks = await eventually(
+        () => db.query<Array<{ provider: string; fallback_level: number }>>(`SELECT provider, fallback_level FROM usage_records WHERE key_id = $1 AND status = 200 ORDER BY request_id`, [key.id]),
+        (rows) => rows.length === 3,
+        5000,
+        'the usage records of the three chunks',
+      );
+      expect(chunks.map((c) => [c.provider, c.fallback_level])).toEqual([['tf-minimax', 0], ['espeak', 1], ['espeak', 1]]);
+    } finally {
+      minimax.failText = null;
+      minimax.setMode('http500');
+    }
   });
 });

@@ -12,6 +12,9 @@ import { EventsService } from './events.service';
 export const CIRCUITS_CHANNEL = 'svc_circuits_changed';
 const PROBE_TIMEOUT_MS = 5000;
 const CAS_ATTEMPTS = 8;
+/** How long outcomes that change no circuit's status may wait to share one write. */
+const COUNT_WRITE_DELAY_MS = 50;
+const FLUSH_ALL_ROUNDS = 5;
 /** A recovery event that cannot be stored is tried this often, waiting 1, 2, 4, 8 s between (a database restart's worth). */
 const RECOVERED_EVENT_ATTEMPTS = 5;
 const RECOVERED_EVENT_RETRY_MS = 1000;
@@ -25,6 +28,10 @@ interface Mirror {
   pending: Outcome[];
   /** The write in progress, if any. */
   flushing: Promise<void> | null;
+  /** A coalesced write scheduled for later (outcomes that change no status), if any. */
+  timer: NodeJS.Timeout | null;
+  /** A pending outcome changed the status: write without waiting. */
+  urgent: boolean;
 }
 
 /**
@@ -82,24 +89,30 @@ export class CircuitRegistry implements OnApplicationBootstrap, OnApplicationShu
     const mirror = this.mirror(provider);
     const next = this.breaker.recordSuccess(mirror.state, Date.now());
     if (next === mirror.state || (next.status === mirror.state.status && next.consecutiveFailures === mirror.state.consecutiveFailures)) return;
+    const statusChanged = next.status !== mirror.state.status;
     mirror.state = next;
-    this.queue(provider, mirror, 'success');
+    this.queue(provider, mirror, 'success', statusChanged);
   }
 
   recordFailure(provider: string): void {
     const mirror = this.mirror(provider);
     const { state, tripped } = this.breaker.recordFailure(mirror.state, Date.now());
     if (state === mirror.state) return;
+    const statusChanged = state.status !== mirror.state.status;
     mirror.state = state;
     if (tripped) this.logger.warn(`circuit of ${provider} opened after ${state.consecutiveFailures} consecutive failures`);
-    this.queue(provider, mirror, 'failure');
+    this.queue(provider, mirror, 'failure', statusChanged);
   }
 
   /** Waits until every outcome seen here is in the shared row (tests and shutdown). */
   async flushAll(): Promise<void> {
     for (const [provider, mirror] of this.mirrors) {
-      if (mirror.flushing) await mirror.flushing;
-      if (mirror.pending.length > 0) await this.flush(provider);
+      if (mirror.timer) clearTimeout(mirror.timer);
+      mirror.timer = null;
+      // a few rounds: outcomes may arrive while a write is in flight (each round writes all pending ones)
+      for (let round = 0; round < FLUSH_ALL_ROUNDS && (mirror.flushing || mirror.pending.length > 0); round++) {
+        await (mirror.flushing ?? this.flush(provider));
+      }
     }
   }
 
@@ -121,15 +134,37 @@ export class CircuitRegistry implements OnApplicationBootstrap, OnApplicationShu
   private mirror(provider: string): Mirror {
     let mirror = this.mirrors.get(provider);
     if (!mirror) {
-      mirror = { state: this.breaker.initial(), version: -1, pending: [], flushing: null };
+      mirror = { state: this.breaker.initial(), version: -1, pending: [], flushing: null, timer: null, urgent: false };
       this.mirrors.set(provider, mirror);
     }
     return mirror;
   }
 
-  private queue(provider: string, mirror: Mirror, outcome: Outcome): void {
+  /**
+   * A status change (tripped, healed) is written at once, for the other replicas to follow; outcomes
+   * that only move the count (a degraded provider failing again) wait up to COUNT_WRITE_DELAY_MS and
+   * share one write, instead of a read and a compare-and-set per request.
+   */
+  private queue(provider: string, mirror: Mirror, outcome: Outcome, statusChanged: boolean): void {
     mirror.pending.push(outcome);
-    if (!mirror.flushing) setImmediate(() => void this.flush(provider));
+    if (statusChanged) mirror.urgent = true;
+    this.schedule(provider, mirror);
+  }
+
+  private schedule(provider: string, mirror: Mirror): void {
+    if (mirror.flushing) return; // its end schedules what came in meanwhile
+    if (mirror.urgent) {
+      if (mirror.timer) clearTimeout(mirror.timer);
+      mirror.timer = null;
+      setImmediate(() => void this.flush(provider));
+      return;
+    }
+    if (mirror.timer) return;
+    mirror.timer = setTimeout(() => {
+      mirror.timer = null;
+      void this.flush(provider);
+    }, COUNT_WRITE_DELAY_MS);
+    mirror.timer.unref();
   }
 
   /** Applies this replica's pending outcomes to the shared row (retrying when another replica wrote first). */
@@ -137,20 +172,22 @@ export class CircuitRegistry implements OnApplicationBootstrap, OnApplicationShu
     const mirror = this.mirror(provider);
     mirror.flushing ??= this.writePending(provider, mirror).finally(() => {
       mirror.flushing = null;
-      // outcomes queued while the last write settled found it busy: write them now
-      if (mirror.pending.length > 0 && !this.stopped) setImmediate(() => void this.flush(provider));
+      // outcomes queued while the last write settled found it busy: schedule them now
+      if (mirror.pending.length > 0 && !this.stopped) this.schedule(provider, mirror);
     });
     return mirror.flushing;
   }
 
   private async writePending(provider: string, mirror: Mirror): Promise<void> {
     try {
-      while (mirror.pending.length > 0 && !this.stopped) {
+      // one write; what arrives meanwhile is scheduled by flush's end (at once if urgent, else coalesced)
+      if (mirror.pending.length > 0 && !this.stopped) {
         const batch = mirror.pending.splice(0);
+        mirror.urgent = false;
         const written = await this.apply(provider, (state, now) => batch.reduce((s, o) => this.step(s, o, now), state));
         if (!written) {
           this.logger.warn(`circuit of ${provider}: could not record ${batch.length} outcome(s) after ${CAS_ATTEMPTS} attempts`);
-          break;
+          return;
         }
         const now = Date.now();
         mirror.state = mirror.pending.reduce((s, o) => this.step(s, o, now), written.state);

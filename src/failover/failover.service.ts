@@ -62,6 +62,11 @@ export class FailoverService {
     return planned;
   }
 
+  /** The step a request would try first now: the first whose circuit is not open (what a stream announces before its first call). */
+  firstAvailable(planned: PlannedStep[]): PlannedStep {
+    return planned.find((step) => this.adapters.get(step.provider) && this.circuits.isAvailable(step.provider)) ?? planned[0];
+  }
+
   async execute<T>(scope: FailoverScope, model: string, attempt: Attempt<T>, planned = this.plan(scope.key, model, scope.capability)): Promise<T> {
     scope.requestedModel = model;
     const failures: Array<{ provider: string; reason: string; level: number }> = [];

@@ -37,6 +37,8 @@ export type FakeMiniMax = FakeUpstream<FakeMiniMaxMode> & {
   voices: Map<string, 'voice_cloning' | 'voice_generation'>;
   /** While set, voice_clone waits for it before answering (a clone in flight). */
   cloneGate: Promise<void> | null;
+  /** While set, a T2A request whose text matches answers HTTP 500 (some chunks of a task fail over, others not). */
+  failText: RegExp | null;
 };
 
 export interface FakeMiniMaxFile {
@@ -78,6 +80,7 @@ export async function startFakeMiniMax(options: FakeMiniMaxOptions = {}): Promis
     const shape = { sampleRate: audio.sample_rate ?? 32000, channels: audio.channel ?? 1, bitrate: audio.bitrate ?? 128000 };
     const format = audio.format ?? 'mp3';
     const traceId = `trace-${++sequence}`;
+    if (fake.failText?.test(body.text ?? '')) return sendJson(x.res, 500, { trace_id: traceId, base_resp: { status_code: 1000, status_msg: 'unknown error' } }, tag);
     // MiniMax refuses WAV when streaming
     if (body.stream && format === 'wav') return sendJson(x.res, 200, { trace_id: traceId, base_resp: { status_code: 2013, status_msg: 'invalid params, wav is not supported in stream mode' } }, tag);
     const seconds = toneSeconds(body.text ?? '');
@@ -194,6 +197,7 @@ export async function startFakeMiniMax(options: FakeMiniMaxOptions = {}): Promis
     files: new Map<number, FakeMiniMaxFile>(),
     voices: new Map<string, 'voice_cloning' | 'voice_generation'>(),
     cloneGate: null,
+    failText: null,
   });
   return fake.listen('/v1');
 }

@@ -117,7 +117,8 @@ export class SpeechStreamSession {
     this.job = job;
     if (this.state === 'closed') return;
     if (this.state === 'starting') this.state = 'started';
-    this.send({ event: 'task_started', session_id: this.sessionId, provider: this.planned[0].provider, fallback_level: this.planned[0].level });
+    const first = this.failover.firstAvailable(this.planned);
+    this.send({ event: 'task_started', session_id: this.sessionId, provider: first.provider, fallback_level: first.level });
   }
 
   private enqueue(text: string): void {

@@ -85,14 +85,19 @@ export class SpeechTasksRepository {
     return (await this.rows(`SELECT 1 FROM speech_tasks WHERE id = $1 AND worker_id = $2 AND status = 'processing'`, [id, workerId])).length > 0;
   }
 
-  /** The chunk and the task's progress in one statement; the first chunk also names the task's provider. */
+  /**
+   * The chunk and the task's progress in one statement. Each chunk walks the chain on its own, so the
+   * task names the deepest step that served any of its chunks (the one stored first on a tie): a task
+   * reports `fallback_level` 0 only when its entry step spoke every word.
+   */
   async storeChunk(id: string, workerId: string, chunk: StoredChunk): Promise<boolean> {
     const rows = await this.rows(
       `WITH o AS (${OWNED}),
        ins AS (INSERT INTO speech_task_chunks (task_id, idx, pcm, provider, fallback_level) SELECT id, $3, $4, $5, $6 FROM o
                ON CONFLICT DO NOTHING RETURNING task_id),
        u AS (UPDATE speech_tasks t SET chunks_done = chunks_done + 1, characters_done = characters_done + $7, heartbeat_at = now(),
-               provider = CASE WHEN $3 = 0 THEN $5 ELSE provider END, fallback_level = CASE WHEN $3 = 0 THEN $6 ELSE fallback_level END
+               provider = CASE WHEN t.fallback_level IS NULL OR $6 > t.fallback_level THEN $5 ELSE t.provider END,
+               fallback_level = CASE WHEN t.fallback_level IS NULL OR $6 > t.fallback_level THEN $6 ELSE t.fallback_level END
              FROM ins WHERE t.id = ins.task_id RETURNING t.id)
        SELECT id FROM u`,
       [id, workerId, chunk.idx, chunk.pcm, chunk.provider, chunk.level, chunk.chars],

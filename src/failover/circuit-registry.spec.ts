@@ -1,0 +1,78 @@
+import type { EnvironmentVariables } from '../config/env.schema';
+import type { PgChangeFeed } from '../database/pg-change-feed';
+import type { AdapterRegistry } from './adapter-registry';
+import type { BreakerStore, StoredCircuit } from './breaker.store';
+import type { BreakerState } from './circuit-breaker';
+import { CircuitRegistry } from './circuit-registry';
+import type { EventsService } from './events.service';
+
+/** The shared row in memory, counting the compare-and-set writes the registry makes. */
+class MemoryStore {
+  row: StoredCircuit | null = null;
+  writes = 0;
+
+  get(): Promise<StoredCircuit | null> {
+    return Promise.resolve(this.row && { ...this.row });
+  }
+
+  ensure(provider: string, initial: BreakerState): Promise<void> {
+    this.row ??= { provider, state: initial, version: 0 };
+    return Promise.resolve();
+  }
+
+  compareAndSet(provider: string, version: number, next: BreakerState): Promise<boolean> {
+    if (!this.row || this.row.version !== version) return Promise.resolve(false);
+    this.writes += 1;
+    this.row = { provider, state: next, version: version + 1 };
+    return Promise.resolve(true);
+  }
+
+  all(): Promise<StoredCircuit[]> {
+    return Promise.resolve(this.row ? [this.row] : []);
+  }
+}
+
+const tick = (ms = 0): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('CircuitRegistry writes', () => {
+  let store: MemoryStore;
+  let registry: CircuitRegistry;
+
+  beforeEach(() => {
+    store = new MemoryStore();
+    const feed = { notify: () => Promise.resolve(), subscribe: () => Promise.resolve() } as unknown as PgChangeFeed;
+    const env = { SVC_BREAKER_THRESHOLD: 1000, SVC_BREAKER_COOLDOWN_MS: 30000, SVC_SYNC_INTERVAL_MS: 1000 } as EnvironmentVariables;
+    registry = new CircuitRegistry(store as unknown as BreakerStore, feed, {} as AdapterRegistry, {} as EventsService, env);
+  });
+
+  it('writes a status change at once, and coalesces outcomes that only move the count into one later write', async () => {
+    registry.recordFailure('p'); // healthy -> degraded: the other replicas must know now
+    await tick();
+    await tick();
+    expect(store.writes).toBe(1);
+    expect(store.row?.state).toMatchObject({ status: 'degraded', consecutiveFailures: 1 });
+
+    for (let i = 0; i < 20; i++) registry.recordFailure('p'); // degraded, count only
+    await tick();
+    expect(store.writes).toBe(1);
+    await tick(80);
+    expect(store.writes).toBe(2);
+    expect(store.row?.state).toMatchObject({ status: 'degraded', consecutiveFailures: 21 });
+
+    registry.recordSuccess('p'); // degraded -> healthy: at once again
+    await tick();
+    await tick();
+    expect(store.writes).toBe(3);
+    expect(store.row?.state).toMatchObject({ status: 'healthy', consecutiveFailures: 0 });
+  });
+
+  it('writes pending count-only outcomes on flushAll without waiting', async () => {
+    registry.recordFailure('p');
+    await registry.flushAll();
+    registry.recordFailure('p');
+    registry.recordFailure('p');
+    await registry.flushAll();
+    expect(store.row?.state).toMatchObject({ status: 'degraded', consecutiveFailures: 3 });
+    expect(store.writes).toBe(2);
+  });
+});
