@@ -228,6 +228,7 @@ async function benchmarkModes(run: Run, names: ModeName[]): Promise<void> {
 
 async function measureMode(run: Run, upstream: Forked<{ urls: UpstreamUrls }>, name: ModeName): Promise<Cell[]> {
   log(MODES[name].target);
+  await run.checkpoint();
   const { gateway, secret, database } = await bootGateway(run, upstream.ready.urls, name);
   const cells = await measure(run, upstream, {
     target: MODES[name].target,
@@ -257,6 +258,7 @@ async function benchmark(run: Run): Promise<void> {
   await bare.stop();
 
   log('logged proxy');
+  await run.checkpoint();
   const loggedDatabase = await run.createDatabase('logged-proxy');
   const logged = run.track(await forkHelper(join(__dirname, 'logged-proxy.js'), [urls.ok, loggedDatabase.url, join(run.tmp, 'logged-proxy.log')], isProxyUrl));
   cells.push(

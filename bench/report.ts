@@ -187,6 +187,8 @@ Written by \`npm run bench:chat\` (bench/chat.ts).
 - Modes: *one step* = chain \`[primary]\`; *failover* = chain \`[primary, backup]\`, primary always answers 500,
   \`SVC_BREAKER_THRESHOLD=1000000000\` so every request really tries it first; *circuit open* = the same chain,
   default threshold, the primary's circuit tripped before measuring (\`SVC_BREAKER_COOLDOWN_MS=600000\`)
+- Each target that writes to PostgreSQL starts after a CHECKPOINT, so the writes of the target before are not
+  flushed while it is measured
 - Latency percentiles are computed from every response's own time (sub-millisecond), nearest rank
 - On a shared VM absolute figures move by tens of percent between runs; the targets compare cells of the same run
 

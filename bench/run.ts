@@ -53,6 +53,14 @@ export class Run {
     return { name, url: url.toString() };
   }
 
+  /**
+   * Flushes what earlier targets wrote (CHECKPOINT), so their dirty pages are not written out, and commits
+   * made slow, while the next target is measured. Needs a superuser (the local server's postgres).
+   */
+  async checkpoint(): Promise<void> {
+    await this.admin('CHECKPOINT');
+  }
+
   /** The PostgreSQL server processes serving `database` (their CPU is the gateway's database cost). */
   async backendPids(database: string): Promise<number[]> {
     if (!this.monitor) {

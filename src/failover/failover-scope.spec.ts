@@ -46,4 +46,14 @@ describe('FailoverScope client-gone signal', () => {
     s.abort();
     expect(heard).toEqual([]);
   });
+
+  it('announces every failover of a lone request, and each fallback provider once across a shared set', () => {
+    const lone = scope();
+    expect([lone.announceFailover('b'), lone.announceFailover('b')]).toEqual([true, true]);
+    const announced = new Set<string>();
+    const [first, second] = [scope(), scope()];
+    first.failoversAnnounced = announced;
+    second.failoversAnnounced = announced;
+    expect([first.announceFailover('b'), second.announceFailover('b'), second.announceFailover('c')]).toEqual([true, false, true]);
+  });
 });
