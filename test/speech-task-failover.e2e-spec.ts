@@ -29,19 +29,31 @@ describe('async speech task failover', () => {
     await minimax?.close();
   });
 
-  it('stores one failover event for a task whose every chunk failed over, not one per chunk', async () => {
-    const key = await t.createKey('task failover', [
+  interface TaskRecord {
+    status: string;
+    provider: string | null;
+    fallback_level: number | null;
+  }
+
+  /** A key whose chain is the fake MiniMax, then espeak (each with a voice of its own). */
+  const failoverKey = (name: string) =>
+    t.createKey(name, [
       { provider: 'tf-minimax', model: 'speech-02-hd', voice_map: { '*': 'male-qn-qingse' } },
       { provider: 'espeak', model: 'speech-02-hd', voice_map: { '*': 'en-us' } },
     ]);
-    const auth = ['Authorization', `Bearer ${key.secret}`] as const;
-    const text = SENTENCE.repeat(14).trim(); // about 1,200 characters: two chunks
+
+  /** Submits `text` as an async task and waits until it is completed or failed. */
+  async function runTask(secret: string, text: string): Promise<TaskRecord> {
+    const auth = ['Authorization', `Bearer ${secret}`] as const;
     const submitted = await t.http.post('/v1/audio/speech/async').set(...auth).send({ model: 'speech-02-hd', text, voice_setting: { voice_id: 'narrator' } });
     expect(submitted.status).toBe(202);
+    const status = (): Promise<TaskRecord> => t.http.get(`/v1/audio/speech/async/${submitted.body.id as string}`).set(...auth).then((res) => res.body as TaskRecord);
+    return eventually(status, (task) => ['completed', 'failed'].includes(task.status), 90000, 'the task to finish');
+  }
 
-    const status = (): Promise<{ status: string; provider: string | null; fallback_level: number | null }> =>
-      t.http.get(`/v1/audio/speech/async/${submitted.body.id as string}`).set(...auth).then((res) => res.body as { status: string; provider: string | null; fallback_level: number | null });
-    const done = await eventually(status, (task) => ['completed', 'failed'].includes(task.status), 90000, 'the task to finish');
+  it('stores one failover event for a task whose every chunk failed over, not one per chunk', async () => {
+    const key = await failoverKey('task failover');
+    const done = await runTask(key.secret, SENTENCE.repeat(14).trim()); // about 1,200 characters: two chunks
     expect(done).toMatchObject({ status: 'completed', provider: 'espeak', fallback_level: 1 });
 
     const chunkCalls = await eventually(
@@ -60,19 +72,10 @@ describe('async speech task failover', () => {
     minimax.setMode('ok');
     minimax.failText = /Tuesday/;
     try {
-      const key = await t.createKey('task part failover', [
-        { provider: 'tf-minimax', model: 'speech-02-hd', voice_map: { '*': 'male-qn-qingse' } },
-        { provider: 'espeak', model: 'speech-02-hd', voice_map: { '*': 'en-us' } },
-      ]);
-      const auth = ['Authorization', `Bearer ${key.secret}`] as const;
+      const key = await failoverKey('task part failover');
       // chunks of at most 1,000 characters: the first of eleven plain sentences, the other two of sentences naming Tuesday (those fail over)
       const text = `${SENTENCE.repeat(11)}${'On Tuesday the keeper climbed the stairs again and checked the lamp twice. '.repeat(20)}`.trim();
-      const submitted = await t.http.post('/v1/audio/speech/async').set(...auth).send({ model: 'speech-02-hd', text, voice_setting: { voice_id: 'narrator' } });
-      expect(submitted.status).toBe(202);
-      const status = (): Promise<{ status: string; provider: string | null; fallback_level: number | null }> =>
-        t.http.get(`/v1/audio/speech/async/${submitted.body.id as string}`).set(...auth).then((res) => res.body as { status: string; provider: string | null; fallback_level: number | null });
-      const done = await eventually(status, (task) => ['completed', 'failed'].includes(task.status), 90000, 'the task to finish');
-      expect(done).toMatchObject({ status: 'completed', provider: 'espeak', fallback_level: 1 });
+      expect(await runTask(key.secret, text)).toMatchObject({ status: 'completed', provider: 'espeak', fallback_level: 1 });
       // the chunks' own calls, as their usage records tell (request ids req_<task>_<idx>)
       const chunks = await eventually(
         () => db.query<Array<{ provider: string; fallback_level: number }>>(`SELECT provider, fallback_level FROM usage_records WHERE key_id = $1 AND status = 200 ORDER BY request_id`, [key.id]),
