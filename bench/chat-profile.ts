@@ -63,10 +63,11 @@ the *logged proxy* reference row shows where the floor is: the bare proxy plus o
 request of this gateway needs (a pino-http line, the key's hash, the body parsed and the model replaced,
 the answer parsed and \`provider\` added, the x-svc-* headers, a usage record batched to PostgreSQL) and
 nothing else (no framework, validation, metrics, rate limit or failover core). Over this session's full
-runs it measured 44 to 57 % of the bare proxy, and the gateway 78 to 83 % of it (the Targets table above
+runs it measured 44 to 57 % of the bare proxy, and the gateway 51 to 83 % of it (the Targets table above
 has this run's figures): 45 % is about the limit of any gateway that logs, authenticates and records each
 request on this machine, and what the gateway adds beyond that reference is spread thin (no single item
 above 5 % of a request in the profile). On this VM the same code moved by up to 2x between runs an hour
 apart (upstream direct at c=20 from about 9,500 to 18,700 req/s), and the ratios that wait on a commit
-(failover, circuit open: the event is stored before the response) moved the most.
+(failover, circuit open: the event is stored before the response) moved the most; the ratio targets are
+therefore taken from interleaved rounds (above).
 `

@@ -12,7 +12,8 @@ import { CHAT_PROFILE_NOTE } from './chat-profile';
 import { LOGGED_PROXY_SECRET } from './logged-proxy';
 import { renderSummary, summariseProfile } from './profile-summary';
 import type { CpuProfile } from './profile-summary';
-import { Cell, checks, renderChecks, renderResults, renderTable, Target } from './report';
+import { Cell, checks, renderChecks, renderResults, renderTable, ROUND_TARGETS, Target } from './report';
+import type { Rounds, RoundTarget } from './report';
 import { writeSection } from './results-file';
 import { log, machine, Run, runBenchmark, secondsFromEnv } from './run';
 import type { UpstreamCounts, UpstreamUrls } from './upstream';
@@ -43,6 +44,9 @@ const QUIET_WAIT_MS = 60000;
 
 const WARMUP_SECONDS = secondsFromEnv('BENCH_WARMUP_SECONDS', 2);
 const MEASURE_SECONDS = secondsFromEnv('BENCH_SECONDS', 10);
+/** Interleaved rounds for the ratio targets: how many, and how long each target runs in each. */
+const ROUNDS = 5;
+const ROUND_SECONDS = secondsFromEnv('BENCH_ROUND_SECONDS', 3);
 
 type ModeName = 'one-step' | 'failover' | 'circuit-open';
 
@@ -105,17 +109,17 @@ interface BootedGateway {
   database: string;
 }
 
-async function bootGateway(run: Run, urls: UpstreamUrls, name: ModeName, nodeArgs: string[] = []): Promise<BootedGateway> {
+async function bootGateway(run: Run, urls: UpstreamUrls, name: ModeName, nodeArgs: string[] = [], label: string = name): Promise<BootedGateway> {
   const mode = MODES[name];
-  const config = join(run.tmp, `gateway-${name}.yaml`);
+  const config = join(run.tmp, `gateway-${label}.yaml`);
   writeFileSync(config, gatewayYaml(urls, mode));
-  const database = await run.createDatabase(name);
+  const database = await run.createDatabase(label);
   const gateway = run.track(
     await startGateway({
       script: GATEWAY_SCRIPT,
       // BENCH_NODE_ARGS: extra node flags for the gateway, to try one (e.g. a V8 heap setting) against the same run's references
       nodeArgs: [...(process.env.BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean), ...nodeArgs],
-      logFile: join(run.tmp, `gateway-${name}.log`),
+      logFile: join(run.tmp, `gateway-${label}.log`),
       env: {
         DATABASE_URL: database.url,
         PORT: '0',
@@ -275,11 +279,55 @@ async function benchmark(run: Run): Promise<void> {
 
   for (const name of ['one-step', 'failover', 'circuit-open'] as const) cells.push(...(await measureMode(run, upstream, name)));
 
-  const list = checks(cells);
+  const rounds = await interleavedRounds(run, upstream);
+  const list = checks(cells, rounds);
   const info = { date: new Date().toISOString(), ...machine(), node: process.version, warmupSeconds: WARMUP_SECONDS, seconds: MEASURE_SECONDS };
   writeSection(RESULTS_FILE, 'chat', `${renderResults(info, cells, list).trimEnd()}\n\n${CHAT_PROFILE_NOTE}`);
   process.stdout.write(`\n${renderTable(cells)}\n\n${renderChecks(list)}\n\nwritten to ${RESULTS_FILE}\n`);
   if (list.some((c) => c.pass === false)) log('a target was missed: `npm run bench:chat -- --profile[=one-step|failover|circuit-open]` shows where the time goes');
+}
+
+/**
+ * Every ratio target again, in short rounds: the references and the three gateway modes all running,
+ * each measured at c=20 for ROUND_SECONDS in turn (the order rotating from round to round).
+ */
+async function interleavedRounds(run: Run, upstream: Forked<{ urls: UpstreamUrls }>): Promise<Rounds> {
+  log(`interleaved rounds: ${ROUNDS} x ${ROUND_SECONDS} s per target at c=20`);
+  const urls = upstream.ready.urls;
+  await run.checkpoint();
+  const bare = run.track(await forkHelper(join(__dirname, 'bare-proxy.js'), [urls.ok], isProxyUrl));
+  const loggedDatabase = await run.createDatabase('logged-proxy-rounds');
+  const logged = run.track(await forkHelper(join(__dirname, 'logged-proxy.js'), [urls.ok, loggedDatabase.url, join(run.tmp, 'logged-proxy-rounds.log')], isProxyUrl));
+  const gateways: Partial<Record<ModeName, BootedGateway>> = {};
+  for (const name of ['one-step', 'failover', 'circuit-open'] as const) gateways[name] = await bootGateway(run, urls, name, [], `${name}-rounds`);
+  const gatewaySpec = (name: ModeName): { url: string; headers: Record<string, string>; expectProvider: string } => {
+    const booted = gateways[name];
+    if (!booted) throw new Error(`${name} did not boot`);
+    return { url: `${booted.gateway.url}${CHAT_PATH}`, headers: { authorization: `Bearer ${booted.secret}` }, expectProvider: MODES[name].servedBy };
+  };
+  const specs: Record<RoundTarget, { url: string; headers: Record<string, string>; expectProvider: string }> = {
+    'bare proxy': { url: `${bare.ready.url}${CHAT_PATH}`, headers: {}, expectProvider: 'primary' },
+    'logged proxy': { url: `${logged.ready.url}${CHAT_PATH}`, headers: { authorization: `Bearer ${LOGGED_PROXY_SECRET}` }, expectProvider: 'primary' },
+    'gateway one step': gatewaySpec('one-step'),
+    'gateway failover': gatewaySpec('failover'),
+    'gateway circuit open': gatewaySpec('circuit-open'),
+  };
+  const rounds: Rounds = { seconds: ROUND_SECONDS, rps: { 'bare proxy': [], 'logged proxy': [], 'gateway one step': [], 'gateway failover': [], 'gateway circuit open': [] }, faults: 0 };
+  const load = (target: RoundTarget, seconds: number): Promise<LoadResult> => runLoad({ ...specs[target], body: CHAT_BODY, connections: 20, seconds });
+  for (const target of ROUND_TARGETS) await load(target, WARMUP_SECONDS);
+  for (let round = 0; round < ROUNDS; round++) {
+    const order = ROUND_TARGETS.map((_, i) => ROUND_TARGETS[(i + round) % ROUND_TARGETS.length]);
+    for (const target of order) {
+      const result = await load(target, ROUND_SECONDS);
+      rounds.rps[target].push(result.rps);
+      rounds.faults += result.non2xx + result.errors + result.headerMismatches;
+    }
+    log(`  round ${round + 1}: ${ROUND_TARGETS.map((t) => `${t} ${rounds.rps[t][round].toFixed(0)}`).join(', ')} req/s`);
+  }
+  for (const booted of Object.values(gateways)) await booted.gateway.stop();
+  await logged.stop();
+  await bare.stop();
+  return rounds;
 }
 
 /** One gateway mode under `node --cpu-prof` at c=20; the profile is kept outside the repository. */
