@@ -6,7 +6,9 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { parseGatewayConfig } from '../src/config/gateway-config';
+import { DeliveriesRepository } from '../src/webhooks/deliveries.repository';
 import { FakeOpenAi, startFakeOpenAi } from './fakes/fake-openai';
+import { FakeRawReceiver } from './fakes/fake-raw-receiver';
 import { startApp, TestApp } from './support/app';
 import { CHAT_PATH, chatBody, eventually, REQUEST_ID, sleep } from './support/failover';
 import { isolatedDatabase, ReceivedCall, Receiver, verifyDelivery } from './support/receiver';
@@ -24,13 +26,16 @@ describe('webhook deliveries', () => {
   /** A second replica on the same database: fan-out and delivery are shared by both. */
   let replica: TestApp;
   let receiver: Receiver;
+  /** Answers with bodies of any bytes (a NUL, UTF-16). */
+  let raw: FakeRawReceiver;
   const fakes: Record<string, FakeOpenAi> = {};
 
   beforeAll(async () => {
     db = await isolatedDatabase('webhooks_delivery');
-    for (const label of ['a', 'flaky', 'retry', 'dead', 'readme', 'burst', 'late']) fakes[label] = await startFakeOpenAi({ name: `wh-dl-${label}`, mode: 'error500' });
+    for (const label of ['a', 'flaky', 'retry', 'dead', 'readme', 'burst', 'late', 'nul-ok', 'nul-5xx']) fakes[label] = await startFakeOpenAi({ name: `wh-dl-${label}`, mode: 'error500' });
     const yaml = ['providers:', '  - name: echo', '    kind: echo', ...Object.values(fakes).map((f) => `  - name: ${f.name}\n    kind: openai\n    base_url: ${f.url}\n    api_key: x`)];
     receiver = await Receiver.start();
+    raw = await FakeRawReceiver.start();
     const options = {
       gateway: parseGatewayConfig(yaml.join('\n'), 'webhook delivery gateway'),
       env: { DATABASE_URL: db.url, SVC_WEBHOOK_ALLOW_PRIVATE: 'true', SVC_WEBHOOK_RETRY_SCHEDULE: '1s,1s', SVC_BREAKER_COOLDOWN_MS: '1000', SVC_SECRET_KEY: undefined },
@@ -42,6 +47,7 @@ describe('webhook deliveries', () => {
     await replica?.close();
     await t?.close();
     await receiver?.close();
+    await raw?.close();
     await Promise.all(Object.values(fakes).map((f) => f.close()));
     await db?.drop();
   });
@@ -242,6 +248,75 @@ describe('webhook deliveries', () => {
       [1, 503, 'HTTP 503'],
     ]);
   }, 30000);
+
+  const storedAttempts = (endpointId: string): Promise<Array<Record<string, unknown>>> =>
+    t.app
+      .get(DataSource)
+      .query(
+        `SELECT d.status, d.attempts AS delivery_attempts, d.locked_until, a.attempt, a.status_code, a.response_snippet FROM webhook_deliveries d
+           JOIN webhook_delivery_attempts a ON a.delivery_id = d.id WHERE d.endpoint_id = $1 ORDER BY a.attempt`,
+        [endpointId],
+      );
+
+  it('records a 2xx answer whose body holds a NUL byte as one success, keeping a snippet PostgreSQL accepts', async () => {
+    const key = await t.createKey('nul answer', [
+      { provider: fakes['nul-ok'].name, model: 'm-n' },
+      { provider: 'echo', model: 'echo-1' },
+    ]);
+    raw.respond('/nul-ok', [{ status: 200, body: Buffer.from('OK', 'utf16le') }]);
+    const endpoint = await subscribe(key.secret, '/nul-ok', undefined, raw.url('/nul-ok'));
+    await chat(key.secret, 'm-n');
+
+    const log = await eventually(() => attempts(key.secret, endpoint.id), (l) => (l.data as unknown[]).length > 0, 10000, 'attempt recorded');
+    expect(log.data).toMatchObject([{ attempt: 1, status_code: 200, error: null }]);
+    await sleep(2500);
+    expect(raw.statusesOf('/nul-ok')).toEqual([200]);
+    expect(await storedAttempts(endpoint.id)).toEqual([
+      { status: 'succeeded', delivery_attempts: 1, locked_until: null, attempt: 1, status_code: 200, response_snippet: 'O\uFFFDK\uFFFD' },
+    ]);
+  }, 30000);
+
+  it('records a 5xx answer whose body holds a NUL byte as a failed attempt and retries it on the schedule', async () => {
+    const key = await t.createKey('nul failure', [
+      { provider: fakes['nul-5xx'].name, model: 'm-n' },
+      { provider: 'echo', model: 'echo-1' },
+    ]);
+    raw.respond('/nul-5xx', [
+      { status: 500, body: Buffer.concat([Buffer.from('fail'), Buffer.from([0x00, 0xff, 0xfe]), Buffer.from('end')]) },
+      { status: 200, body: Buffer.from('ok') },
+    ]);
+    const endpoint = await subscribe(key.secret, '/nul-5xx', undefined, raw.url('/nul-5xx'));
+    await chat(key.secret, 'm-n');
+
+    const log = await eventually(() => attempts(key.secret, endpoint.id), (l) => (l.data as unknown[]).length === 2, 15000, 'two attempts recorded');
+    expect(log.data).toMatchObject([
+      { attempt: 2, status_code: 200, error: null },
+      { attempt: 1, status_code: 500, error: 'HTTP 500' },
+    ]);
+    await sleep(2500);
+    expect(raw.statusesOf('/nul-5xx')).toEqual([500, 200]);
+    expect(await storedAttempts(endpoint.id)).toMatchObject([
+      { status: 'succeeded', delivery_attempts: 2, attempt: 1, status_code: 500, response_snippet: 'fail\uFFFD\uFFFD\uFFFDend' },
+      { attempt: 2, status_code: 200, response_snippet: 'ok' },
+    ]);
+  }, 30000);
+
+  it('advances a delivery even when PostgreSQL refuses the text of its attempt', async () => {
+    const key = await t.createKey('unstorable text', [{ provider: 'echo', model: 'echo-1' }]);
+    const endpoint = await subscribe(key.secret, '/never-sent');
+    const id = `dlv_unstorable${Date.now()}`;
+    await t.app.get(DataSource).query(`INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event, payload, status) VALUES ($1, $2, 'evt_unstorable', 'failover', '{}', 'pending')`, [id, endpoint.id]);
+    const deliveries = t.app.get(DeliveriesRepository);
+    const claimed = await deliveries.claim(id, 'clm_unstorable', 60);
+    expect(claimed.kind).toBe('claimed');
+
+    const attempt = { deliveryId: id, endpointId: endpoint.id, eventId: 'evt_unstorable', event: 'failover' as const, attempt: 1, statusCode: 500, latencyMs: 1, error: 'HTTP 500\0', responseSnippet: 'bad\0' };
+    expect(await deliveries.recordAttempt(attempt, 'clm_unstorable', 'pending', 3600, () => Promise.resolve())).toBe(true);
+    expect(await storedAttempts(endpoint.id)).toEqual([
+      { status: 'pending', delivery_attempts: 1, locked_until: null, attempt: 1, status_code: 500, response_snippet: null },
+    ]);
+    expect((await attempts(key.secret, endpoint.id)).data).toMatchObject([{ attempt: 1, status_code: 500, error: 'HTTP 500\uFFFD' }]);
+  });
 
   it('delivers an event whose transaction commits late, and holds the events stored after it began until then', async () => {
     const key = await t.createKey('late commit', [

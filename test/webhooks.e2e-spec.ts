@@ -1,4 +1,6 @@
 import { DataSource } from 'typeorm';
+import { MAX_ENDPOINTS_PER_KEY } from '../src/webhooks/webhooks.service';
+import { FakeRawReceiver } from './fakes/fake-raw-receiver';
 import { startApp, TestApp } from './support/app';
 import { Receiver, verifyDelivery } from './support/receiver';
 
@@ -11,12 +13,15 @@ describe('webhook endpoints', () => {
   /** An app with SVC_WEBHOOK_ALLOW_PRIVATE off, as in production. */
   let strict: TestApp;
   let receiver: Receiver;
+  /** Answers with bodies of any bytes (a NUL, UTF-16). */
+  let raw: FakeRawReceiver;
   let secret: string;
   let keyId: string;
   let other: string;
 
   beforeAll(async () => {
     receiver = await Receiver.start();
+    raw = await FakeRawReceiver.start();
     t = await startApp({ env: { SVC_WEBHOOK_ALLOW_PRIVATE: 'true', SVC_SECRET_KEY: SECRET_KEY } });
     strict = await startApp({ env: { SVC_WEBHOOK_ALLOW_PRIVATE: 'false', SVC_SECRET_KEY: SECRET_KEY } });
     const key = await t.createKey('webhooks owner', [
@@ -31,6 +36,7 @@ describe('webhook endpoints', () => {
     await strict?.close();
     await t?.close();
     await receiver?.close();
+    await raw?.close();
   });
 
   const as = (token: string) => ({
@@ -82,6 +88,19 @@ describe('webhook endpoints', () => {
     const untouched = await owner().patch(`${PATH}/${id}`, {});
     expect(untouched.status).toBe(200);
     expect(untouched.body).toEqual(patched.body);
+  });
+
+  it('keeps a key at its endpoint limit when creates race', async () => {
+    const key = await t.createKey('webhook racer');
+    const mine = as(key.secret);
+    const results = await Promise.all(Array.from({ length: 2 * MAX_ENDPOINTS_PER_KEY }, (_, i) => mine.post(PATH, { url: receiver.url(`/race-${i}`) })));
+    expect(results.filter((r) => r.status === 201).length).toBe(MAX_ENDPOINTS_PER_KEY);
+    for (const refused of results.filter((r) => r.status !== 201)) {
+      expect(refused.status).toBe(400);
+      expect(refused.body.error).toMatchObject({ type: 'invalid_request_error', code: 'webhook_limit_reached' });
+    }
+    const [{ count }] = await t.app.get(DataSource).query('SELECT count(*)::int AS count FROM webhook_endpoints WHERE key_id = $1', [key.id]);
+    expect(count).toBe(MAX_ENDPOINTS_PER_KEY);
   });
 
   it('deletes an endpoint, after which it is unknown', async () => {
@@ -205,6 +224,25 @@ describe('webhook endpoints', () => {
     const [call] = receiver.callsTo('/t503');
     expect(call.headers['x-svc-event']).toBe('provider_recovered');
     expect(JSON.parse(call.raw.toString('utf8')).data).toMatchObject({ exhausted_provider: null, active_provider: 'echo', fallback_level: null });
+  });
+
+  it('reports the real outcome from /test when the receiver answers with a NUL byte', async () => {
+    raw.respond('/t-nul', [{ status: 200, body: Buffer.from('OK', 'utf16le') }]);
+    raw.respond('/t-nul-503', [{ status: 503, body: Buffer.from([0x00, 0x01, 0xff, 0xd8]) }]);
+    const accepting = (await create({ url: raw.url('/t-nul') })).id as string;
+    const failing = (await create({ url: raw.url('/t-nul-503') })).id as string;
+
+    const ok = await owner().post(`${PATH}/${accepting}/test`);
+    expect(ok.status).toBe(200);
+    expect(ok.body).toMatchObject({ delivered: true, status_code: 200, error: null });
+    const refused = await owner().post(`${PATH}/${failing}/test`);
+    expect(refused.status).toBe(200);
+    expect(refused.body).toMatchObject({ delivered: false, status_code: 503, error: 'HTTP 503' });
+
+    expect(raw.statusesOf('/t-nul')).toEqual([200]);
+    expect(raw.statusesOf('/t-nul-503')).toEqual([503]);
+    expect((await owner().get(`${PATH}/${accepting}/deliveries`)).body.data).toMatchObject([{ attempt: 1, status_code: 200, error: null }]);
+    expect((await owner().get(`${PATH}/${failing}/deliveries`)).body.data).toMatchObject([{ attempt: 1, status_code: 503, error: 'HTTP 503' }]);
   });
 
   it('rotates the secret: shown once, and later deliveries are signed with the new one only', async () => {

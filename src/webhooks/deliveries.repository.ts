@@ -4,6 +4,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { newId } from '../common/ids';
 import { deliveryBody, SourceEvent } from './payload';
 import type { WebhookEventType } from './signature';
+import { isUnstorableText, storableText } from './storable-text';
 import { DeliveryStatus, WebhookAttemptEntity } from './webhook-delivery.entity';
 
 /** Sends the jobs of new deliveries inside the fan-out transaction. */
@@ -162,7 +163,17 @@ export class DeliveriesRepository {
    * Records the attempt and the delivery's next state in one transaction, with the next attempt's
    * job when there is one. False when the claim was lost (the attempt is then not recorded).
    */
-  recordAttempt(a: AttemptRecord, claim: string, status: DeliveryStatus, waitSeconds: number | null, enqueueNext: (m: EntityManager) => Promise<unknown>): Promise<boolean> {
+  async recordAttempt(a: AttemptRecord, claim: string, status: DeliveryStatus, waitSeconds: number | null, enqueueNext: (m: EntityManager) => Promise<unknown>): Promise<boolean> {
+    try {
+      return await this.writeAttempt(a, claim, status, waitSeconds, enqueueNext);
+    } catch (err) {
+      // text PostgreSQL refuses must not roll back the delivery's new state: it would stay locked and be resent forever
+      if (!isUnstorableText(err)) throw err;
+      return this.writeAttempt({ ...a, error: a.error === null ? null : storableText(a.error), responseSnippet: null }, claim, status, waitSeconds, enqueueNext);
+    }
+  }
+
+  private writeAttempt(a: AttemptRecord, claim: string, status: DeliveryStatus, waitSeconds: number | null, enqueueNext: (m: EntityManager) => Promise<unknown>): Promise<boolean> {
     return this.dataSource.transaction(async (m) => {
       const updated = rowsOf<{ id: string }>(
         await m.query(

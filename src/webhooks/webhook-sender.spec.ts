@@ -66,6 +66,14 @@ describe('WebhookSender', () => {
     expect(seen).toHaveLength(2);
   });
 
+  it('keeps a snippet PostgreSQL can store when the answer holds NUL bytes (UTF-16)', async () => {
+    const s = sender(true);
+    answer = { status: 200, body: 'O\0K\0' };
+    const utf16 = await s.send(`http://127.0.0.1:${port}/`, 'failover', 'whsec_x', '{}');
+    await s.onApplicationShutdown();
+    expect(utf16).toMatchObject({ delivered: true, statusCode: 200, error: null, snippet: 'O\uFFFDK\uFFFD' });
+  });
+
   it('reports a refused connection in plain words', async () => {
     const s = sender(true);
     const closed = createServer();

@@ -5,6 +5,7 @@ import { Agent, request } from 'undici';
 import { EnvironmentVariables } from '../config/env.schema';
 import { BlockedRange, blockedRange } from './address-policy';
 import { deliveryHeaders, WebhookEventType } from './signature';
+import { storableText } from './storable-text';
 import { literalAddress } from './webhook-url';
 
 /** A receiver must answer within this (connect, headers and the read snippet together). */
@@ -71,7 +72,7 @@ export function describeFailure(err: unknown, timedOut: boolean): string {
   }
   if (timedOut) return `no response within ${DELIVERY_TIMEOUT_MS / 1000} s`;
   const message = (err as Failure | null)?.message;
-  return (typeof message === 'string' ? message : String(err)).slice(0, 200);
+  return storableText((typeof message === 'string' ? message : String(err)).slice(0, 200));
 }
 
 async function readSnippet(body: AsyncIterable<Buffer> & { destroy(): unknown }): Promise<string> {
@@ -86,7 +87,8 @@ async function readSnippet(body: AsyncIterable<Buffer> & { destroy(): unknown })
       break;
     }
   }
-  return Buffer.concat(parts).subarray(0, SNIPPET_BYTES).toString('utf8');
+  // invalid UTF-8 decodes to U+FFFD; a NUL (UTF-16, binary) would make PostgreSQL refuse the whole attempt
+  return storableText(Buffer.concat(parts).subarray(0, SNIPPET_BYTES).toString('utf8'));
 }
 
 /** POSTs one signed attempt; never throws, never follows a redirect. */

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, Repository } from 'typeorm';
 import type { WebhookEventType } from './signature';
+import { isUnstorableText, storableText } from './storable-text';
 import { WebhookAttemptEntity, WebhookDeliveryEntity } from './webhook-delivery.entity';
 import { WebhookEndpointEntity } from './webhook-endpoint.entity';
 
@@ -21,13 +22,17 @@ export class WebhooksRepository {
     @InjectRepository(WebhookAttemptEntity) private readonly attempts: Repository<WebhookAttemptEntity>,
   ) {}
 
-  async insert(endpoint: NewEndpoint): Promise<WebhookEndpointEntity> {
-    await this.endpoints.insert(endpoint);
-    return (await this.findOwned(endpoint.keyId, endpoint.id)) as WebhookEndpointEntity;
-  }
-
-  countOwned(keyId: string): Promise<number> {
-    return this.endpoints.countBy({ keyId });
+  /**
+   * Inserts the endpoint unless its key already has `limit` (then null). A per-key transaction lock
+   * makes concurrent creates count one after another, so they cannot all see room for one more.
+   */
+  insertWithinLimit(endpoint: NewEndpoint, limit: number): Promise<WebhookEndpointEntity | null> {
+    return this.dataSource.transaction(async (m) => {
+      await m.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`webhook_endpoints:${endpoint.keyId}`]);
+      if ((await m.countBy(WebhookEndpointEntity, { keyId: endpoint.keyId })) >= limit) return null;
+      await m.insert(WebhookEndpointEntity, endpoint);
+      return m.findOneByOrFail(WebhookEndpointEntity, { id: endpoint.id });
+    });
   }
 
   findOwned(keyId: string, id: string): Promise<WebhookEndpointEntity | null> {
@@ -87,6 +92,16 @@ export class WebhooksRepository {
 
   /** A test send is recorded like any delivery (one attempt, never retried), so it shows in the list. */
   async recordTest(t: NewTestAttempt, delivered: boolean, event: WebhookEventType): Promise<void> {
+    try {
+      await this.writeTest(t, delivered, event);
+    } catch (err) {
+      // text PostgreSQL refuses must not turn the receiver's answer into an error for the caller
+      if (!isUnstorableText(err)) throw err;
+      await this.writeTest({ ...t, error: t.error === null ? null : storableText(t.error), responseSnippet: null }, delivered, event);
+    }
+  }
+
+  private async writeTest(t: NewTestAttempt, delivered: boolean, event: WebhookEventType): Promise<void> {
     await this.dataSource.transaction(async (manager) => {
       await manager.insert(WebhookDeliveryEntity, {
         id: t.deliveryId,

@@ -70,12 +70,10 @@ export class WebhooksService {
 
   async create(keyId: string, body: CreateWebhookEndpointDto): Promise<WebhookEndpointWithSecretDto> {
     this.checkDestination(body.url);
-    if ((await this.repository.countOwned(keyId)) >= MAX_ENDPOINTS_PER_KEY) {
-      throw new DomainError('webhook_limit_reached', `A key can have at most ${MAX_ENDPOINTS_PER_KEY} webhook endpoints; delete one first.`);
-    }
     const id = newId('we');
     const secret = newSecret();
-    const row = await this.repository.insert({ id, keyId, url: body.url, events: body.events ?? ['failover'], secret: this.secrets.seal(secret, id) });
+    const row = await this.repository.insertWithinLimit({ id, keyId, url: body.url, events: body.events ?? ['failover'], secret: this.secrets.seal(secret, id) }, MAX_ENDPOINTS_PER_KEY);
+    if (!row) throw new DomainError('webhook_limit_reached', `A key can have at most ${MAX_ENDPOINTS_PER_KEY} webhook endpoints; delete one first.`);
     return { ...toDto(row), secret };
   }
 
