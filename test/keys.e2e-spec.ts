@@ -232,36 +232,64 @@ describe('proxy keys across replicas', () => {
     expect(await status(b, secret)).toBe(401);
   });
 
-  it('refuses on B a key deleted through A while B was looking it up', async () => {
-    // A key B has not loaded yet (written straight to the table, as a missed NOTIFY would leave it)
-    const secret = `sk-svc-${'L'.repeat(40)}`;
-    const id = 'pk_lookupracelookupracelook';
+  /** A key B has not loaded (written straight to the table, as a missed NOTIFY would leave it). */
+  const insertUnannounced = async (id: string, secret: string): Promise<void> => {
     const db = new Client({ connectionString: process.env.DATABASE_URL });
     await db.connect();
     try {
-      await db.query(`INSERT INTO proxy_keys (id, name, secret_hash, secret_hint, chain) VALUES ($1, 'raced', $2, 'LLLL', $3)`, [
-        id,
-        hashSecret(secret),
-        JSON.stringify(ECHO_CHAIN),
-      ]);
+      await db.query(`INSERT INTO proxy_keys (id, name, secret_hash, secret_hint, chain) VALUES ($1, $1, $2, 'xxxx', $3)`, [id, hashSecret(secret), JSON.stringify(ECHO_CHAIN)]);
     } finally {
       await db.end();
     }
+  };
+
+  it('authenticates on its first request a key whose change notice B never got', async () => {
+    const secret = `sk-svc-${'M'.repeat(40)}`;
+    await insertUnannounced('pk_missednoticemissednotice', secret);
+    expect(await status(b, secret)).toBe(200);
+  });
+
+  it('refuses on B a key deleted through A while B was reloading its keys', async () => {
+    const secret = `sk-svc-${'L'.repeat(40)}`;
+    const id = 'pk_lookupracelookupracelook';
     const repository = b.app.get(KeysRepository);
-    const lookup = repository.findBySecretHash.bind(repository);
-    const spy = jest.spyOn(repository, 'findBySecretHash').mockImplementationOnce(async (hash) => {
-      const row = await lookup(hash);
-      // the key is deleted, and B hears of it, before B's lookup answers
+    const findAll = repository.findAll.bind(repository);
+    let raced = false;
+    // the first reload after the key appears (its periodic poll's, or the one its first request asks for)
+    const spy = jest.spyOn(repository, 'findAll').mockImplementationOnce(async () => {
+      raced = true;
+      const rows = await findAll();
+      // the key is deleted, and B hears of it, before B's reload answers
       expect((await a.http.delete(`/v1/admin/keys/${id}`).set('Authorization', ADMIN)).status).toBe(200);
       await sleep(300);
-      return row;
+      return rows;
     });
     try {
+      await insertUnannounced(id, secret);
       await status(b, secret);
+      await within(3000, () => Promise.resolve(raced));
     } finally {
       spy.mockRestore();
     }
     expect(await status(b, secret)).toBe(401);
+  });
+
+  it('answers a flood of unknown secrets with 401 and a handful of queries, not one per secret', async () => {
+    // B in step with the table first: the keys the tests before changed are reloaded
+    expect(await status(b, `sk-svc-settle${'u'.repeat(30)}`)).toBe(401);
+    const repository = b.app.get(KeysRepository);
+    const signature = jest.spyOn(repository, 'signature');
+    const findAll = jest.spyOn(repository, 'findAll');
+    try {
+      const statuses = await Promise.all(Array.from({ length: 300 }, (_, i) => status(b, `sk-svc-unknown${i}${'u'.repeat(30)}`)));
+      expect(statuses.every((s) => s === 401)).toBe(true);
+      // the 300 arrive within a few hundred ms: they share a check every 200 ms (plus the periodic poll)
+      expect(signature.mock.calls.length).toBeLessThanOrEqual(8);
+      expect(findAll).not.toHaveBeenCalled();
+    } finally {
+      signature.mockRestore();
+      findAll.mockRestore();
+    }
   });
 
   it("applies on B, within 1.5 s, a chain change made through A", async () => {

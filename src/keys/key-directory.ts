@@ -1,5 +1,6 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { hash, randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { EnvironmentVariables } from '../config/env.schema';
 import { PgChangeFeed } from '../database/pg-change-feed';
 import type { ChainStepDto } from './dto/chain-step.dto';
@@ -16,8 +17,8 @@ export interface AuthenticatedKey {
 export const KEYS_CHANNEL = 'svc_keys_changed';
 /** Each replica answers a change notice here (with its token) once it serves the change. */
 export const KEYS_APPLIED_CHANNEL = 'svc_keys_applied';
-const NEGATIVE_TTL_MS = 1000;
-const NEGATIVE_MAX = 10000;
+/** Unknown secrets share one check of the table at most this often, however many arrive. */
+const MISS_CHECK_MS = 200;
 
 /** SHA-256 hex of a key's secret (the one-shot `crypto.hash`: about half the cost of a Hash object per request). */
 export const hashSecret = (secret: string): string => hash('sha256', secret, 'hex');
@@ -26,15 +27,19 @@ export const hashSecret = (secret: string): string => hash('sha256', secret, 'he
  * Every key, in memory: authentication costs no database round trip. Writes on this replica
  * refresh it, NOTIFY the others and wait (at most one sync interval) until each has reloaded, so a
  * change holds on every replica from the next request; a signature poll is the safety net. An
- * unknown secret is looked up once (it may be a key just made on another replica) and then
- * remembered as unknown for a second.
+ * unknown secret may be a key whose notice has not arrived, so it makes this replica check whether the
+ * table changed; all the unknown secrets arriving meanwhile share that check, and another starts at
+ * most every MISS_CHECK_MS, so a flood of made-up tokens costs the database nothing per token.
  */
 @Injectable()
 export class KeyDirectory implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(KeyDirectory.name);
   private byHash = new Map<string, AuthenticatedKey>();
   private byKeyId = new Map<string, AuthenticatedKey>();
-  private readonly unknown = new Map<string, number>();
+  /** When the last check an unknown secret asked for ended; the one misses can still join; the one reading now. */
+  private lastMissCheck = 0;
+  private pendingCheck: Promise<void> | null = null;
+  private runningCheck: Promise<void> | null = null;
   private signature: KeysSignature | null = null;
   private timer: NodeJS.Timeout | null = null;
   private refreshing: Promise<void> | null = null;
@@ -64,29 +69,38 @@ export class KeyDirectory implements OnApplicationBootstrap, OnModuleDestroy {
   async onModuleDestroy(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
-    await Promise.all([this.polling, this.nextRefresh, this.refreshing]);
+    await Promise.all([this.polling, this.nextRefresh, this.refreshing, this.pendingCheck, this.runningCheck]);
   }
 
   async authenticate(secret: string): Promise<AuthenticatedKey | null> {
     const digest = hashSecret(secret);
     const known = this.byHash.get(digest);
     if (known) return known;
-    const unknownUntil = this.unknown.get(digest);
-    if (unknownUntil !== undefined && unknownUntil > Date.now()) return null;
-    const cache = this.byHash;
-    const row = await this.repository.findBySecretHash(digest);
-    if (row) {
-      const key = toAuthenticated(row);
-      // a reload during the lookup may already know the key is gone: never add a row it has not seen
-      if (this.byHash === cache) {
-        cache.set(digest, key);
-        this.byKeyId.set(key.id, key);
-      }
-      return key;
-    }
-    if (this.unknown.size >= NEGATIVE_MAX) this.unknown.clear();
-    this.unknown.set(digest, Date.now() + NEGATIVE_TTL_MS);
-    return null;
+    await this.checkTable();
+    return this.byHash.get(digest) ?? null;
+  }
+
+  /**
+   * A check of the table that reads it after this call (one whose query has started may have missed a
+   * key made just before); the misses arriving before its query share it, and it starts no sooner than
+   * MISS_CHECK_MS after the previous one.
+   */
+  private checkTable(): Promise<void> {
+    if (this.pendingCheck) return this.pendingCheck;
+    const check: Promise<void> = (this.runningCheck ?? Promise.resolve())
+      .then(async () => {
+        const wait = this.lastMissCheck + MISS_CHECK_MS - Date.now();
+        if (wait > 0) await sleep(wait);
+        this.pendingCheck = null;
+        this.runningCheck = check;
+        if (!this.stopped) await this.pollSignature();
+      })
+      .finally(() => {
+        this.lastMissCheck = Date.now();
+        if (this.runningCheck === check) this.runningCheck = null;
+      });
+    this.pendingCheck = check;
+    return check;
   }
 
   /** The key as this replica knows it now (its current chain), for work done outside a request (async speech tasks). */
@@ -165,7 +179,6 @@ export class KeyDirectory implements OnApplicationBootstrap, OnModuleDestroy {
     const keys = rows.map((row) => [row.secretHash, toAuthenticated(row)] as const);
     this.byHash = new Map(keys);
     this.byKeyId = new Map(keys.map(([, key]) => [key.id, key]));
-    this.unknown.clear();
     this.signature = signature;
   }
 }
