@@ -51,6 +51,7 @@ describe('synchronous speech through upstream providers', () => {
         provider('su-mm-event', 'minimax', failing.url),
         provider('su-mm-mid', 'minimax', failing.url),
         provider('su-mm-chain', 'minimax', failing.url),
+        provider('su-mm-refuse', 'minimax', failing.url),
         provider('su-openai', 'openai', openai.url),
         provider('su-eleven', 'elevenlabs', eleven.url),
       ].join('\n'),
@@ -132,6 +133,21 @@ describe('synchronous speech through upstream providers', () => {
       expect(audioFacts(res.bytes, 'wav', 'audio/wav')).toMatchObject({ sampleRate: 16000, channels: 2 });
       expect(failing.count(T2A)).toBe(1);
       expect(failing.requests[0].body).toMatchObject({ voice_setting: { voice_id: 'male-qn-qingse' } });
+    });
+
+    it("fails over on MiniMax's refusal of the text (base_resp 1026) without holding it against its circuit", async () => {
+      failing.setMode('baseRespError', { status: 1026, message: 'input new_sensitive' });
+      const key = await t.createKey('failover su-mm-refuse', chain('su-mm-refuse'));
+      // more refusals in a row than the breaker's threshold (5): a tenant's text must not take MiniMax out for everyone
+      for (let i = 0; i < 7; i++) {
+        const res = await speak(t, key.secret, { model: MODEL, text: TEXT, voice_setting: { voice_id: 'narrator' } });
+        expect(res.status).toBe(200);
+        expect(failoverHeaders(res.headers)).toMatchObject({ provider: 'espeak', level: '1' });
+      }
+      expect(failing.count(T2A)).toBe(7);
+      const health = await t.http.get('/v1/providers/health').set('Authorization', `Bearer ${key.secret}`);
+      const providers = (health.body as { providers: Array<{ provider: string }> }).providers;
+      expect(providers.find((p) => p.provider === 'su-mm-refuse')).toMatchObject({ status: 'healthy', consecutive_failures: 0 });
     });
 
     it('walks two failing steps and reports the last one as exhausted, at level 2', async () => {

@@ -136,6 +136,8 @@ describe('classify', () => {
       reason: 'provider error 1004: authentication failed',
     });
     expect(classify({ kind: 'provider_error', code: 'rate_limited' }).reason).toBe('provider error rate_limited');
+    // still failed over (decisions §3), but not held against the provider's circuit
+    expect(classify({ kind: 'provider_error', code: 1026, message: 'sensitive content', requestFault: true })).toMatchObject({ verdict: 'next', breakerFailure: false });
   });
 
   it('keeps the reason header-safe: one line, printable ASCII, bounded length', () => {

@@ -59,7 +59,8 @@ export type UpstreamOutcome =
   | { kind: 'http'; status: number; message?: string }
   | { kind: 'timeout' }
   | { kind: 'connection'; code?: string; message?: string }
-  | { kind: 'provider_error'; code: string | number; message?: string };
+  /** `requestFault`: the provider's code blames the request (e.g. MiniMax's sensitive-content refusal), not its own health. */
+  | { kind: 'provider_error'; code: string | number; message?: string; requestFault?: boolean };
 
 /** success: answer the client; next: try the next step; client_error: relay the upstream's refusal. */
 export type Verdict = 'success' | 'next' | 'client_error';
@@ -113,7 +114,9 @@ export function classify(outcome: UpstreamOutcome): Classification {
       return { verdict: 'next', breakerFailure: true, reason: describeConnection(outcome.code, outcome.message) };
     case 'provider_error': {
       const detail = outcome.message ? `: ${headerSafe(outcome.message)}` : '';
-      return { verdict: 'next', breakerFailure: true, reason: `provider error ${headerSafe(String(outcome.code))}${detail}` };
+      // decisions §3 fails over on any base_resp error; one that blames the request does not count against the
+      // breaker, or one tenant's refused text could take the provider out for every tenant
+      return { verdict: 'next', breakerFailure: !outcome.requestFault, reason: `provider error ${headerSafe(String(outcome.code))}${detail}` };
     }
     case 'http': {
       const reason = `HTTP ${outcome.status}`;

@@ -83,7 +83,7 @@ export const MINIMAX_SAMPLE_RULES: VoiceSampleRules = {
   maxSeconds: 300,
 };
 
-/** base_resp codes of the voice calls that blame the request (2013 invalid parameters, 1026 sensitive content), not the provider. */
+/** base_resp codes that blame the request (2013 invalid parameters, 1026 sensitive content), not the provider. */
 const REQUEST_FAULTS: ReadonlySet<number | string> = new Set([2013, 1026]);
 
 /** A voice call's base_resp: a request fault is a 400, anything else the provider's failure. */
@@ -105,7 +105,7 @@ function throwOnBaseResp(reply: Record<string, unknown>): void {
   if (!isRecord(base) || base.status_code === 0 || base.status_code === undefined) return;
   const code = typeof base.status_code === 'number' || typeof base.status_code === 'string' ? base.status_code : 'unknown';
   const message = typeof base.status_msg === 'string' && base.status_msg ? base.status_msg : undefined;
-  throw new UpstreamFailure({ kind: 'provider_error', code, ...(message ? { message } : {}) });
+  throw new UpstreamFailure({ kind: 'provider_error', code, ...(message ? { message } : {}), ...(REQUEST_FAULTS.has(code) ? { requestFault: true } : {}) });
 }
 
 function hexAudio(value: unknown): Buffer | undefined {
