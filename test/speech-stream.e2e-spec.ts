@@ -1,6 +1,7 @@
 import { DataSource } from 'typeorm';
 import { parseFirstMp3Frame, parseFlacStreamInfo } from '../src/speech/audio/parse';
 import { parseGatewayConfig } from '../src/config/gateway-config';
+import { UsageWriter } from '../src/usage/usage.writer';
 import { startFakeMiniMax, FakeMiniMax } from './fakes/fake-minimax';
 import { startApp, TestApp } from './support/app';
 import { eventually, sleep } from './support/failover';
@@ -239,4 +240,26 @@ describe('speech WebSocket stream: backpressure', () => {
     expect(paused.audio.length).toBe(reading.audio.length);
     expect(paused.audio.equals(reading.audio)).toBe(true);
   }, 120000);
+
+  it('records the sentence of a client that left mid-synthesis as 499, not as served or as an upstream failure', async () => {
+    const key = await t.createKey('ws client left', [{ provider: 'espeak', model: 'speech-02-hd' }]);
+    const client = await StreamClient.connect(wsUrl, { Authorization: `Bearer ${key.secret}` });
+    client.send({ ...START, audio_setting: { format: 'pcm', sample_rate: 44100, channel: 2 } });
+    await client.waitFor((m) => m.event === 'task_started');
+    // the audio backs up behind a client that stopped reading, which then leaves without a close frame
+    client.ws.pause();
+    client.send({ event: 'task_continue', text: LONG_TEXT });
+    await sleep(1500);
+    client.ws.terminate();
+
+    const statuses = async (): Promise<number[]> => {
+      await t.app.get(UsageWriter).flush();
+      const rows = await t.app.get(DataSource).query<Array<{ status: number }>>(`SELECT status FROM usage_records WHERE key_id = $1 AND capability = 'speech'`, [key.id]);
+      return rows.map((r) => r.status);
+    };
+    // one record: the text after the cut sentence is never sent upstream
+    expect(await eventually(statuses, (s) => s.length > 0, 5000, 'usage record of the cut sentence')).toEqual([499]);
+    await sleep(300);
+    expect(await statuses()).toEqual([499]);
+  });
 });

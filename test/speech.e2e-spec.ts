@@ -1,10 +1,12 @@
+import { once } from 'node:events';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { parseGatewayConfig } from '../src/config/gateway-config';
 import type { AudioFormat } from '../src/speech/audio/encoders';
 import { parseFirstMp3Frame } from '../src/speech/audio/parse';
 import { FakeMiniMax, startFakeMiniMax } from './fakes/fake-minimax';
 import { audioFacts } from './fakes/speech-audio';
 import { startApp, TestApp } from './support/app';
-import { REQUEST_ID } from './support/failover';
+import { eventually, REQUEST_ID, sleep } from './support/failover';
 import { rms, speak, SPEECH_PATH } from './support/speech';
 
 // every synthesis below is real work for the offline engine
@@ -116,6 +118,31 @@ describe('synchronous speech with the offline engine', () => {
     for (const pitch of [-12, 12]) expect((await say({ pitch })).length).toBeGreaterThan(0);
     const extremes = await say({ speed: 0.5, vol: 10, pitch: -12 });
     expect(extremes.length).toBeGreaterThan(0);
+  });
+
+  it('records a client that leaves while its audio waits on a full socket as 499, and does not hang', async () => {
+    // about 3 minutes of speech at 44.1 kHz stereo: ~30 MB, far more than the socket buffers hold
+    const text = Array.from({ length: 40 }, (_, i) => `Sentence number ${i + 1} keeps the engine busy for a while longer.`).join(' ');
+    const response = await new Promise<IncomingMessage>((resolve, reject) => {
+      const req = httpRequest(`${t.url}${SPEECH_PATH}`, { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' } });
+      req.on('response', resolve);
+      req.on('error', reject);
+      req.end(JSON.stringify({ model: MODEL, text, voice_setting: { voice_id: 'en-us' }, audio_setting: { format: 'pcm', sample_rate: 44100, channel: 2 } }));
+    });
+    expect(response.statusCode).toBe(200);
+    const requestId = String(response.headers['x-svc-request-id']);
+    // read a little, then nothing, so the gateway's writes back up; then leave
+    await once(response, 'data');
+    response.pause();
+    await sleep(1500);
+    response.destroy();
+
+    const usage = async (): Promise<Array<Record<string, unknown>>> => {
+      const res = await t.http.get('/v1/usage').query({ request_id: requestId }).set('Authorization', `Bearer ${secret}`);
+      return res.body.data as Array<Record<string, unknown>>;
+    };
+    const [record] = await eventually(usage, (records) => records.length === 1, 5000, 'usage record of the abandoned request');
+    expect(record).toMatchObject({ request_id: requestId, provider: 'espeak', status: 499 });
   });
 
   describe('validation (decisions §7): 4xx with the field in `param`, before any upstream call', () => {

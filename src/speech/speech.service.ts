@@ -16,6 +16,9 @@ export interface PrimedAudio {
   rest: AsyncIterator<Buffer>;
 }
 
+/** nginx's status for a request whose client closed the connection first (usage records only), as chat records it. */
+export const CLIENT_CLOSED_REQUEST = 499;
+
 const noSpeech = (): UpstreamFailure => new UpstreamFailure({ kind: 'http', status: 501, message: 'speech is not supported by this adapter' });
 
 /** Text to speech through the failover core; the same core as chat. */
@@ -65,16 +68,22 @@ export class SpeechService {
     if (job.output.format === 'mp3') res.setHeader('x-svc-audio-bitrate', String(primed.audio.bitrate ?? job.output.bitrate));
     scope.applyHeaders(res);
     const send = async (bytes: Buffer): Promise<void> => {
-      if (bytes.length > 0 && !res.write(bytes)) await once(res, 'drain');
+      // a client that leaves while its socket is full never drains: its abort ends the wait
+      if (bytes.length > 0 && !res.write(bytes)) await once(res, 'drain', { signal: scope.signal });
     };
     try {
       if (!primed.first.done) await send(primed.first.value);
-      for (let next = await primed.rest.next(); !next.done; next = await primed.rest.next()) await send(next.value);
+      for (let next = await primed.rest.next(); !next.done && !scope.aborted; next = await primed.rest.next()) await send(next.value);
+      // the offline engine ends its stream early, without an error, when the client leaves
+      if (scope.aborted) {
+        scope.finish({ status: CLIENT_CLOSED_REQUEST, characters: characterCount(job.text) });
+        return;
+      }
       res.end();
       scope.finish({ status: 200, characters: characterCount(job.text) });
     } catch (err) {
       if (scope.aborted) {
-        scope.finish({ status: 499, characters: characterCount(job.text) });
+        scope.finish({ status: CLIENT_CLOSED_REQUEST, characters: characterCount(job.text) });
         return;
       }
       const reason = this.failover.streamFailed(scope, err);
@@ -83,6 +92,9 @@ export class SpeechService {
       // on the next turn, once Node has uncorked the status, headers and audio already written (else the client sees none of them)
       setImmediate(() => res.destroy(new Error(`upstream failed mid-stream: ${reason}`)));
       scope.finish({ status: 502, characters: characterCount(job.text) });
+    } finally {
+      // a stream cut short closes the provider call and ends its encoder (a no-op on one that ran to its end)
+      await primed.rest.return?.().catch(() => undefined);
     }
   }
 }

@@ -6,3 +6,12 @@ export interface AudioEncoder {
   push(samples: Int16Array): Buffer;
   end(): Buffer;
 }
+
+/** Ends an encoder whose stream was cut short, its bytes unwanted: libflac's memory is returned only when its encoder ends. */
+export function releaseEncoder(encoder: Pick<AudioEncoder, 'end'>): void {
+  try {
+    encoder.end();
+  } catch {
+    // nobody is left to tell
+  }
+}

@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import { liveFlacEncoders } from './flac';
 import { parseFlacStreamInfo, parseWavHeader, scanMp3Frames } from './parse';
 import { applyVolume, decodePcm16le, encodePcm16le, float32ToInt16, int16ToFloat32, resample, toChannels } from './pcm';
 import { createTranscoder, outputShape, transcodeStream, type TranscodeOutput } from './transcoder';
@@ -147,5 +148,44 @@ describe('transcodeStream', () => {
     const out: Buffer[] = [];
     for await (const chunk of transcodeStream(source, { sampleRate: 16000, channels: 1 }, pcmOut(16000))) out.push(chunk);
     expect(Buffer.concat(out).length).toBe(1600 * 2);
+  });
+
+  describe('a stream cut short still ends its encoder (libflac memory is never given back otherwise)', () => {
+    const flacOut: TranscodeOutput = { format: 'flac', sampleRate: 16000, channels: 1, bitrate: 128000 };
+    const mono = { sampleRate: 16000, channels: 1 };
+    const speech = encodePcm16le(signal(16000, 0.5));
+
+    it('when the source throws', async () => {
+      const before = liveFlacEncoders();
+      async function* failing(): AsyncGenerator<Buffer> {
+        yield await Promise.resolve(speech);
+        throw new Error('upstream reset');
+      }
+      const stream = transcodeStream(failing(), mono, flacOut);
+      expect((await stream.next()).done).toBe(false);
+      expect(liveFlacEncoders()).toBe(before + 1);
+      await expect(stream.next()).rejects.toThrow('upstream reset');
+      expect(liveFlacEncoders()).toBe(before);
+    });
+
+    it('when the consumer stops reading', async () => {
+      const before = liveFlacEncoders();
+      async function* endless(): AsyncGenerator<Buffer> {
+        for (;;) yield await Promise.resolve(speech);
+      }
+      const stream = transcodeStream(endless(), mono, flacOut);
+      expect((await stream.next()).done).toBe(false);
+      expect(liveFlacEncoders()).toBe(before + 1);
+      await stream.return(undefined);
+      expect(liveFlacEncoders()).toBe(before);
+    });
+
+    it('and ends it once on a stream read to its end', async () => {
+      const before = liveFlacEncoders();
+      const out: Buffer[] = [];
+      for await (const chunk of transcodeStream(Readable.from([speech]), mono, flacOut)) out.push(chunk);
+      expect(parseFlacStreamInfo(Buffer.concat(out)).sampleRate).toBe(16000);
+      expect(liveFlacEncoders()).toBe(before);
+    });
   });
 });

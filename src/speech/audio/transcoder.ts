@@ -1,4 +1,5 @@
 import { contentTypeFor, createStreamingEncoder, mp3Bitrate, type AudioEncoder, type AudioFormat } from './encoders';
+import { releaseEncoder } from './encoder';
 import { decodePcm16le, encodePcm16le, resample } from './pcm';
 import { wavHeader } from './wav';
 
@@ -76,17 +77,24 @@ export async function* transcodeStream(
   const transcoder = await createTranscoder({ fromRate: from.sampleRate, fromChannels: from.channels, output, gain: options.gain });
   const frameBytes = 2 * from.channels;
   let carry = Buffer.alloc(0);
-  for await (const chunk of source) {
-    const bytes = carry.length > 0 ? Buffer.concat([carry, chunk]) : chunk;
-    const whole = bytes.length - (bytes.length % frameBytes);
-    carry = Buffer.from(bytes.subarray(whole));
-    if (whole === 0) continue;
-    const out = transcoder.push(decodePcm16le(bytes.subarray(0, whole)));
-    if (out.length > 0) yield out;
+  let ended = false;
+  try {
+    for await (const chunk of source) {
+      const bytes = carry.length > 0 ? Buffer.concat([carry, chunk]) : chunk;
+      const whole = bytes.length - (bytes.length % frameBytes);
+      carry = Buffer.from(bytes.subarray(whole));
+      if (whole === 0) continue;
+      const out = transcoder.push(decodePcm16le(bytes.subarray(0, whole)));
+      if (out.length > 0) yield out;
+    }
+    ended = true;
+    // a partial last frame is a truncated sample: dropped rather than padded into a click
+    const tail = transcoder.end();
+    if (tail.length > 0) yield tail;
+  } finally {
+    // a source that failed or a consumer that stopped early (client gone) still ends the encoder
+    if (!ended) releaseEncoder(transcoder);
   }
-  // a partial last frame is a truncated sample: dropped rather than padded into a click
-  const tail = transcoder.end();
-  if (tail.length > 0) yield tail;
 }
 
 /** WAV's header carries the data length, so the PCM is kept and sent whole at the end. */

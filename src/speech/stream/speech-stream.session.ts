@@ -7,10 +7,10 @@ import { newRequestId } from '../../common/ids';
 import type { PlannedStep } from '../../failover/chain';
 import type { FailoverService } from '../../failover/failover.service';
 import type { AuthenticatedKey } from '../../keys/key-directory';
-import { AudioEncoder } from '../audio/encoder';
+import { AudioEncoder, releaseEncoder } from '../audio/encoder';
 import { createStreamingEncoder } from '../audio/encoders';
 import { ASYNC_TEXT_LIMIT, characterCount, SYNC_TEXT_LIMIT, SpeechJob, toSpeechJob } from '../speech-job';
-import type { SpeechService } from '../speech.service';
+import { CLIENT_CLOSED_REQUEST, type PrimedAudio, type SpeechService } from '../speech.service';
 import { textPieces } from './text-pieces';
 import { ClientMessage, parseClientMessage, TaskStartMessage } from './stream-messages';
 
@@ -145,17 +145,22 @@ export class SpeechStreamSession {
     const controller = new AbortController();
     this.inFlight.add(controller);
     controller.signal.addEventListener('abort', () => scope.abort(), { once: true });
+    let primed: PrimedAudio | null = null;
     try {
-      const primed = await this.speech.start(scope, job, this.step ? [this.step] : this.planned);
+      primed = await this.speech.start(scope, job, this.step ? [this.step] : this.planned);
       this.step ??= this.planned.find((s) => s.level === scope.served?.level) ?? null;
       if (!primed.first.done) await emit(primed.first.value);
-      for (let next = await primed.rest.next(); !next.done; next = await primed.rest.next()) await emit(next.value);
-      scope.finish({ status: 200, characters: characterCount(text) });
+      for (let next = await primed.rest.next(); !next.done && !scope.aborted; next = await primed.rest.next()) await emit(next.value);
+      // the offline engine ends early, without an error, when the connection goes
+      scope.finish({ status: scope.aborted ? CLIENT_CLOSED_REQUEST : 200, characters: characterCount(text) });
     } catch (err) {
-      scope.finish({ status: toDomainError(err)?.status ?? 502, characters: characterCount(text) });
+      // a provider call cancelled because the connection went is no upstream failure
+      scope.finish({ status: toDomainError(err)?.status ?? (scope.aborted ? CLIENT_CLOSED_REQUEST : 502), characters: characterCount(text) });
       throw err;
     } finally {
       this.inFlight.delete(controller);
+      // a sentence cut short closes its provider call and encoder (a no-op on one that ran to its end)
+      await primed?.rest.return?.().catch(() => undefined);
     }
   }
 
@@ -165,7 +170,7 @@ export class SpeechStreamSession {
     if (!this.encoder) {
       const made = await createStreamingEncoder(this.job.output.format === 'flac' ? 'flac' : 'pcm', this.job.output);
       // the session may have closed meanwhile (TypeScript keeps the narrowing from above across the await)
-      if ((this.state as State) === 'closed') return void release(made);
+      if ((this.state as State) === 'closed') return void releaseEncoder(made);
       this.encoder = made;
     }
     const encoder = this.encoder;
@@ -238,7 +243,7 @@ export class SpeechStreamSession {
   }
 
   private dropEncoder(): void {
-    if (this.encoder) release(this.encoder);
+    if (this.encoder) releaseEncoder(this.encoder);
     this.encoder = null;
   }
 
@@ -246,14 +251,5 @@ export class SpeechStreamSession {
     if (this.idleTimer) clearTimeout(this.idleTimer);
     this.idleTimer = setTimeout(() => this.close(1000, 'idle timeout'), this.limits.idleMs);
     this.idleTimer.unref();
-  }
-}
-
-/** An encoder of a task that ended early is still ended: libflac's lives outside the JavaScript heap. Its bytes are not wanted. */
-function release(encoder: AudioEncoder): void {
-  try {
-    encoder.end();
-  } catch {
-    // nothing to send it to
   }
 }

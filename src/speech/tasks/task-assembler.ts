@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { EnvironmentVariables } from '../../config/env.schema';
-import type { AudioEncoder } from '../audio/encoder';
+import { releaseEncoder, type AudioEncoder } from '../audio/encoder';
 import { createStreamingEncoder } from '../audio/encoders';
 import { createFlacEncoder } from '../audio/flac';
 import { decodePcm16le } from '../audio/pcm';
@@ -47,20 +47,27 @@ export class TaskAssembler {
       if (!(await this.repository.insertPart(task.id, workerId, part, data))) throw new TaskLost(task.id);
     });
     const { encoder, raw } = await this.encoderFor(output, frames);
-    if (output.format === 'wav') await parts.write(wavHeader(output.sampleRate, output.channels, frames * frameBytes));
+    let ended = false;
+    try {
+      if (output.format === 'wav') await parts.write(wavHeader(output.sampleRate, output.channels, frames * frameBytes));
 
-    const sliceBytes = SLICE_SECONDS * output.sampleRate * frameBytes;
-    for (let idx = 0; idx < task.plan.length; idx++) {
-      throwIfAborted(signal);
-      const pcm = await this.repository.chunkPcm(task.id, idx);
-      if (!pcm) throw new Error(`chunk ${idx} of task ${task.id} disappeared`);
-      for (let at = 0; at < pcm.length; at += sliceBytes) {
-        const slice = pcm.subarray(at, Math.min(pcm.length, at + sliceBytes));
-        await parts.write(raw ? slice : encoder.push(decodePcm16le(slice)));
-        await nextTurn();
+      const sliceBytes = SLICE_SECONDS * output.sampleRate * frameBytes;
+      for (let idx = 0; idx < task.plan.length; idx++) {
+        throwIfAborted(signal);
+        const pcm = await this.repository.chunkPcm(task.id, idx);
+        if (!pcm) throw new Error(`chunk ${idx} of task ${task.id} disappeared`);
+        for (let at = 0; at < pcm.length; at += sliceBytes) {
+          const slice = pcm.subarray(at, Math.min(pcm.length, at + sliceBytes));
+          await parts.write(raw ? slice : encoder.push(decodePcm16le(slice)));
+          await nextTurn();
+        }
       }
+      ended = true;
+      await parts.write(encoder.end());
+    } finally {
+      // an aborted, lost or failed assembly still ends its encoder: libflac's memory is never returned otherwise
+      if (!ended) releaseEncoder(encoder);
     }
-    await parts.write(encoder.end());
     await parts.close();
 
     const audio: TaskAudio = {

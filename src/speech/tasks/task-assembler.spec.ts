@@ -1,0 +1,56 @@
+import type { EnvironmentVariables } from '../../config/env.schema';
+import { liveFlacEncoders } from '../audio/flac';
+import { TaskAssembler } from './task-assembler';
+import type { ClaimedTask, SpeechTasksRepository } from './speech-tasks.repository';
+
+const CHUNKS = 3;
+/** Half a second of 16 kHz mono per chunk. */
+const pcm = Buffer.from(Int16Array.from({ length: 8000 }, (_, i) => Math.round(8000 * Math.sin(i / 10))).buffer);
+
+const task: ClaimedTask = {
+  id: 'task_1',
+  keyId: 'pk_1',
+  attempts: 1,
+  job: { model: 'speech-02-hd', text: 'A. B. C.', voiceId: 'en-us', speed: 1, vol: 1, pitch: 0, output: { format: 'flac', sampleRate: 16000, bitrate: 128000, channels: 1 } },
+  plan: Array.from({ length: CHUNKS }, () => ({ text: 'A.', chars: 2 })),
+  error: null,
+};
+
+/** Stored chunks as the repository gives them; `chunkPcm` is what a test makes fail. */
+function assembler(chunkPcm: (idx: number) => Promise<Buffer | null>): TaskAssembler {
+  const repository = {
+    chunkSummary: () => Promise.resolve({ count: CHUNKS, bytes: CHUNKS * pcm.length, providers: [{ provider: 'espeak', level: 0 }] }),
+    clearResult: () => Promise.resolve(true),
+    insertPart: () => Promise.resolve(true),
+    chunkPcm: (_task: string, idx: number) => chunkPcm(idx),
+    complete: () => Promise.resolve(true),
+  };
+  return new TaskAssembler(repository as unknown as SpeechTasksRepository, { SVC_TASK_TTL: 3600 } as EnvironmentVariables);
+}
+
+describe('TaskAssembler: an assembly cut short still ends its FLAC encoder (libflac memory is never given back otherwise)', () => {
+  it('when the task is aborted between chunks', async () => {
+    const before = liveFlacEncoders();
+    const abort = new AbortController();
+    const assembly = assembler((idx) => {
+      if (idx === 1) abort.abort(new Error('shutting down'));
+      return Promise.resolve(pcm);
+    }).assemble(task, 'worker_1', abort.signal);
+    await expect(assembly).rejects.toThrow('shutting down');
+    expect(liveFlacEncoders()).toBe(before);
+  });
+
+  it('when the database fails mid-assembly', async () => {
+    const before = liveFlacEncoders();
+    const assembly = assembler((idx) => (idx === 1 ? Promise.reject(new Error('Connection terminated')) : Promise.resolve(pcm))).assemble(task, 'worker_1', new AbortController().signal);
+    await expect(assembly).rejects.toThrow('Connection terminated');
+    expect(liveFlacEncoders()).toBe(before);
+  });
+
+  it('and once on an assembly that completes', async () => {
+    const before = liveFlacEncoders();
+    const audio = await assembler(() => Promise.resolve(pcm)).assemble(task, 'worker_1', new AbortController().signal);
+    expect(audio).toMatchObject({ format: 'flac', duration_ms: 1500 });
+    expect(liveFlacEncoders()).toBe(before);
+  });
+});
