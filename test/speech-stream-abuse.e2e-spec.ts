@@ -155,6 +155,36 @@ describe('speech WebSocket abuse', () => {
     await expectRecovered();
   });
 
+  it('refuses a frame nested 20,000 deep with task_failed invalid_value and 1008, not an overflowed stack', async () => {
+    const client = await connect();
+    client.send(START);
+    await client.waitFor((m) => m.event === 'task_started');
+    client.ws.send(`{"event":"task_continue","text":"hi","x":${'['.repeat(20_000)}${']'.repeat(20_000)}}`);
+
+    expect(await client.closed).toBe(1008);
+    const failed = client.messages.find((m) => m.event === 'task_failed');
+    expect(failed?.error).toMatchObject({ code: 'invalid_value' });
+    expect(service.output()).not.toMatch(/Maximum call stack/);
+    await speakOnce();
+  });
+
+  it('takes a 10,000-emoji task_continue sent JSON-escaped, as json.dumps does (over 64 KiB)', async () => {
+    const client = await connect();
+    client.send(START);
+    await client.waitFor((m) => m.event === 'task_started');
+    // JSON.stringify sends emoji raw; Python escapes each as 12 bytes
+    const escaped = `{"event":"task_continue","text":"${'\\ud83d\\ude00'.repeat(10_000)}"}`;
+    expect(Buffer.byteLength(escaped)).toBeGreaterThan(64 * 1024);
+    client.ws.send(escaped);
+    client.send({ event: 'task_continue', text: 'Still listening.' });
+
+    await client.waitFor((m) => m.event === 'task_continued', 60_000);
+    expect(client.messages.some((m) => m.event === 'task_failed')).toBe(false);
+    expect(client.closeCode).toBeNull();
+    client.ws.close(1000);
+    await client.closed;
+  }, 90_000);
+
   it(`survives ${BURST} connections opened and dropped at once, some mid-task and some mid-handshake`, async () => {
     const runs = Array.from({ length: BURST }, async (_, i) => {
       const ws = new WebSocket(wsUrl, { headers: { Authorization: `Bearer ${secret}` } });

@@ -16,8 +16,11 @@ import { SpeechService } from '../speech.service';
 import { SpeechStreamSession } from './speech-stream.session';
 
 export const STREAM_PATH = '/v1/audio/speech/stream';
-/** Largest client frame: a 10,000-character chunk in UTF-8 with room for the JSON around it; larger → close 1009. */
-export const MAX_MESSAGE_BYTES = 64 * 1024;
+/**
+ * Largest client frame; larger → close 1009. A legal task_continue holds 10,000 characters, and JSON-escaped
+ * (`\ud83d\ude00`, Python's json.dumps default) one can take 12 bytes: 120,000 bytes, plus the JSON around it.
+ */
+export const MAX_MESSAGE_BYTES = 256 * 1024;
 /** Unread audio the server holds for one client before it stops making more (and, after SVC_WS_STALL_MS, closes). */
 export const SEND_HIGH_WATER_BYTES = 1024 * 1024;
 

@@ -1,6 +1,7 @@
 import { plainToInstance, Type } from 'class-transformer';
 import { IsDefined, IsOptional, IsString, MaxLength, MinLength, ValidateNested, validateSync } from 'class-validator';
 import { DomainError } from '../../common/errors/domain-error';
+import { inputProblem } from '../../common/http/input-scan';
 import { validationErrorToDomain } from '../../common/http/validation';
 import { AudioSettingDto, VoiceSettingDto } from '../dto/speech-request.dto';
 import { assertTextLimit, SYNC_TEXT_LIMIT } from '../speech-job';
@@ -50,6 +51,9 @@ export function parseClientMessage(data: Buffer | ArrayBuffer | Buffer[], isBina
     throw new DomainError('invalid_json', 'The message is not valid JSON.');
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw invalid('A message must be a JSON object with an `event`.', 'event');
+  // as for HTTP bodies: class-transformer recurses, so a frame nested thousands deep would overflow the stack
+  const problem = inputProblem(parsed, '', true);
+  if (problem) throw problem;
   const event = (parsed as { event?: unknown }).event;
   switch (event) {
     case 'task_start':
