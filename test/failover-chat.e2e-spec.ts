@@ -19,7 +19,7 @@ describe('chat completion failover', () => {
   let t: TestApp;
 
   beforeAll(async () => {
-    pool = await ProviderPool.start('fo-chat', 60, { anthropic: { 'claude-fallback': {}, 'claude-overloaded': {}, 'claude-rejects': {} } });
+    pool = await ProviderPool.start('fo-chat', 66, { anthropic: { 'claude-fallback': {}, 'claude-overloaded': {}, 'claude-rejects': {} } });
     t = await startApp({ gateway: pool.gateway, env: { SVC_BREAKER_COOLDOWN_MS: '1000' } });
   });
   afterAll(async () => {
@@ -338,7 +338,8 @@ describe('chat completion failover', () => {
     expect(res.status).toBe(502);
     expect(res.body).toEqual({ error: { message: expect.any(String), type: 'upstream_error', param: null, code: 'all_providers_failed' } });
     expect(res.headers['x-svc-request-id']).toMatch(REQUEST_ID);
-    expect(res.headers['x-svc-provider-used']).toBeUndefined();
+    // every answer carries the failover headers (interface §4.3): none served, after the chain reached level 1
+    expect(res.headers).toMatchObject({ 'x-svc-provider-used': 'none', 'x-svc-is-fallback': 'true', 'x-svc-fallback-level': '1' });
     const alert = JSON.parse(res.headers['x-svc-fallback-alert']) as Record<string, unknown>;
     expect(alert).toEqual({ message: expect.any(String), exhausted_provider: b.name, active_provider: 'none', fallback_level: 1 });
     expect(alert.message).toContain(a.name);
@@ -359,8 +360,30 @@ describe('chat completion failover', () => {
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ error: { message: expect.stringContaining('m-z'), type: 'invalid_request_error', param: 'model', code: 'model_not_supported' } });
     expect(res.headers['x-svc-request-id']).toMatch(REQUEST_ID);
+    expect(res.headers).toMatchObject({ 'x-svc-provider-used': 'none', 'x-svc-is-fallback': 'false', 'x-svc-fallback-level': '0' });
+    expect(res.headers['x-svc-fallback-alert']).toBeUndefined();
     expect(a.fake.count()).toBe(0);
     expect(b.fake.count()).toBe(0);
+  });
+
+  it.each([
+    ['no key', CHAT_PATH, {}, JSON.stringify(chatBody('m-a')), 401],
+    ['malformed JSON', CHAT_PATH, { authorization: 'key' }, '{"model":', 400],
+    ['malformed JSON through Express', `${CHAT_PATH}?via=express`, { authorization: 'key' }, '{"model":', 400],
+    ['an invalid body', CHAT_PATH, { authorization: 'key' }, JSON.stringify({ model: 'm-a', messages: 'hi' }), 400],
+    ['a speech request for a model no step serves', '/v1/audio/speech', { authorization: 'key' }, JSON.stringify({ model: 'm-z', text: 'Hi.', voice_setting: { voice_id: 'en-us' } }), 400],
+  ])('names no provider on an answer no step served: %s', async (_, path, headers: { authorization?: string }, body, status) => {
+    const [a] = pool.take(1);
+    const key = await t.createKey('unserved errors', [{ provider: a.name, model: 'm-a' }]);
+    let req = t.http.post(path).set('Content-Type', 'application/json');
+    if (headers.authorization) req = req.set('Authorization', `Bearer ${key.secret}`);
+    const res = await req.send(body);
+
+    expect(res.status).toBe(status);
+    expect(res.body.error).toEqual(expect.objectContaining({ type: expect.any(String), code: expect.any(String) }));
+    expect(res.headers).toMatchObject({ 'x-svc-provider-used': 'none', 'x-svc-is-fallback': 'false', 'x-svc-fallback-level': '0' });
+    expect(res.headers['x-svc-request-id']).toMatch(REQUEST_ID);
+    expect(a.fake.count()).toBe(0);
   });
 
   it('skips a step whose usage cap is reached, without counting it against the breaker', async () => {
@@ -420,6 +443,7 @@ describe('chat completion failover', () => {
     expect(res.body).toEqual({ error: { message: expect.any(String), type: 'upstream_error', param: null, code: 'no_provider_available' } });
     expect(res.headers['x-svc-request-id']).toMatch(REQUEST_ID);
     expect(JSON.parse(res.headers['x-svc-fallback-alert'])).toMatchObject({ exhausted_provider: b.name });
+    expect(res.headers).toMatchObject({ 'x-svc-provider-used': 'none', 'x-svc-is-fallback': 'true', 'x-svc-fallback-level': '1' });
     expect(a.fake.count(CHAT_PATH)).toBe(1);
     expect(b.fake.count(CHAT_PATH)).toBe(1);
   });

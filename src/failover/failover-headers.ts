@@ -41,7 +41,7 @@ export function servedHeaders(served: ServedBy, note: string | null = null): Rec
   return headers;
 }
 
-/** When no step served: the alert names the last failure, `none` as the active provider and the level it reached. */
+/** When no step served: `none` served, at the level the chain reached; the alert names the last failure. */
 export function exhaustedHeaders(failures: Array<{ provider: string; reason: string; level: number }>): Record<string, string> {
   const last = failures[failures.length - 1];
   if (!last) return {};
@@ -51,5 +51,10 @@ export function exhaustedHeaders(failures: Array<{ provider: string; reason: str
     active_provider: NO_PROVIDER,
     fallback_level: last.level,
   };
-  return { 'x-svc-fallback-alert': JSON.stringify(alert) };
+  return {
+    'x-svc-provider-used': NO_PROVIDER,
+    'x-svc-is-fallback': String(last.level > 0),
+    'x-svc-fallback-level': String(last.level),
+    'x-svc-fallback-alert': JSON.stringify(alert),
+  };
 }

@@ -1,6 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isProxiedPath, UNSERVED_HEADERS } from '../http/proxied-routes';
 import { sendJson } from '../http/send-json';
 import { DomainError } from './domain-error';
 import { ErrorCode } from './error-codes';
@@ -87,6 +88,10 @@ export function renderError(exception: unknown, req: IncomingMessage & { origina
   if (res.headersSent) {
     res.end();
     return;
+  }
+  // an error of a proxied route names no provider unless the failover core said who answered (or how far it got)
+  if (!error.headers['x-svc-provider-used'] && !res.hasHeader('x-svc-provider-used') && isProxiedPath(req.originalUrl ?? req.url ?? '')) {
+    for (const [name, value] of Object.entries(UNSERVED_HEADERS)) res.setHeader(name, value);
   }
   for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
   sendJson(res, error.status, error.toBody());
