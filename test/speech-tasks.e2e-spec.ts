@@ -2,6 +2,7 @@ import type { Response } from 'superagent';
 import { DataSource } from 'typeorm';
 import { parseFlacStreamInfo, parseWavHeader, pcmFrameCount, scanMp3Frames } from '../src/speech/audio/parse';
 import { SpeechTaskScheduler } from '../src/speech/tasks/speech-task.scheduler';
+import { ESPEAK_DEFAULT_VOICE } from '../src/speech/engine/espeak-engine';
 import { ADMIN_TOKEN, startApp, TestApp } from './support/app';
 
 // every test waits for real synthesis by the offline engine
@@ -274,10 +275,29 @@ describe('async speech tasks', () => {
     expect(await db.query(`SELECT count(*) AS n FROM speech_tasks`)).toEqual(before);
   });
 
-  it('refuses a request without voice_setting with 400 missing_field', async () => {
-    const res = await submit({ model: MODEL, text: 'Hi.' });
+  it("speaks a request without voice_setting (only model and text are required, interface §4.2) with the entry step's default voice", async () => {
+    const created = await submit({ model: MODEL, text: 'No voice was asked for.' });
+    expect(created.status).toBe(202);
+    const id = (created.body as TaskRecord).id;
+    const [{ voice }] = await db.query<Array<{ voice: string }>>(`SELECT job->>'voiceId' AS voice FROM speech_tasks WHERE id = $1`, [id]);
+    expect(voice).toBe(ESPEAK_DEFAULT_VOICE);
+    const { task } = await poll(id);
+    expect(task).toMatchObject({ status: 'completed', provider: 'espeak', fallback_level: 0 });
+    expect((await download(id)).status).toBe(200);
+  });
+
+  it("speaks without voice_setting with the chain step's voice_map default when it has one", async () => {
+    const mapped = await t.createKey('tasks mapped voice', [{ provider: 'espeak', model: MODEL, voice_map: { '*': 'en-gb' } }]);
+    const created = await submit({ model: MODEL, text: 'Hi.' }, mapped.secret);
+    expect(created.status).toBe(202);
+    const [{ voice }] = await db.query<Array<{ voice: string }>>(`SELECT job->>'voiceId' AS voice FROM speech_tasks WHERE id = $1`, [(created.body as TaskRecord).id]);
+    expect(voice).toBe('en-gb');
+  });
+
+  it('still refuses a voice_setting without voice_id, naming the field', async () => {
+    const res = await submit({ model: MODEL, text: 'Hi.', voice_setting: { speed: 1 } });
     expect(res.status).toBe(400);
-    expect(res.body.error).toMatchObject({ type: 'invalid_request_error', code: 'missing_field', param: 'voice_setting' });
+    expect(res.body.error).toMatchObject({ type: 'invalid_request_error', code: 'missing_field', param: 'voice_setting.voice_id' });
   });
 
   it('takes up to 200,000 characters and refuses more with 413 text_too_long', async () => {

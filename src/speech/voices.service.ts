@@ -66,6 +66,17 @@ export class VoicesService {
     return voice;
   }
 
+  /** The voice a request without `voice_setting` speaks with: the entry step's `*` voice_map entry, else its provider's default. */
+  async defaultVoice(key: AuthenticatedKey, model: string): Promise<string> {
+    const entry = this.failover.plan(key, model, 'speech')[0];
+    const adapter = this.adapters.get(entry.provider);
+    const voiceId = mapped(entry, '*') ?? adapter?.defaultVoice ?? (await adapter?.voices?.())?.[0]?.id;
+    if (!voiceId) {
+      throw new DomainError('missing_field', `${entry.provider} has no default voice: send voice_setting.voice_id.`, { param: 'voice_setting' });
+    }
+    return voiceId;
+  }
+
   /** The voice `step` speaks with for a custom voice: its own on the holder, else its voice_map or default one. */
   async customVoiceFor(step: PlannedStep, adapter: ProviderAdapter, voice: CustomVoiceEntity): Promise<StepVoice> {
     if (step.provider === voice.provider) return { voiceId: voice.upstreamVoiceId, custom: true, substitution: null };

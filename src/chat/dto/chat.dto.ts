@@ -18,26 +18,32 @@ export class ChatCompletionRequestDto {
   stream?: boolean;
   @ApiPropertyOptional()
   temperature?: number;
-  @ApiPropertyOptional()
+  @ApiPropertyOptional({ type: 'integer' })
   max_tokens?: number;
 }
 
 export class ChatChoiceDto {
+  @ApiProperty({ type: 'integer' })
   index!: number;
   message!: ChatMessageDto;
   finish_reason!: string | null;
 }
 
 export class ChatUsageDto {
+  @ApiProperty({ type: 'integer' })
   prompt_tokens!: number;
+  @ApiProperty({ type: 'integer' })
   completion_tokens!: number;
+  @ApiProperty({ type: 'integer' })
   total_tokens!: number;
 }
 
 /** An OpenAI `chat.completion`, plus the provider that served it. */
 export class ChatCompletionDto {
   id!: string;
+  @ApiProperty({ type: 'string', enum: ['chat.completion'] })
   object!: 'chat.completion';
+  @ApiProperty({ type: 'integer' })
   created!: number;
   model!: string;
   choices!: ChatChoiceDto[];

@@ -1,3 +1,4 @@
+import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Max, MaxLength, Min, MinLength } from 'class-validator';
 
@@ -10,6 +11,7 @@ export class ListQueryDto {
   after?: string;
 
   /** Page size, 1 to 100. */
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 100, default: DEFAULT_PAGE_SIZE })
   @IsOptional() @Type(() => Number) @IsInt() @Min(1) @Max(100)
   limit?: number = DEFAULT_PAGE_SIZE;
 }

@@ -27,21 +27,25 @@ export class VoiceConsentDto {
   /** Identifier, `vc_…`. */
   id!: string;
   /** Unix time in seconds. */
+  @ApiProperty({ type: 'integer' })
   created_at!: number;
   /** BCP 47 language tag. */
   language!: string;
   /** Label of the recording. */
   name!: string;
+  @ApiProperty({ type: 'string', enum: ['audio.voice_consent'] })
   object!: 'audio.voice_consent';
 }
 
 export class VoiceConsentDeletedDto {
   id!: string;
   deleted!: boolean;
+  @ApiProperty({ type: 'string', enum: ['audio.voice_consent'] })
   object!: 'audio.voice_consent';
 }
 
 export class VoiceConsentListDto {
+  @ApiProperty({ type: 'string', enum: ['list'] })
   object!: 'list';
   data!: VoiceConsentDto[];
   /** Whether more objects follow. */

@@ -1,3 +1,4 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import {
   IsIn,
@@ -15,6 +16,7 @@ import { IsStringRecord } from '../../common/http/validators';
 
 export class UsageCapDto {
   /** Requests allowed per window. */
+  @ApiProperty({ type: 'integer' })
   @IsInt() @Min(1)
   requests!: number;
 
@@ -34,6 +36,7 @@ export class ChainStepDto {
   model!: string;
 
   /** Time allowed for the upstream answer (for streams: time to first byte). Default 30000. */
+  @ApiPropertyOptional({ type: 'integer' })
   @IsOptional() @IsInt() @Min(100) @Max(600000)
   timeout_ms?: number;
 

@@ -1,3 +1,4 @@
+import { ApiProperty } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { ArrayMaxSize, IsArray, IsOptional, IsString, MaxLength, MinLength, ValidateNested } from 'class-validator';
 import { ChainStepDto } from './chain-step.dto';
@@ -25,14 +26,17 @@ export class UpdateProxyKeyDto {
 export class ProxyKeyDto {
   /** `pk_` identifier. */
   id!: string;
+  @ApiProperty({ type: 'string', enum: ['proxy_key'] })
   object!: 'proxy_key';
   name!: string;
   chain!: ChainStepDto[];
   /** Last four characters of the secret. */
   secret_hint!: string;
   /** Unix time in seconds. */
+  @ApiProperty({ type: 'integer' })
   created_at!: number;
   /** Unix time in seconds. */
+  @ApiProperty({ type: 'integer' })
   updated_at!: number;
 }
 
@@ -42,12 +46,14 @@ export class CreatedProxyKeyDto extends ProxyKeyDto {
 }
 
 export class ProxyKeyListDto {
+  @ApiProperty({ type: 'string', enum: ['list'] })
   object!: 'list';
   data!: ProxyKeyDto[];
 }
 
 export class DeletedProxyKeyDto {
   id!: string;
+  @ApiProperty({ type: 'string', enum: ['proxy_key'] })
   object!: 'proxy_key';
   deleted!: boolean;
 }

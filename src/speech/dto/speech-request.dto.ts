@@ -29,12 +29,12 @@ export class VoiceSettingDto {
 
 export class AudioSettingDto {
   /** Hz. */
-  @ApiPropertyOptional({ enum: SAMPLE_RATES, default: 32000 })
+  @ApiPropertyOptional({ type: 'integer', enum: SAMPLE_RATES, default: 32000 })
   @IsOptional() @IsIn(SAMPLE_RATES)
   sample_rate?: number;
 
   /** Bits per second (mp3). */
-  @ApiPropertyOptional({ enum: BITRATES, default: 128000 })
+  @ApiPropertyOptional({ type: 'integer', enum: BITRATES, default: 128000 })
   @IsOptional() @IsIn(BITRATES)
   bitrate?: number;
 
@@ -43,7 +43,7 @@ export class AudioSettingDto {
   format?: (typeof FORMATS)[number];
 
   /** Number of channels. */
-  @ApiPropertyOptional({ enum: [1, 2], default: 1 })
+  @ApiPropertyOptional({ type: 'integer', enum: [1, 2], default: 1 })
   @IsOptional() @IsIn([1, 2])
   channel?: number;
 }
@@ -61,6 +61,24 @@ export class SpeechRequestDto {
   // ValidateNested alone lets an absent object through
   @IsDefined() @ValidateNested() @Type(() => VoiceSettingDto)
   voice_setting!: VoiceSettingDto;
+
+  @IsOptional() @ValidateNested() @Type(() => AudioSettingDto)
+  audio_setting?: AudioSettingDto;
+}
+
+/** The async task's body: the same shape, with long text and a voice of the chain's own when none is given (interface §4.2). */
+export class AsyncSpeechRequestDto {
+  /** `speech-02-hd`: selects the entry step of the key's chain. */
+  @IsString() @MinLength(1) @MaxLength(200)
+  model!: string;
+
+  /** Text to convert: 1 to 200,000 characters. */
+  @IsString() @MinLength(1)
+  text!: string;
+
+  /** Optional: without it the entry step speaks with its default voice (its `voice_map` `*` entry, else its provider's default). */
+  @IsOptional() @ValidateNested() @Type(() => VoiceSettingDto)
+  voice_setting?: VoiceSettingDto;
 
   @IsOptional() @ValidateNested() @Type(() => AudioSettingDto)
   audio_setting?: AudioSettingDto;

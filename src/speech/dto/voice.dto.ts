@@ -3,6 +3,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 export class VoiceDto {
   /** The id to send as `voice_setting.voice_id`. */
   id!: string;
+  @ApiProperty({ type: 'string', enum: ['audio.voice'] })
   object!: 'audio.voice';
   name!: string;
   /** The provider that speaks with this voice. */
@@ -16,12 +17,14 @@ export class VoiceDto {
   @ApiPropertyOptional({ type: String, nullable: true })
   consent_id?: string | null;
   /** Custom voices: Unix time in seconds. */
+  @ApiPropertyOptional({ type: 'integer' })
   created_at?: number;
   /** Designed voices: the description. */
   prompt?: string;
 }
 
 export class VoiceListDto {
+  @ApiProperty({ type: 'string', enum: ['list'] })
   object!: 'list';
   data!: VoiceDto[];
 }

@@ -5,7 +5,7 @@ import { Readable } from 'node:stream';
 import { CurrentKey } from '../../common/auth/auth.decorators';
 import { ApiErrors } from '../../common/http/api-errors.decorator';
 import type { AuthenticatedKey } from '../../keys/key-directory';
-import { SpeechRequestDto } from '../dto/speech-request.dto';
+import { AsyncSpeechRequestDto } from '../dto/speech-request.dto';
 import { SpeechTaskDto } from './dto/speech-task.dto';
 import { SpeechTasksService } from './speech-tasks.service';
 
@@ -19,14 +19,15 @@ export class SpeechTasksController {
   constructor(private readonly tasks: SpeechTasksService) {}
 
   /**
-   * Start speech for a long text (up to 200,000 characters; same body as synchronous speech). The
-   * model and voice are checked now; the audio is made in the background. Poll the `Location`.
+   * Start speech for a long text (up to 200,000 characters; the body of synchronous speech, with
+   * `voice_setting` optional: the entry step's default voice without it). The model and voice are
+   * checked now; the audio is made in the background. Poll the `Location`.
    */
   @Post()
   @HttpCode(202)
   @ApiAcceptedResponse({ type: SpeechTaskDto, headers: { Location: { description: 'Path of the task: /v1/audio/speech/async/{id}', schema: { type: 'string' } } } })
   @ApiErrors(400, 413)
-  async create(@CurrentKey() key: AuthenticatedKey, @Body() body: SpeechRequestDto, @Res({ passthrough: true }) res: Response): Promise<SpeechTaskDto> {
+  async create(@CurrentKey() key: AuthenticatedKey, @Body() body: AsyncSpeechRequestDto, @Res({ passthrough: true }) res: Response): Promise<SpeechTaskDto> {
     const task = await this.tasks.create(key, body);
     res.setHeader('Location', `/${TASKS_PATH}/${task.id}`);
     return task;

@@ -4,7 +4,7 @@ import { newId } from '../../common/ids';
 import { JobQueue } from '../../database/job-queue';
 import type { AuthenticatedKey } from '../../keys/key-directory';
 import { contentTypeFor } from '../audio/encoders';
-import type { SpeechRequestDto } from '../dto/speech-request.dto';
+import type { AsyncSpeechRequestDto } from '../dto/speech-request.dto';
 import { ASYNC_TEXT_LIMIT, characterCount, toSpeechJob } from '../speech-job';
 import { VoicesService } from '../voices.service';
 import { planChunks } from './chunk-plan';
@@ -57,10 +57,9 @@ export class SpeechTasksService {
   ) {}
 
   /** The task row and its job are committed together: a 202 always means a worker will run it. */
-  async create(key: AuthenticatedKey, dto: SpeechRequestDto): Promise<SpeechTaskDto> {
-    // the DTO's nested object is optional to class-validator (no @IsDefined): without this a missing one is a 500
-    if (!dto.voice_setting) throw new DomainError('missing_field', "Missing required field 'voice_setting'.", { param: 'voice_setting' });
-    const job = toSpeechJob(dto, ASYNC_TEXT_LIMIT);
+  async create(key: AuthenticatedKey, dto: AsyncSpeechRequestDto): Promise<SpeechTaskDto> {
+    const voice = dto.voice_setting ?? { voice_id: await this.voices.defaultVoice(key, dto.model) };
+    const job = toSpeechJob({ ...dto, voice_setting: voice }, ASYNC_TEXT_LIMIT);
     // the same 400s as sync speech, before anything is stored
     await this.voices.route(key, job);
     const plan = planChunks(job.text);

@@ -1,3 +1,4 @@
+import { ApiProperty } from '@nestjs/swagger';
 import { IsString, Matches } from 'class-validator';
 
 export class UsageQueryDto {
@@ -9,13 +10,16 @@ export class UsageQueryDto {
 export class UsageAttemptDto {
   provider!: string;
   model!: string;
+  @ApiProperty({ type: 'integer' })
   level!: number;
   /** `ok`, `skipped: …` or the failure reason. */
   outcome!: string;
+  @ApiProperty({ type: 'integer', nullable: true })
   latency_ms!: number | null;
 }
 
 export class UsageRecordDto {
+  @ApiProperty({ type: 'string', enum: ['usage.record'] })
   object!: 'usage.record';
   request_id!: string;
   /** `chat` or `speech`. */
@@ -24,20 +28,29 @@ export class UsageRecordDto {
   /** Provider that served the request; null when none did. */
   provider!: string | null;
   model!: string | null;
+  @ApiProperty({ type: 'integer', nullable: true })
   fallback_level!: number | null;
   /** HTTP status answered to the client. */
+  @ApiProperty({ type: 'integer' })
   status!: number;
+  @ApiProperty({ type: 'integer' })
   latency_ms!: number;
   attempts!: UsageAttemptDto[];
+  @ApiProperty({ type: 'integer', nullable: true })
   prompt_tokens!: number | null;
+  @ApiProperty({ type: 'integer', nullable: true })
   completion_tokens!: number | null;
+  @ApiProperty({ type: 'integer', nullable: true })
   total_tokens!: number | null;
+  @ApiProperty({ type: 'integer', nullable: true })
   characters!: number | null;
   /** Unix time in seconds. */
+  @ApiProperty({ type: 'integer' })
   created_at!: number;
 }
 
 export class UsageListDto {
+  @ApiProperty({ type: 'string', enum: ['list'] })
   object!: 'list';
   data!: UsageRecordDto[];
 }

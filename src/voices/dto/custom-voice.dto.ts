@@ -59,6 +59,7 @@ export class DesignVoiceDto {
 export class CustomVoiceDto {
   /** `voice_…`: send it as `voice_setting.voice_id` (or OpenAI's `voice`). */
   id!: string;
+  @ApiProperty({ type: 'string', enum: ['audio.voice'] })
   object!: 'audio.voice';
   name!: string;
   /** `audio_sample`: cloned from a sample; `prompt`: designed from a description. */
@@ -70,6 +71,7 @@ export class CustomVoiceDto {
   /** The provider that holds the voice: speech with it goes there first. */
   provider!: string;
   /** Unix time in seconds. */
+  @ApiProperty({ type: 'integer' })
   created_at!: number;
   /** The description a designed voice was made from. */
   prompt?: string;
@@ -78,5 +80,6 @@ export class CustomVoiceDto {
 export class CustomVoiceDeletedDto {
   id!: string;
   deleted!: boolean;
+  @ApiProperty({ type: 'string', enum: ['audio.voice.deleted'] })
   object!: 'audio.voice.deleted';
 }

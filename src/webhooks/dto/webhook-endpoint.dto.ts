@@ -51,12 +51,14 @@ export class UpdateWebhookEndpointDto {
 export class WebhookEndpointDto {
   /** Identifier, `we_…`. */
   id!: string;
+  @ApiProperty({ type: 'string', enum: ['webhook_endpoint'] })
   object!: 'webhook_endpoint';
   url!: string;
   @ApiProperty({ enum: WEBHOOK_EVENT_TYPES, isArray: true })
   events!: WebhookEventType[];
   enabled!: boolean;
   /** Unix time in seconds. */
+  @ApiProperty({ type: 'integer' })
   created_at!: number;
 }
 
@@ -67,11 +69,13 @@ export class WebhookEndpointWithSecretDto extends WebhookEndpointDto {
 
 export class WebhookEndpointDeletedDto {
   id!: string;
+  @ApiProperty({ type: 'string', enum: ['webhook_endpoint'] })
   object!: 'webhook_endpoint';
   deleted!: boolean;
 }
 
 export class WebhookEndpointListDto {
+  @ApiProperty({ type: 'string', enum: ['list'] })
   object!: 'list';
   data!: WebhookEndpointDto[];
   /** Whether more objects follow. */
@@ -86,7 +90,9 @@ export class WebhookTestResultDto {
   /** Whether the receiver answered 2xx within 10 s. */
   delivered!: boolean;
   /** The receiver's status; null when no response came. */
+  @ApiProperty({ type: 'integer', nullable: true })
   status_code!: number | null;
+  @ApiProperty({ type: 'integer', nullable: true })
   latency_ms!: number | null;
   /** Why it was not delivered; null on success. */
   error!: string | null;

@@ -7,15 +7,19 @@ export class SpeechTaskAudioDto {
   @ApiProperty({ enum: FORMATS })
   format!: (typeof FORMATS)[number];
   /** Hz, as requested. */
+  @ApiProperty({ type: 'integer' })
   sample_rate!: number;
   /** Number of channels, as requested. */
+  @ApiProperty({ type: 'integer' })
   channel!: number;
   /** Size of the file in bytes (the download's Content-Length). */
+  @ApiProperty({ type: 'integer' })
   bytes!: number;
   /** Length of the audio in milliseconds. */
+  @ApiProperty({ type: 'integer' })
   duration_ms!: number;
   /** mp3 only: the bitrate really encoded (it may differ from the request at low sample rates). */
-  @ApiPropertyOptional()
+  @ApiPropertyOptional({ type: 'integer' })
   bitrate?: number;
 }
 
@@ -29,10 +33,12 @@ export class SpeechTaskErrorDto {
 export class SpeechTaskDto {
   /** Identifier, `task_…`. */
   id!: string;
+  @ApiProperty({ type: 'string', enum: ['audio.speech.task'] })
   object!: 'audio.speech.task';
   @ApiProperty({ enum: TASK_STATUSES })
   status!: (typeof TASK_STATUSES)[number];
   model!: string;
+  @ApiProperty({ type: 'integer' })
   created_at!: number;
   @ApiProperty({ type: 'integer', nullable: true })
   started_at!: number | null;
@@ -42,10 +48,12 @@ export class SpeechTaskDto {
   @ApiProperty({ type: 'integer', nullable: true })
   expires_at!: number | null;
   /** Characters of the submitted text. */
+  @ApiProperty({ type: 'integer' })
   characters!: number;
   /** Characters synthesised so far. */
+  @ApiProperty({ type: 'integer' })
   characters_done!: number;
-  /** Provider that served the first chunk. */
+  /** Provider of the deepest fallback level among the chunks done so far (the entry step's when no chunk failed over). */
   @ApiProperty({ type: 'string', nullable: true })
   provider!: string | null;
   @ApiProperty({ type: 'integer', nullable: true })
