@@ -90,6 +90,10 @@ const isUrls = (m: unknown): m is { urls: UpstreamUrls } => typeof m === 'object
 const isCounts = (m: unknown): m is { counts: UpstreamCounts } => typeof m === 'object' && m !== null && 'counts' in m;
 const isProxyUrl = (m: unknown): m is { url: string } => typeof m === 'object' && m !== null && 'url' in m;
 
+/** The logged proxy; `failingOver`: each request tries the 500ing fake first (the logged failover reference). */
+const forkLogged = (urls: UpstreamUrls, databaseUrl: string, logFile: string, failingOver: boolean): Promise<Forked<{ url: string }>> =>
+  forkHelper(join(__dirname, 'logged-proxy.js'), [urls.ok, databaseUrl, logFile, ...(failingOver ? [urls.down] : [])], isProxyUrl);
+
 function gatewayYaml(urls: UpstreamUrls, mode: GatewayMode): string {
   return `providers:
   - name: primary
@@ -264,7 +268,7 @@ async function benchmark(run: Run): Promise<void> {
   log('logged proxy');
   await run.checkpoint();
   const loggedDatabase = await run.createDatabase('logged-proxy');
-  const logged = run.track(await forkHelper(join(__dirname, 'logged-proxy.js'), [urls.ok, loggedDatabase.url, join(run.tmp, 'logged-proxy.log')], isProxyUrl));
+  const logged = run.track(await forkLogged(urls, loggedDatabase.url, join(run.tmp, 'logged-proxy.log'), false));
   cells.push(
     ...(await measure(run, upstream, {
       target: 'logged proxy',
@@ -276,6 +280,22 @@ async function benchmark(run: Run): Promise<void> {
     })),
   );
   await logged.stop();
+
+  log('logged failover');
+  await run.checkpoint();
+  const failoverDatabase = await run.createDatabase('logged-failover');
+  const loggedFailover = run.track(await forkLogged(urls, failoverDatabase.url, join(run.tmp, 'logged-failover.log'), true));
+  cells.push(
+    ...(await measure(run, upstream, {
+      target: 'logged failover',
+      url: `${loggedFailover.ready.url}${CHAT_PATH}`,
+      headers: { authorization: `Bearer ${LOGGED_PROXY_SECRET}` },
+      expectProvider: 'backup',
+      pid: loggedFailover.child.pid,
+      database: failoverDatabase.name,
+    })),
+  );
+  await loggedFailover.stop();
 
   for (const name of ['one-step', 'failover', 'circuit-open'] as const) cells.push(...(await measureMode(run, upstream, name)));
 
@@ -297,7 +317,9 @@ async function interleavedRounds(run: Run, upstream: Forked<{ urls: UpstreamUrls
   await run.checkpoint();
   const bare = run.track(await forkHelper(join(__dirname, 'bare-proxy.js'), [urls.ok], isProxyUrl));
   const loggedDatabase = await run.createDatabase('logged-proxy-rounds');
-  const logged = run.track(await forkHelper(join(__dirname, 'logged-proxy.js'), [urls.ok, loggedDatabase.url, join(run.tmp, 'logged-proxy-rounds.log')], isProxyUrl));
+  const logged = run.track(await forkLogged(urls, loggedDatabase.url, join(run.tmp, 'logged-proxy-rounds.log'), false));
+  const failoverDatabase = await run.createDatabase('logged-failover-rounds');
+  const loggedFailover = run.track(await forkLogged(urls, failoverDatabase.url, join(run.tmp, 'logged-failover-rounds.log'), true));
   const gateways: Partial<Record<ModeName, BootedGateway>> = {};
   for (const name of ['one-step', 'failover', 'circuit-open'] as const) gateways[name] = await bootGateway(run, urls, name, [], `${name}-rounds`);
   const gatewaySpec = (name: ModeName): { url: string; headers: Record<string, string>; expectProvider: string } => {
@@ -308,11 +330,12 @@ async function interleavedRounds(run: Run, upstream: Forked<{ urls: UpstreamUrls
   const specs: Record<RoundTarget, { url: string; headers: Record<string, string>; expectProvider: string }> = {
     'bare proxy': { url: `${bare.ready.url}${CHAT_PATH}`, headers: {}, expectProvider: 'primary' },
     'logged proxy': { url: `${logged.ready.url}${CHAT_PATH}`, headers: { authorization: `Bearer ${LOGGED_PROXY_SECRET}` }, expectProvider: 'primary' },
+    'logged failover': { url: `${loggedFailover.ready.url}${CHAT_PATH}`, headers: { authorization: `Bearer ${LOGGED_PROXY_SECRET}` }, expectProvider: 'backup' },
     'gateway one step': gatewaySpec('one-step'),
     'gateway failover': gatewaySpec('failover'),
     'gateway circuit open': gatewaySpec('circuit-open'),
   };
-  const rounds: Rounds = { seconds: ROUND_SECONDS, rps: { 'bare proxy': [], 'logged proxy': [], 'gateway one step': [], 'gateway failover': [], 'gateway circuit open': [] }, faults: 0 };
+  const rounds: Rounds = { seconds: ROUND_SECONDS, rps: { 'bare proxy': [], 'logged proxy': [], 'logged failover': [], 'gateway one step': [], 'gateway failover': [], 'gateway circuit open': [] }, faults: 0 };
   const load = (target: RoundTarget, seconds: number): Promise<LoadResult> => runLoad({ ...specs[target], body: CHAT_BODY, connections: 20, seconds });
   for (const target of ROUND_TARGETS) await load(target, WARMUP_SECONDS);
   for (let round = 0; round < ROUNDS; round++) {
@@ -325,6 +348,7 @@ async function interleavedRounds(run: Run, upstream: Forked<{ urls: UpstreamUrls
     log(`  round ${round + 1}: ${ROUND_TARGETS.map((t) => `${t} ${rounds.rps[t][round].toFixed(0)}`).join(', ')} req/s`);
   }
   for (const booted of Object.values(gateways)) await booted.gateway.stop();
+  await loggedFailover.stop();
   await logged.stop();
   await bare.stop();
   return rounds;

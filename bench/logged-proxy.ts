@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Pool as PgPool } from 'pg';
@@ -18,14 +19,19 @@ import { listenOnLoopback, readBody } from './bare-proxy';
  * is batched to PostgreSQL every 100 ms. No framework, validation, metrics, rate limit, breaker or
  * failover core. What it reaches is about the most any gateway that logs, authenticates and records
  * each request can reach on the machine.
+ *
+ * Given a failing upstream too, it is the same floor for a request that fails over: each request goes
+ * to the failing upstream first (its error body read, a warning logged), then to the answering one, and
+ * its failover event is stored before the answer is sent (decisions §8), events of concurrent requests
+ * sharing an INSERT (at most two in flight, as the gateway does); the answer carries the alert header.
  */
 
 export const LOGGED_PROXY_SECRET = 'sk-bench-logged-proxy';
-const PROVIDER = 'primary';
 const MODEL = 'bench-model';
 const FLUSH_MS = 100;
+const EVENTS_IN_FLIGHT = 2;
 
-const INSERT = bulkInsert('bench_usage', [
+const USAGE = bulkInsert('bench_usage', [
   { name: 'request_id', type: 'text' },
   { name: 'key_id', type: 'text' },
   { name: 'provider', type: 'text' },
@@ -34,17 +40,69 @@ const INSERT = bulkInsert('bench_usage', [
   { name: 'latency_ms', type: 'integer' },
   { name: 'attempts', type: 'jsonb' },
 ]);
+const EVENTS = bulkInsert('bench_events', [
+  { name: 'id', type: 'text' },
+  { name: 'key_id', type: 'text' },
+  { name: 'data', type: 'jsonb' },
+]);
+
+interface Upstream {
+  name: string;
+  pool: Pool;
+  path: string;
+}
+
+const upstreamAt = (name: string, url: string): Upstream => {
+  const base = new URL(url);
+  return { name, pool: new Pool(base.origin, { connections: DEFAULT_UPSTREAM_CONNECTIONS }), path: `${base.pathname.replace(/\/+$/, '')}/chat/completions` };
+};
+
+const call = (upstream: Upstream, body: string) =>
+  upstream.pool.request({
+    method: 'POST',
+    path: upstream.path,
+    headers: { 'content-type': 'application/json', authorization: 'Bearer x' },
+    body,
+    signal: AbortSignal.timeout(30000),
+  });
+
+/** Events awaited by their requests; those arriving while INSERTs are in flight share the next one. */
+function groupCommit(db: PgPool): (row: unknown[]) => Promise<void> {
+  let pending: Array<{ row: unknown[]; done: (err?: Error) => void }> = [];
+  let inFlight = 0;
+  const flush = (): void => {
+    if (inFlight >= EVENTS_IN_FLIGHT || pending.length === 0) return;
+    const batch = pending;
+    pending = [];
+    inFlight += 1;
+    db.query(EVENTS.sql, EVENTS.params(batch.map((p) => p.row))).then(
+      () => batch.forEach((p) => p.done()),
+      (err: Error) => batch.forEach((p) => p.done(err)),
+    ).finally(() => {
+      inFlight -= 1;
+      flush();
+    });
+  };
+  return (row) =>
+    new Promise<void>((resolve, reject) => {
+      pending.push({ row, done: (err) => (err ? reject(err) : resolve()) });
+      if (pending.length === 1) setImmediate(flush);
+    });
+}
 
 async function main(): Promise<void> {
-  const [upstreamUrl, databaseUrl, logFile] = process.argv.slice(2);
-  if (!upstreamUrl || !databaseUrl || !logFile || !process.send) throw new Error('usage: fork bench/logged-proxy.js <upstream base URL> <database URL> <log file> (with an IPC channel)');
-  const base = new URL(upstreamUrl);
-  const chatPath = `${base.pathname.replace(/\/+$/, '')}/chat/completions`;
-  const upstream = new Pool(base.origin, { connections: DEFAULT_UPSTREAM_CONNECTIONS });
-  const db = new PgPool({ connectionString: databaseUrl, max: 2 });
+  const [upstreamUrl, databaseUrl, logFile, failingUrl] = process.argv.slice(2);
+  if (!upstreamUrl || !databaseUrl || !logFile || !process.send) {
+    throw new Error('usage: fork bench/logged-proxy.js <upstream base URL> <database URL> <log file> [<failing upstream base URL>] (with an IPC channel)');
+  }
+  const failing = failingUrl ? upstreamAt('primary', failingUrl) : null;
+  const serving = upstreamAt(failing ? 'backup' : 'primary', upstreamUrl);
+  const db = new PgPool({ connectionString: databaseUrl, max: 3 });
   await db.query(
     `CREATE TABLE IF NOT EXISTS bench_usage (id bigserial PRIMARY KEY, request_id text, key_id text, provider text, model text, status integer, latency_ms integer, attempts jsonb, created_at timestamptz DEFAULT now())`,
   );
+  await db.query(`CREATE TABLE IF NOT EXISTS bench_events (id text PRIMARY KEY, key_id text, data jsonb, created_at timestamptz DEFAULT now())`);
+  const storeEvent = groupCommit(db);
   const logger = pino({ level: 'info' }, destination({ dest: logFile, sync: false, minLength: 8192 }));
   const requestLog = pinoHttp({ logger, genReqId: (req) => req.id, customAttributeKeys: { reqId: 'request_id' } });
   const keys = new Map([[hashSecret(LOGGED_PROXY_SECRET), { id: 'bench-key' }]]);
@@ -53,7 +111,7 @@ async function main(): Promise<void> {
     if (records.length === 0) return;
     const batch = records;
     records = [];
-    db.query(INSERT.sql, INSERT.params(batch)).catch((err: Error) => process.stderr.write(`logged proxy: usage flush failed: ${err.message}\n`));
+    db.query(USAGE.sql, USAGE.params(batch)).catch((err: Error) => process.stderr.write(`logged proxy: usage flush failed: ${err.message}\n`));
   }, FLUSH_MS);
 
   const relay = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -70,26 +128,35 @@ async function main(): Promise<void> {
         res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":{"code":"invalid_api_key"}}');
         return;
       }
-      const body = JSON.parse(raw.toString('utf8')) as Record<string, unknown>;
-      const answer = await upstream.request({
-        method: 'POST',
-        path: chatPath,
-        headers: { 'content-type': 'application/json', authorization: 'Bearer x' },
-        body: JSON.stringify({ ...body, model: MODEL }),
-        signal: AbortSignal.timeout(30000),
-      });
+      const body = JSON.stringify({ ...(JSON.parse(raw.toString('utf8')) as Record<string, unknown>), model: MODEL });
+      const attempts: unknown[] = [];
+      if (failing) {
+        const failed = await call(failing, body);
+        const reason = `http ${failed.statusCode}: ${(await failed.body.text()).slice(0, 200)}`;
+        attempts.push({ provider: failing.name, model: MODEL, level: 0, outcome: reason, latency_ms: Date.now() - started });
+        logger.warn(`${failing.name} failed for ${requestId} (${reason}); trying the next step`);
+      }
+      const answer = await call(serving, body);
       const completion = JSON.parse(await answer.body.text()) as Record<string, unknown>;
-      const text = JSON.stringify({ ...completion, provider: PROVIDER });
-      res.writeHead(answer.statusCode, {
+      const text = JSON.stringify({ ...completion, provider: serving.name });
+      const latency = Date.now() - started;
+      const level = failing ? 1 : 0;
+      const headers: Record<string, string> = {
         'content-type': 'application/json; charset=utf-8',
         'content-length': String(Buffer.byteLength(text)),
-        'x-svc-provider-used': PROVIDER,
-        'x-svc-is-fallback': 'false',
-        'x-svc-fallback-level': '0',
-      });
+        'x-svc-provider-used': serving.name,
+        'x-svc-is-fallback': String(level > 0),
+        'x-svc-fallback-level': String(level),
+      };
+      if (failing) {
+        const alert = { exhausted_provider: failing.name, active_provider: serving.name, fallback_level: level };
+        headers['x-svc-fallback-alert'] = JSON.stringify({ message: `${failing.name} failed; served by ${serving.name}`, ...alert });
+        await storeEvent([`evt_${randomUUID()}`, key.id, { proxy_key: key.id, model: MODEL, ...alert, latency_ms: latency, request_id: requestId }]);
+      }
+      res.writeHead(answer.statusCode, headers);
       res.end(text);
-      const latency = Date.now() - started;
-      records.push([requestId, key.id, PROVIDER, MODEL, answer.statusCode, latency, [{ provider: PROVIDER, model: MODEL, level: 0, outcome: 'ok', latency_ms: latency }]]);
+      attempts.push({ provider: serving.name, model: MODEL, level, outcome: 'ok', latency_ms: latency });
+      records.push([requestId, key.id, serving.name, MODEL, answer.statusCode, latency, attempts]);
     } catch (err) {
       if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' });
       res.end(`logged proxy: ${(err as Error).message}`);
@@ -102,7 +169,7 @@ async function main(): Promise<void> {
     clearInterval(timer);
     server.closeAllConnections();
     server.close();
-    void Promise.all([upstream.close(), db.end()]).finally(() => process.exit(0));
+    void Promise.all([serving.pool.close(), failing?.pool.close(), db.end()]).finally(() => process.exit(0));
   });
   process.send({ url });
 }

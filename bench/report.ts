@@ -2,7 +2,7 @@ import type { CpuUse } from './cpu';
 import type { LoadResult } from './load';
 import { renderTargetTable } from './results-file';
 
-export const TARGETS = ['upstream direct', 'bare proxy', 'logged proxy', 'gateway one step', 'gateway failover', 'gateway circuit open'] as const;
+export const TARGETS = ['upstream direct', 'bare proxy', 'logged proxy', 'logged failover', 'gateway one step', 'gateway failover', 'gateway circuit open'] as const;
 export type Target = (typeof TARGETS)[number];
 
 /** One measured cell: a target at one concurrency. */
@@ -61,7 +61,7 @@ function find(cells: Cell[], target: Target, connections: number): Cell {
 }
 
 /** The targets measured again in interleaved short rounds (see `Rounds`). */
-export const ROUND_TARGETS = ['bare proxy', 'logged proxy', 'gateway one step', 'gateway failover', 'gateway circuit open'] as const;
+export const ROUND_TARGETS = ['bare proxy', 'logged proxy', 'logged failover', 'gateway one step', 'gateway failover', 'gateway circuit open'] as const;
 export type RoundTarget = (typeof ROUND_TARGETS)[number];
 
 /**
@@ -97,6 +97,7 @@ export function checks(cells: Cell[], rounds: Rounds): Check[] {
   const direct1 = find(cells, 'upstream direct', 1);
   const bare20 = find(cells, 'bare proxy', 20);
   const logged20 = find(cells, 'logged proxy', 20);
+  const loggedFailover20 = find(cells, 'logged failover', 20);
   const one1 = find(cells, 'gateway one step', 1);
   const one20 = find(cells, 'gateway one step', 20);
   const failover20 = find(cells, 'gateway failover', 20);
@@ -145,6 +146,12 @@ export function checks(cells: Cell[], rounds: Rounds): Check[] {
       value: `${failoverVsOne.text}; ${cellRatio(failover20, one20)}`,
       target: `>= ${pct(GOALS.failoverVsOneStep)}`,
       pass: failoverVsOne.median >= GOALS.failoverVsOneStep,
+    },
+    {
+      name: 'logged failover vs logged proxy (the same floor for a request that fails over), req/s at c=20',
+      value: `${roundRatio(rounds, 'logged failover', 'logged proxy').text}; ${cellRatio(loggedFailover20, logged20)}`,
+      target: '-',
+      pass: null,
     },
     {
       name: 'circuit open vs one step, req/s at c=20',
@@ -216,7 +223,10 @@ Written by \`npm run bench:chat\` (bench/chat.ts).
 - References: *bare proxy* = \`node:http\` + an undici pool passing bytes through, four headers added (bench/bare-proxy.ts);
   *logged proxy* = the bare proxy plus only the work every gateway request needs (key hash, body parsed and model
   replaced, answer parsed with \`provider\` added, a pino-http line to a file, a usage record batched to PostgreSQL;
-  bench/logged-proxy.ts), for information: about the most a gateway that logs, authenticates and records can reach
+  bench/logged-proxy.ts), for information: about the most a gateway that logs, authenticates and records can reach;
+  *logged failover* = the logged proxy sending each request to the 500ing upstream first (error body read, a warning
+  logged), then to the answering one, its failover event stored before the answer (decisions §8; concurrent events
+  share an INSERT, at most two in flight) and the alert header added: the same floor for a request that fails over
 - Gateway: \`node dist/src/main.js\`, \`LOG_LEVEL=info\` (JSON logs written to a file), proxy-key auth, usage records,
   x-svc-* headers, a fresh PostgreSQL database per gateway process; one gateway process per mode
 - Modes: *one step* = chain \`[primary]\`; *failover* = chain \`[primary, backup]\`, primary always answers 500,
