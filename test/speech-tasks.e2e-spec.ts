@@ -2,6 +2,7 @@ import type { Response } from 'superagent';
 import { DataSource } from 'typeorm';
 import { parseFlacStreamInfo, parseWavHeader, pcmFrameCount, scanMp3Frames } from '../src/speech/audio/parse';
 import { SpeechTaskScheduler } from '../src/speech/tasks/speech-task.scheduler';
+import { EnvironmentVariables } from '../src/config/env.schema';
 import { ESPEAK_DEFAULT_VOICE } from '../src/speech/engine/espeak-engine';
 import { ADMIN_TOKEN, startApp, TestApp } from './support/app';
 
@@ -298,6 +299,32 @@ describe('async speech tasks', () => {
     const res = await submit({ model: MODEL, text: 'Hi.', voice_setting: { speed: 1 } });
     expect(res.status).toBe(400);
     expect(res.body.error).toMatchObject({ type: 'invalid_request_error', code: 'missing_field', param: 'voice_setting.voice_id' });
+  });
+
+  it('holds a key to SVC_TASKS_MAX_PENDING_PER_KEY tasks queued or processing, concurrent submits included: 429 too_many_tasks', async () => {
+    const env = t.app.get(EnvironmentVariables);
+    const before = env.SVC_TASKS_MAX_PENDING_PER_KEY;
+    env.SVC_TASKS_MAX_PENDING_PER_KEY = 2;
+    try {
+      const key = await t.createKey('pending limit', CHAIN);
+      const body = { model: MODEL, text: longText(1500) };
+      const answers = await Promise.all([1, 2, 3, 4].map(() => submit(body, key.secret)));
+      expect(answers.map((a) => a.status).sort()).toEqual([202, 202, 429, 429]);
+      const refused = answers.find((a) => a.status === 429);
+      expect(refused?.body).toEqual({ error: { message: expect.stringContaining('2'), type: 'rate_limit_error', param: null, code: 'too_many_tasks' } });
+      const [{ n }] = await db.query<Array<{ n: number }>>(`SELECT count(*)::int AS n FROM speech_tasks WHERE key_id = $1`, [key.id]);
+      expect(n).toBe(2);
+      // room again once they are done
+      const pending = async (): Promise<number> =>
+        (await db.query<Array<{ n: number }>>(`SELECT count(*)::int AS n FROM speech_tasks WHERE key_id = $1 AND status IN ('queued', 'processing')`, [key.id]))[0].n;
+      for (let waited = 0; (await pending()) > 0; waited += 150) {
+        if (waited > 60000) throw new Error('the two tasks did not finish within 60 s');
+        await new Promise((r) => setTimeout(r, 150));
+      }
+      expect((await submit(body, key.secret)).status).toBe(202);
+    } finally {
+      env.SVC_TASKS_MAX_PENDING_PER_KEY = before;
+    }
   });
 
   it('takes up to 200,000 characters and refuses more with 413 text_too_long', async () => {

@@ -79,6 +79,10 @@ export class EnvironmentVariables {
   @IsOptional() @IsInt() @Min(100)
   SVC_WS_STALL_MS: number = 15000;
 
+  /** Async speech tasks one key may have queued or processing at once, over all replicas; more are refused with 429. */
+  @IsOptional() @IsInt() @Min(1)
+  SVC_TASKS_MAX_PENDING_PER_KEY: number = 50;
+
   /** Open speech WebSockets one key may hold on one replica; more are refused with 429. */
   @IsOptional() @IsInt() @Min(1)
   SVC_WS_MAX_STREAMS_PER_KEY: number = 100;

@@ -40,6 +40,7 @@ export const ERROR_CODES = {
   headers_too_large: { status: 431, type: 'invalid_request_error' },
   rate_limited: { status: 429, type: 'rate_limit_error' },
   too_many_streams: { status: 429, type: 'rate_limit_error' },
+  too_many_tasks: { status: 429, type: 'rate_limit_error' },
   internal_error: { status: 500, type: 'api_error' },
   all_providers_failed: { status: 502, type: 'upstream_error' },
   voice_creation_failed: { status: 502, type: 'upstream_error' },

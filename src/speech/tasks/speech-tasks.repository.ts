@@ -40,8 +40,18 @@ export class SpeechTasksRepository {
   ) {}
 
   /** The task row and its job are written together or not at all. */
-  insertWithJob(task: NewTask, enqueue: (manager: EntityManager) => Promise<unknown>): Promise<SpeechTaskEntity> {
+  /**
+   * Null when the key already has `maxPending` tasks queued or processing: a per-key transaction lock makes
+   * concurrent submits (on any replica) count one after another.
+   */
+  insertWithJob(task: NewTask, maxPending: number, enqueue: (manager: EntityManager) => Promise<unknown>): Promise<SpeechTaskEntity | null> {
     return this.dataSource.transaction(async (manager) => {
+      await manager.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`speech_tasks:${task.keyId}`]);
+      const [{ n }] = await manager.query<Array<{ n: number }>>(
+        `SELECT count(*)::int AS n FROM speech_tasks WHERE key_id = $1 AND status IN ('queued', 'processing')`,
+        [task.keyId],
+      );
+      if (n >= maxPending) return null;
       await manager.insert(SpeechTaskEntity, { ...task, status: 'queued' });
       await enqueue(manager);
       return manager.findOneByOrFail(SpeechTaskEntity, { id: task.id });

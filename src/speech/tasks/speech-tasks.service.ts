@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DomainError, notFound } from '../../common/errors/domain-error';
 import { newId } from '../../common/ids';
+import { EnvironmentVariables } from '../../config/env.schema';
 import { JobQueue } from '../../database/job-queue';
 import type { AuthenticatedKey } from '../../keys/key-directory';
 import { contentTypeFor } from '../audio/encoders';
@@ -54,6 +55,7 @@ export class SpeechTasksService {
     private readonly repository: SpeechTasksRepository,
     private readonly queue: JobQueue,
     private readonly voices: VoicesService,
+    private readonly env: EnvironmentVariables,
   ) {}
 
   /** The task row and its job are committed together: a 202 always means a worker will run it. */
@@ -64,10 +66,14 @@ export class SpeechTasksService {
     await this.voices.route(key, job);
     const plan = planChunks(job.text);
     const id = newId('task');
+    const max = this.env.SVC_TASKS_MAX_PENDING_PER_KEY;
     const row = await this.repository.insertWithJob(
       { id, keyId: key.id, model: job.model, job, plan, characters: characterCount(job.text), chunksTotal: plan.length },
+      max,
       (manager) => enqueueTask(this.queue, id, manager),
     );
+    // one key's backlog must not hold every worker of every replica
+    if (!row) throw new DomainError('too_many_tasks', `This key already has ${max} async speech tasks queued or processing (the limit); wait for one to finish.`);
     return toDto(row);
   }
 
