@@ -6,6 +6,9 @@ type OperationObject = NonNullable<OpenAPIObject['paths'][string]['get']>;
 type ResponseObject = Extract<OperationObject['responses'][string], { description: string }>;
 type HeaderObject = { description: string; schema: { type: string } };
 
+const SSE_DESCRIPTION =
+  'Server-sent events: `data: {chat.completion.chunk with "provider"}` lines, then `data: [DONE]`; an upstream fault after the first ' +
+  'byte ends the stream with `data: {"error":{…}}` and no `[DONE]`.';
 const ERROR_SCHEMA = { $ref: '#/components/schemas/ErrorResponseDto' };
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
 
@@ -39,6 +42,9 @@ function completeDocument(document: OpenAPIObject): OpenAPIObject {
       if (jsonBody) operation.responses['415'] ??= { description: 'The body is not JSON (`unsupported_media_type`).' };
       for (const [status, response] of Object.entries(operation.responses) as Array<[string, ResponseObject]>) {
         if (Number(status) >= 400) response.content = { 'application/json': { schema: ERROR_SCHEMA } };
+        // an event stream is text, not one JSON document: its events are described by the response's text
+        const events = response.content?.['text/event-stream'];
+        if (events) events.schema = { type: 'string', description: SSE_DESCRIPTION };
         const names = ['x-svc-request-id', ...(isProxiedPath(path) ? Object.keys(FAILOVER_HEADERS) : [])];
         response.headers = { ...response.headers, ...Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }])) };
       }
