@@ -1,5 +1,6 @@
 import WebSocket from 'ws';
 import { RateLimiter } from '../src/limits/rate-limiter.service';
+import { MAX_MESSAGE_BYTES } from '../src/speech/stream/speech-stream.gateway';
 import { startApp, TestApp } from './support/app';
 import { awayFromMinuteBoundary, eventually, REQUEST_ID } from './support/failover';
 import { refusedUpgrade, StreamClient } from './support/ws-client';
@@ -127,12 +128,12 @@ describe('limits', () => {
       expect(await client.closed).toBe(1008);
     });
 
-    it('closes the connection with 1009 on a message over 64 KiB', async () => {
+    it('closes the connection with 1009 on a message over the frame limit (256 KiB)', async () => {
       const key = await t.createKey('stream message cap', SPEECH_CHAIN);
       const client = await connect(key.secret);
       client.ws.on('error', () => undefined);
       await client.waitFor((m) => m.event === 'connected_success');
-      client.ws.send(JSON.stringify({ event: 'task_continue', text: 'a'.repeat(64 * 1024) }));
+      client.ws.send(JSON.stringify({ event: 'task_continue', text: 'a'.repeat(MAX_MESSAGE_BYTES) }));
       expect(await client.closed).toBe(1009);
     });
 

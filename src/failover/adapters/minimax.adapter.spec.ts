@@ -101,7 +101,7 @@ describe('MiniMaxAdapter against a real T2A v2 server', () => {
   it('fails the call, not the stream, when the first stream event is a base_resp error', async () => {
     fake.setMode('baseRespError', { status: 2013, message: 'invalid params' });
     fake.errorAsEvent = true;
-    expect(await outcomeOf(() => adapter.speech(call(), ctx()))).toEqual({ kind: 'provider_error', code: 2013, message: 'invalid params' });
+    expect(await outcomeOf(() => adapter.speech(call(), ctx()))).toEqual({ kind: 'provider_error', code: 2013, message: 'invalid params', requestFault: true });
   });
 
   it('fails a non-streaming (wav) call the same way, with the configured status code', async () => {
