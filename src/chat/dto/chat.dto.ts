@@ -16,9 +16,11 @@ export class ChatCompletionRequestDto {
   /** Server-sent events, OpenAI style (`data: {...}` chunks, then `data: [DONE]`). */
   @ApiPropertyOptional()
   stream?: boolean;
+  /** Passed through as sent, like every sampling field: the provider checks it. */
   @ApiPropertyOptional()
   temperature?: number;
-  @ApiPropertyOptional({ type: 'integer' })
+  /** Passed through as sent: the provider checks it (OpenAI wants a whole number). */
+  @ApiPropertyOptional()
   max_tokens?: number;
 }
 
