@@ -265,37 +265,26 @@ async function benchmark(run: Run): Promise<void> {
   );
   await bare.stop();
 
-  log('logged proxy');
-  await run.checkpoint();
-  const loggedDatabase = await run.createDatabase('logged-proxy');
-  const logged = run.track(await forkLogged(urls, loggedDatabase.url, join(run.tmp, 'logged-proxy.log'), false));
-  cells.push(
-    ...(await measure(run, upstream, {
-      target: 'logged proxy',
-      url: `${logged.ready.url}${CHAT_PATH}`,
-      headers: { authorization: `Bearer ${LOGGED_PROXY_SECRET}` },
-      expectProvider: 'primary',
-      pid: logged.child.pid,
-      database: loggedDatabase.name,
-    })),
-  );
-  await logged.stop();
-
-  log('logged failover');
-  await run.checkpoint();
-  const failoverDatabase = await run.createDatabase('logged-failover');
-  const loggedFailover = run.track(await forkLogged(urls, failoverDatabase.url, join(run.tmp, 'logged-failover.log'), true));
-  cells.push(
-    ...(await measure(run, upstream, {
-      target: 'logged failover',
-      url: `${loggedFailover.ready.url}${CHAT_PATH}`,
-      headers: { authorization: `Bearer ${LOGGED_PROXY_SECRET}` },
-      expectProvider: 'backup',
-      pid: loggedFailover.child.pid,
-      database: failoverDatabase.name,
-    })),
-  );
-  await loggedFailover.stop();
+  for (const [target, failingOver] of [
+    ['logged proxy', false],
+    ['logged failover', true],
+  ] as const) {
+    log(target);
+    await run.checkpoint();
+    const database = await run.createDatabase(target.replace(' ', '-'));
+    const logged = run.track(await forkLogged(urls, database.url, join(run.tmp, `${target.replace(' ', '-')}.log`), failingOver));
+    cells.push(
+      ...(await measure(run, upstream, {
+        target,
+        url: `${logged.ready.url}${CHAT_PATH}`,
+        headers: { authorization: `Bearer ${LOGGED_PROXY_SECRET}` },
+        expectProvider: failingOver ? 'backup' : 'primary',
+        pid: logged.child.pid,
+        database: database.name,
+      })),
+    );
+    await logged.stop();
+  }
 
   for (const name of ['one-step', 'failover', 'circuit-open'] as const) cells.push(...(await measureMode(run, upstream, name)));
 

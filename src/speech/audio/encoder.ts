@@ -15,3 +15,24 @@ export function releaseEncoder(encoder: Pick<AudioEncoder, 'end'>): void {
     // nobody is left to tell
   }
 }
+
+/**
+ * The encoder's bytes as each block of samples is pushed, then its tail. Stopped early (the source failed,
+ * the consumer stopped reading, `signal` aborted: no tail then, nobody wants it), the encoder is still released.
+ */
+export async function* encodeAll(encoder: AudioEncoder, samples: AsyncIterable<Int16Array>, signal?: AbortSignal): AsyncGenerator<Buffer> {
+  let ended = false;
+  try {
+    for await (const block of samples) {
+      if (signal?.aborted) return;
+      const bytes = encoder.push(block);
+      if (bytes.length > 0) yield bytes;
+    }
+    if (signal?.aborted) return;
+    ended = true;
+    const tail = encoder.end();
+    if (tail.length > 0) yield tail;
+  } finally {
+    if (!ended) releaseEncoder(encoder);
+  }
+}

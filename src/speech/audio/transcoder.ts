@@ -1,5 +1,5 @@
 import { contentTypeFor, createStreamingEncoder, mp3Bitrate, type AudioEncoder, type AudioFormat } from './encoders';
-import { releaseEncoder } from './encoder';
+import { encodeAll } from './encoder';
 import { decodePcm16le, encodePcm16le, resample } from './pcm';
 import { wavHeader } from './wav';
 
@@ -75,25 +75,17 @@ export async function* transcodeStream(
   options: { gain?: number } = {},
 ): AsyncGenerator<Buffer> {
   const transcoder = await createTranscoder({ fromRate: from.sampleRate, fromChannels: from.channels, output, gain: options.gain });
-  const frameBytes = 2 * from.channels;
+  yield* encodeAll(transcoder, wholeFrames(source, 2 * from.channels));
+}
+
+/** The samples of whole frames; a partial last frame is a truncated sample: dropped rather than padded into a click. */
+async function* wholeFrames(source: AsyncIterable<Buffer>, frameBytes: number): AsyncGenerator<Int16Array> {
   let carry = Buffer.alloc(0);
-  let ended = false;
-  try {
-    for await (const chunk of source) {
-      const bytes = carry.length > 0 ? Buffer.concat([carry, chunk]) : chunk;
-      const whole = bytes.length - (bytes.length % frameBytes);
-      carry = Buffer.from(bytes.subarray(whole));
-      if (whole === 0) continue;
-      const out = transcoder.push(decodePcm16le(bytes.subarray(0, whole)));
-      if (out.length > 0) yield out;
-    }
-    ended = true;
-    // a partial last frame is a truncated sample: dropped rather than padded into a click
-    const tail = transcoder.end();
-    if (tail.length > 0) yield tail;
-  } finally {
-    // a source that failed or a consumer that stopped early (client gone) still ends the encoder
-    if (!ended) releaseEncoder(transcoder);
+  for await (const chunk of source) {
+    const bytes = carry.length > 0 ? Buffer.concat([carry, chunk]) : chunk;
+    const whole = bytes.length - (bytes.length % frameBytes);
+    carry = Buffer.from(bytes.subarray(whole));
+    if (whole > 0) yield decodePcm16le(bytes.subarray(0, whole));
   }
 }
 

@@ -1,4 +1,4 @@
-import { ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiPropertyOptional, OmitType } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsDefined, IsIn, IsInt, IsNumber, IsOptional, IsPositive, IsString, Max, MaxLength, Min, MinLength, ValidateNested } from 'class-validator';
 
@@ -67,11 +67,7 @@ export class SpeechRequestDto {
 }
 
 /** The async task's body: the same shape, with long text and a voice of the chain's own when none is given (interface §4.2). */
-export class AsyncSpeechRequestDto {
-  /** `speech-02-hd`: selects the entry step of the key's chain. */
-  @IsString() @MinLength(1) @MaxLength(200)
-  model!: string;
-
+export class AsyncSpeechRequestDto extends OmitType(SpeechRequestDto, ['text', 'voice_setting'] as const) {
   /** Text to convert: 1 to 200,000 characters. */
   @IsString() @MinLength(1)
   text!: string;
@@ -79,7 +75,4 @@ export class AsyncSpeechRequestDto {
   /** Optional: without it the entry step speaks with its default voice (its `voice_map` `*` entry, else its provider's default). */
   @IsOptional() @ValidateNested() @Type(() => VoiceSettingDto)
   voice_setting?: VoiceSettingDto;
-
-  @IsOptional() @ValidateNested() @Type(() => AudioSettingDto)
-  audio_setting?: AudioSettingDto;
 }

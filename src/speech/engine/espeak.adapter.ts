@@ -2,10 +2,10 @@ import { Injectable, Logger } from '@nestjs/common';
 import type { ResolvedProvider } from '../../config/gateway-config';
 import type { AdapterFactory, AudioStream, CallContext, ProviderAdapter, SpeechCall, VoiceInfo } from '../../failover/provider-adapter';
 import { UpstreamFailure } from '../../failover/provider-adapter';
-import { releaseEncoder } from '../audio/encoder';
+import { encodeAll } from '../audio/encoder';
 import { createStreamingEncoder, encodeAudio } from '../audio/encoders';
 import { outputShape } from '../audio/transcoder';
-import { ESPEAK_DEFAULT_VOICE, EspeakEngine, EspeakVoiceNotFoundError, SynthesisOptions } from './espeak-engine';
+import { ESPEAK_DEFAULT_VOICE, EspeakEngine, EspeakVoiceNotFoundError, SynthesisOptions, SynthesizedAudio } from './espeak-engine';
 
 /** The offline engine as a provider: real speech, no network, sentence by sentence. */
 export class EspeakAdapter implements ProviderAdapter {
@@ -40,20 +40,7 @@ export class EspeakAdapter implements ProviderAdapter {
         return;
       }
       const encoder = await createStreamingEncoder(output.format, output);
-      let ended = false;
-      try {
-        for await (const piece of this.engine.stream(call.text, options)) {
-          if (signal.aborted) return;
-          const bytes = encoder.push(piece.samples);
-          if (bytes.length > 0) yield bytes;
-        }
-        ended = true;
-        const tail = encoder.end();
-        if (tail.length > 0) yield tail;
-      } finally {
-        // stopped by the abort, an engine error or a consumer that stopped reading: the encoder is still ended
-        if (!ended) releaseEncoder(encoder);
-      }
+      yield* encodeAll(encoder, samplesOf(this.engine.stream(call.text, options)), signal);
     } catch (err) {
       if (err instanceof EspeakVoiceNotFoundError) throw new UpstreamFailure({ kind: 'http', status: 400, message: err.message });
       throw err;
@@ -93,4 +80,8 @@ export class EspeakAdapterFactory implements AdapterFactory {
     });
     return new EspeakAdapter(provider, sharedEngine);
   }
+}
+
+async function* samplesOf(pieces: AsyncIterable<SynthesizedAudio>): AsyncGenerator<Int16Array> {
+  for await (const piece of pieces) yield piece.samples;
 }
