@@ -75,7 +75,7 @@ function groupCommit(db: PgPool): (row: unknown[]) => Promise<void> {
     const batch = pending;
     pending = [];
     inFlight += 1;
-    db.query(EVENTS.sql, EVENTS.params(batch.map((p) => p.row))).then(
+    db.query(EVENTS.query(batch.map((p) => p.row))).then(
       () => batch.forEach((p) => p.done()),
       (err: Error) => batch.forEach((p) => p.done(err)),
     ).finally(() => {
@@ -111,7 +111,7 @@ async function main(): Promise<void> {
     if (records.length === 0) return;
     const batch = records;
     records = [];
-    db.query(USAGE.sql, USAGE.params(batch)).catch((err: Error) => process.stderr.write(`logged proxy: usage flush failed: ${err.message}\n`));
+    db.query(USAGE.query(batch)).catch((err: Error) => process.stderr.write(`logged proxy: usage flush failed: ${err.message}\n`));
   }, FLUSH_MS);
 
   const relay = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {

@@ -1,5 +1,6 @@
 import { Pool } from 'pg';
 import { bulkInsert, insertBatch } from '../src/database/bulk-insert';
+import type { BulkQuery } from '../src/database/bulk-insert';
 import { adminQuery, baseDatabaseUrl, withDatabase } from './support/database';
 
 /** The batch writers' INSERT on a real PostgreSQL: every column type, nulls, and a row the database refuses. */
@@ -12,7 +13,7 @@ describe('bulk INSERT from one JSON parameter', () => {
     { name: 'n', type: 'integer' },
     { name: 'data', type: 'jsonb' },
   ]);
-  const run = (sql: string, params: unknown[]): Promise<unknown> => pool.query(sql, params);
+  const run = (query: BulkQuery): Promise<unknown> => pool.query(query);
 
   beforeAll(async () => {
     await adminQuery(admin, `CREATE DATABASE "${name}"`);

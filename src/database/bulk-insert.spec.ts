@@ -1,4 +1,5 @@
 import { bulkInsert, insertBatch, isRowFault } from './bulk-insert';
+import type { BulkQuery } from './bulk-insert';
 
 const columns = [
   { name: 'id', type: 'text' },
@@ -16,6 +17,14 @@ describe('bulkInsert', () => {
     );
     expect(insert.params([['a', 1, { x: 1 }], ['b', null, null]])).toEqual(['[["a",1,{"x":1}],["b",null,null]]']);
   });
+
+  it('names the statement (prepared once per connection), one name per table and column list', () => {
+    const query = bulkInsert('things', columns).query([['a', 1, null]]);
+    expect(query).toEqual({ name: expect.stringMatching(/^bulk_insert_things_[0-9a-f]{12}$/), text: bulkInsert('things', columns).sql, values: ['[["a",1,null]]'] });
+    expect(bulkInsert('things', columns).query([]).name).toBe(query.name);
+    expect(bulkInsert('things', columns.slice(0, 2)).query([]).name).not.toBe(query.name);
+    expect(bulkInsert('others', columns).query([]).name).not.toBe(query.name);
+  });
 });
 
 describe('insertBatch', () => {
@@ -24,8 +33,8 @@ describe('insertBatch', () => {
   /** A fake database: `refuse` ids fail with a data exception, `down` from the call of that number on. */
   const database = (refuse: string[], downFromCall = Infinity) => {
     const calls: string[][] = [];
-    const run = (_sql: string, [json]: unknown[]): Promise<unknown> => {
-      const ids = (JSON.parse(json as string) as Array<[string]>).map(([id]) => id);
+    const run = ({ values: [json] }: BulkQuery): Promise<unknown> => {
+      const ids = (JSON.parse(json) as Array<[string]>).map(([id]) => id);
       calls.push(ids);
       if (calls.length >= downFromCall) return Promise.reject(fault('57P01'));
       return ids.some((id) => refuse.includes(id)) ? Promise.reject(fault('22003')) : Promise.resolve();

@@ -1,7 +1,16 @@
+import { createHash } from 'node:crypto';
+
 /** A column of a bulk INSERT and the PostgreSQL type its value is read as. */
 export interface BulkColumn {
   name: string;
   type: 'text' | 'integer' | 'jsonb';
+}
+
+/** A statement as the pg driver takes it; with a `name`, it is parsed and planned once per connection. */
+export interface BulkQuery {
+  name: string;
+  text: string;
+  values: [string];
 }
 
 /** One INSERT statement for many rows: the same text for every batch, one parameter. */
@@ -9,6 +18,8 @@ export interface BulkInsert {
   sql: string;
   /** The parameters of a batch of rows, each row's values in column order (jsonb values as plain JS values). */
   params(rows: ReadonlyArray<readonly unknown[]>): [string];
+  /** The batch as a named (prepared) statement: PostgreSQL skips parsing and planning after a connection's first batch. */
+  query(rows: ReadonlyArray<readonly unknown[]>): BulkQuery;
 }
 
 const valueOf = (column: BulkColumn, index: number): string => {
@@ -32,10 +43,11 @@ const valueOf = (column: BulkColumn, index: number): string => {
 export function bulkInsert(table: string, columns: readonly BulkColumn[]): BulkInsert {
   const names = columns.map((c) => `"${c.name}"`).join(', ');
   const values = columns.map(valueOf).join(', ');
-  return {
-    sql: `INSERT INTO "${table}" (${names}) SELECT ${values} FROM jsonb_array_elements($1::jsonb) AS e`,
-    params: (rows) => [JSON.stringify(rows)],
-  };
+  const sql = `INSERT INTO "${table}" (${names}) SELECT ${values} FROM jsonb_array_elements($1::jsonb) AS e`;
+  const params = (rows: ReadonlyArray<readonly unknown[]>): [string] => [JSON.stringify(rows)];
+  // one name per table and column list (the driver refuses one name for two texts on a connection)
+  const name = `bulk_insert_${table}_${createHash('sha1').update(sql).digest('hex').slice(0, 12)}`;
+  return { sql, params, query: (rows) => ({ name, text: sql, values: params(rows) }) };
 }
 
 /** PostgreSQL's data exceptions (class 22) and integrity violations (class 23): the rows, not the database, are at fault. */
@@ -44,7 +56,7 @@ export function isRowFault(err: unknown): boolean {
   return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'));
 }
 
-export type RunQuery = (sql: string, params: unknown[]) => Promise<unknown>;
+export type RunQuery = (query: BulkQuery) => Promise<unknown>;
 
 /** A row the database refused, by its index in the batch. */
 export interface RefusedRow {
@@ -66,7 +78,7 @@ export interface BatchOutcome {
  */
 export async function insertBatch(run: RunQuery, insert: BulkInsert, rows: ReadonlyArray<readonly unknown[]>): Promise<BatchOutcome> {
   try {
-    await run(insert.sql, insert.params(rows));
+    await run(insert.query(rows));
     return { processed: rows.length, refused: [] };
   } catch (err) {
     if (!isRowFault(err)) return { processed: 0, refused: [], error: err as Error };
@@ -75,7 +87,7 @@ export async function insertBatch(run: RunQuery, insert: BulkInsert, rows: Reado
   const refused: RefusedRow[] = [];
   for (let index = 0; index < rows.length; index++) {
     try {
-      await run(insert.sql, insert.params([rows[index]]));
+      await run(insert.query([rows[index]]));
     } catch (err) {
       if (!isRowFault(err)) return { processed: index, refused, error: err as Error };
       refused.push({ index, error: err as Error });

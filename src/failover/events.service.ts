@@ -98,7 +98,7 @@ export class EventsService {
     try {
       const pool = pgPoolOf(this.dataSource);
       const rows = batch.map(({ row }) => [row.id, row.type, row.keyId, row.provider, row.data]);
-      const outcome = await insertBatch((sql, params) => pool.query(sql, params), INSERT, rows);
+      const outcome = await insertBatch((query) => pool.query(query), INSERT, rows);
       const refused = new Map(outcome.refused.map((r) => [r.index, r.error]));
       batch.forEach((p, index) => {
         const error = index < outcome.processed ? refused.get(index) : outcome.error;

@@ -70,7 +70,7 @@ export class UsageWriter implements OnModuleInit, OnApplicationShutdown {
     const pool = pgPoolOf(this.dataSource);
     while (this.buffer.length > 0) {
       const batch = this.buffer.slice(0, FLUSH_SIZE);
-      const outcome = await insertBatch((sql, params) => pool.query(sql, params), INSERT, batch.map(rowOf));
+      const outcome = await insertBatch((query) => pool.query(query), INSERT, batch.map(rowOf));
       this.buffer.splice(0, outcome.processed);
       for (const { index, error } of outcome.refused) {
         // retrying a row the database refuses would hold every later record back
