@@ -14,6 +14,7 @@ const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
 
 const header = (description: string, type: 'string' | 'boolean' | 'integer'): HeaderObject => ({ description, schema: { type } });
 const REQUEST_ID = header('Correlates the request with usage records, logs and webhook events (`req_…`).', 'string');
+const SDK_REQUEST_ID = header('The same id as `x-svc-request-id`, under the name the OpenAI SDKs read (`_request_id`, `APIError.requestID`).', 'string');
 /** Interface §6.3 and decisions §4: on every answer of a proxied route, errors included. */
 const FAILOVER_HEADERS: Record<string, HeaderObject> = {
   'x-svc-provider-used': header('Provider that served the request (`none` when no step served it).', 'string'),
@@ -45,12 +46,12 @@ function completeDocument(document: OpenAPIObject): OpenAPIObject {
         // an event stream is text, not one JSON document: its events are described by the response's text
         const events = response.content?.['text/event-stream'];
         if (events) events.schema = { type: 'string', description: SSE_DESCRIPTION };
-        const names = ['x-svc-request-id', ...(isProxiedPath(path) ? Object.keys(FAILOVER_HEADERS) : [])];
+        const names = ['x-svc-request-id', 'x-request-id', ...(isProxiedPath(path) ? Object.keys(FAILOVER_HEADERS) : [])];
         response.headers = { ...response.headers, ...Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }])) };
       }
     }
   }
-  document.components = { ...document.components, headers: { 'x-svc-request-id': REQUEST_ID, ...FAILOVER_HEADERS } };
+  document.components = { ...document.components, headers: { 'x-svc-request-id': REQUEST_ID, 'x-request-id': SDK_REQUEST_ID, ...FAILOVER_HEADERS } };
   return document;
 }
 
@@ -61,7 +62,7 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .setDescription(
       'Gateway between applications and upstream AI providers: voice consent recordings, text-to-speech with ' +
         '`speech-02-hd`, and provider failover. Errors share one body: `{"error":{"message","type","param","code"}}`. ' +
-        'Every response carries `x-svc-request-id`; chat completions and speech carry the failover headers too.',
+        'Every response carries `x-svc-request-id` (and the same id as `x-request-id`, which the OpenAI SDKs read); chat completions and speech carry the failover headers too.',
     )
     .setVersion('1')
     .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'sk-svc-…', description: 'Proxy key secret (`sk-svc-…`)' }, 'proxy-key')

@@ -257,6 +257,9 @@ describe('provider circuit breaker', () => {
     expect(JSON.parse(res.headers['x-svc-fallback-alert'])).toMatchObject({ exhausted_provider: b.name });
     expect(a.fake.count(CHAT_PATH)).toBe(5);
     expect(b.fake.count(CHAT_PATH)).toBe(5);
+    // when to come back: the rest of the sooner cooldown, in whole seconds
+    expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(Number(res.headers['retry-after'])).toBeLessThanOrEqual(Math.ceil(COOLDOWN_MS / 1000));
 
     const stream = await streamChat(t, key.secret, chatBody('m-a'));
     expect(stream.status).toBe(503);

@@ -446,6 +446,9 @@ describe('chat completion failover', () => {
     expect(res.headers).toMatchObject({ 'x-svc-provider-used': 'none', 'x-svc-is-fallback': 'true', 'x-svc-fallback-level': '1' });
     expect(a.fake.count(CHAT_PATH)).toBe(1);
     expect(b.fake.count(CHAT_PATH)).toBe(1);
+    // the caps' minute ends in this many seconds: when the key is served again
+    const untilNextMinute = 60 - new Date().getUTCSeconds();
+    expect(Math.abs(Number(res.headers['retry-after']) - untilNextMinute)).toBeLessThanOrEqual(1);
   });
 
   it('answers 502, not 503, when some steps were skipped and the others failed', async () => {

@@ -32,8 +32,12 @@ describe('chat completion failover through the openai SDK', () => {
     const { a, b, client } = await clientFor('sdk failover');
     a.fake.setMode('error500', { status: 503 });
 
-    const { data, response } = await client.chat.completions.create({ model: 'm-a', messages }).withResponse();
+    const { data, response, request_id } = await client.chat.completions.create({ model: 'm-a', messages }).withResponse();
 
+    // the SDK's own request id accessors name this gateway's request
+    expect(request_id).toMatch(REQUEST_ID);
+    expect(request_id).toBe(response.headers.get('x-svc-request-id'));
+    expect((data as { _request_id?: string | null })._request_id).toBe(request_id);
     expect(data.choices[0].message.content).toBe(b.fake.replyFor('m-b'));
     expect(data.model).toBe('m-b');
     expect((data as unknown as { provider: string }).provider).toBe(b.name);
@@ -115,6 +119,7 @@ describe('chat completion failover through the openai SDK', () => {
     expect(rejected.type).toBe('invalid_request_error');
     expect(rejected.headers.get('x-svc-provider-used')).toBe(a.name);
     expect(rejected.headers.get('x-svc-request-id')).toMatch(REQUEST_ID);
+    expect(rejected.requestID).toBe(rejected.headers.get('x-svc-request-id'));
     expect(b.fake.count()).toBe(0);
   });
 
@@ -159,6 +164,7 @@ describe('chat completion failover through the openai SDK', () => {
     expect(failed.status).toBe(502);
     expect(failed.code).toBe('all_providers_failed');
     expect(failed.headers.get('x-svc-request-id')).toMatch(REQUEST_ID);
+    expect(failed.requestID).toBe(failed.headers.get('x-svc-request-id'));
     expect(JSON.parse(failed.headers.get('x-svc-fallback-alert') ?? 'null')).toMatchObject({ exhausted_provider: b.name });
   });
 

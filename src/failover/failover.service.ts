@@ -13,6 +13,7 @@ import { exhaustedHeaders, servedHeaders } from './failover-headers';
 import { FailoverScope, ScopeResult } from './failover-scope';
 import { CallContext, ProviderAdapter, UpstreamFailure } from './provider-adapter';
 import { UsageCaps } from './usage-caps.service';
+import { secondsLeftInWindow } from './usage-window';
 
 /** One attempt on one step; for streams it resolves once the first chunk is in hand. */
 export type Attempt<T> = (adapter: ProviderAdapter, ctx: CallContext, step: PlannedStep) => Promise<T>;
@@ -71,6 +72,8 @@ export class FailoverService {
     scope.requestedModel = model;
     const failures: Array<{ provider: string; reason: string; level: number }> = [];
     let attempted = 0;
+    /** When the soonest skipped step is served again (whole seconds): the Retry-After of a 503. */
+    let retryAfter = Infinity;
     for (const step of planned) {
       const adapter = this.adapters.get(step.provider);
       const skip = !adapter
@@ -81,6 +84,7 @@ export class FailoverService {
             ? 'usage cap reached'
             : null;
       if (skip || !adapter) {
+        retryAfter = Math.min(retryAfter, this.secondsUntilServed(step, skip));
         scope.attempts.push({ provider: step.provider, model: step.model, level: step.level, outcome: `skipped: ${skip}`, latency_ms: null });
         failures.push({ provider: step.provider, reason: skip ?? 'skipped', level: step.level });
         continue;
@@ -129,11 +133,19 @@ export class FailoverService {
     }
     const headers = exhaustedHeaders(failures);
     if (attempted === 0) {
+      if (Number.isFinite(retryAfter)) headers['Retry-After'] = String(retryAfter);
       throw new DomainError('no_provider_available', 'Every provider of this request is unavailable (open circuit or usage cap); retry later.', { headers });
     }
     throw new DomainError('all_providers_failed', `Every provider failed: ${failures.map((f) => `${f.provider} (${f.reason})`).join(', ')}.`, {
       headers,
     });
+  }
+
+  /** A skipped step's wait: the rest of its circuit's cooldown (1 s while its probe runs), or of its cap's window. */
+  private secondsUntilServed(step: PlannedStep, skip: string | null): number {
+    if (skip === 'circuit open') return Math.max(1, this.circuits.view(step.provider).cooldown_remaining_secs);
+    if (skip === 'usage cap reached' && step.step.usage_cap) return secondsLeftInWindow(step.step.usage_cap.per, Date.now());
+    return Infinity;
   }
 
   /** Runs one attempt under the step's timeout; the attempt's signal also fires when the client leaves. */

@@ -1,4 +1,4 @@
-import { usageKey, UsageCap, UsageCounter, windowMs, windowStart } from './usage-window';
+import { secondsLeftInWindow, usageKey, UsageCap, UsageCounter, windowMs, windowStart } from './usage-window';
 
 const at = (iso: string): number => Date.parse(iso);
 const perMinute = (requests: number): UsageCap => ({ requests, per: 'minute' });
@@ -23,6 +23,18 @@ describe('windowMs', () => {
     expect(windowMs('minute')).toBe(60_000);
     expect(windowMs('hour')).toBe(3_600_000);
     expect(windowMs('day')).toBe(86_400_000);
+  });
+});
+
+describe('secondsLeftInWindow', () => {
+  it('counts whole seconds to the end of the UTC window, rounding up, never 0', () => {
+    const minute = Date.UTC(2026, 10, 21, 12, 30, 0);
+    expect(secondsLeftInWindow('minute', minute)).toBe(60);
+    expect(secondsLeftInWindow('minute', minute + 59_001)).toBe(1);
+    expect(secondsLeftInWindow('minute', minute + 59_999)).toBe(1);
+    expect(secondsLeftInWindow('minute', minute + 20_500)).toBe(40);
+    expect(secondsLeftInWindow('hour', Date.UTC(2026, 10, 21, 12, 59, 0))).toBe(60);
+    expect(secondsLeftInWindow('day', Date.UTC(2026, 10, 21, 23, 0, 0))).toBe(3600);
   });
 });
 

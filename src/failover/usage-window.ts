@@ -25,6 +25,11 @@ export function windowStart(per: UsagePeriod, now: number): number {
   return Math.floor(now / size) * size;
 }
 
+/** Whole seconds (at least 1) until the window holding `now` ends: when a capped step is served again. */
+export function secondsLeftInWindow(per: UsagePeriod, now: number): number {
+  return Math.max(1, Math.ceil((windowStart(per, now) + PERIOD_MS[per] - now) / 1000));
+}
+
 /** The counter key of one step of one proxy key (caps count per chain position). */
 export function usageKey(keyId: string, chainIndex: number): string {
   return `${keyId}#${chainIndex}`;

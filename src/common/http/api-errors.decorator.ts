@@ -34,7 +34,7 @@ const DESCRIPTIONS: Record<number, string> = {
   415: 'Unsupported media type.',
   429: 'Rate limited.',
   502: 'Every upstream provider failed.',
-  503: 'No provider available, or the database is unavailable.',
+  503: 'No provider available (every step skipped: `Retry-After` says when the soonest is served again), or the database is unavailable.',
 };
 
 /** Documents error responses, all in the one error body shape. */

@@ -3,6 +3,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { newRequestId } from '../ids';
 
 export const REQUEST_ID_HEADER = 'x-svc-request-id';
+/**
+ * The same id under the name the official OpenAI SDKs read: `completion._request_id`,
+ * `.withResponse().request_id` and `APIError.requestID` then name this gateway's request.
+ */
+export const SDK_REQUEST_ID_HEADER = 'x-request-id';
 
 interface WithId {
   id?: unknown;
@@ -13,6 +18,7 @@ export function assignRequestId(req: IncomingMessage, res: ServerResponse): stri
   const id = newRequestId();
   (req as WithId).id = id;
   res.setHeader(REQUEST_ID_HEADER, id);
+  res.setHeader(SDK_REQUEST_ID_HEADER, id);
   return id;
 }
 
