@@ -4,6 +4,7 @@ import type { ChainStepDto } from '../src/keys/dto/chain-step.dto';
 import { Client } from 'pg';
 import { hashSecret, KeyDirectory } from '../src/keys/key-directory';
 import { KeysRepository } from '../src/keys/keys.repository';
+import { KeysService } from '../src/keys/keys.service';
 import { ADMIN_TOKEN, startApp, TestApp } from './support/app';
 
 const ADMIN = `Bearer ${ADMIN_TOKEN}`;
@@ -146,6 +147,23 @@ describe('admin API: proxy keys', () => {
   it('refuses a key without a name or chain', async () => {
     expect((await createKey({ chain: ECHO_CHAIN })).body).toEqual(errorBody('invalid_request_error', 'missing_field', 'name'));
     expect((await createKey({ name: 'no chain' })).body).toEqual(errorBody('invalid_request_error', 'missing_field', 'chain'));
+  });
+
+  it('refuses an empty chain on create and on PATCH, and leaves the key as it was', async () => {
+    const refused = errorBody('invalid_request_error', 'invalid_value', 'chain');
+    const created = await createKey({ name: 'no steps', chain: [] });
+    expect(created.status).toBe(400);
+    expect(created.body).toEqual(refused);
+    expect(created.body.error.message).toMatch(/at least one step/);
+    const { id } = await t.createKey('emptied');
+    const patched = await t.http.patch(`${KEYS}/${id}`).set('Authorization', ADMIN).send({ name: 'emptied again', chain: [] });
+    expect(patched.status).toBe(400);
+    expect(patched.body).toEqual(refused);
+    expect((await t.http.get(`${KEYS}/${id}`).set('Authorization', ADMIN)).body).toMatchObject({ name: 'emptied', chain: ECHO_CHAIN });
+    // the service itself (what the CLI and the bootstrap keys call) refuses it as well
+    const service = t.app.get(KeysService);
+    await expect(service.create('no steps', [])).rejects.toMatchObject({ code: 'invalid_value', param: 'chain' });
+    await expect(service.update(id, { chain: [] })).rejects.toMatchObject({ code: 'invalid_value', param: 'chain' });
   });
 
   it('answers 404 for an unknown key id', async () => {

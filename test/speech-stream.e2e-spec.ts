@@ -5,9 +5,16 @@ import { UsageWriter } from '../src/usage/usage.writer';
 import { startFakeMiniMax, FakeMiniMax } from './fakes/fake-minimax';
 import { startApp, TestApp } from './support/app';
 import { eventually, sleep } from './support/failover';
-import { refusedUpgrade, StreamClient } from './support/ws-client';
+import { refusedUpgrade, StreamClient, type StreamMessage } from './support/ws-client';
 
 const START = { event: 'task_start', model: 'speech-02-hd', voice_setting: { voice_id: 'en-us' } };
+
+/** The task's audio messages; each must carry audio (no message only for the `is_final` flag). */
+function audioMessages(client: StreamClient): StreamMessage[] {
+  const audio = client.messages.filter((m) => m.event === 'task_continued');
+  for (const m of audio) expect((m.data as { audio: string }).audio).toMatch(/^([0-9a-f]{2})+$/);
+  return audio;
+}
 
 describe('speech WebSocket stream', () => {
   let t: TestApp;
@@ -65,6 +72,62 @@ describe('speech WebSocket stream', () => {
     client.send({ event: 'task_finish' });
     await client.waitFor((m) => m.event === 'task_finished');
     expect(rateOf(client.audio())).toBe(22050);
+  });
+
+  it.each(['pcm', 'mp3', 'flac'])('puts is_final on the last %s message that carries audio, right before task_finished', async (format) => {
+    const client = await connect();
+    client.send({ ...START, audio_setting: { format, sample_rate: 16000 } });
+    await client.waitFor((m) => m.event === 'task_started');
+    client.send({ event: 'task_continue', text: 'The first message is spoken at once.' });
+    client.send({ event: 'task_continue', text: 'The second message is the last one. It has two sentences.' });
+    client.send({ event: 'task_finish' });
+    await client.waitFor((m) => m.event === 'task_finished');
+    expect(await client.closed).toBe(1000);
+    const audio = audioMessages(client);
+    expect(audio.length).toBeGreaterThan(1);
+    expect(audio.filter((m) => m.is_final)).toEqual([audio[audio.length - 1]]);
+    const finished = client.messages.findIndex((m) => m.event === 'task_finished');
+    expect(client.messages[finished - 1]).toBe(audio[audio.length - 1]);
+  });
+
+  it('ends a task that had no text with task_finished alone, no audio message', async () => {
+    const client = await connect();
+    client.send({ ...START, audio_setting: { format: 'mp3' } });
+    await client.waitFor((m) => m.event === 'task_started');
+    client.send({ event: 'task_continue', text: '   ' });
+    client.send({ event: 'task_finish' });
+    await client.waitFor((m) => m.event === 'task_finished');
+    expect(await client.closed).toBe(1000);
+    expect(client.messages.map((m) => m.event)).toEqual(['connected_success', 'task_started', 'task_finished']);
+  });
+
+  it('sends no empty audio message when task_finish comes after all the audio went out', async () => {
+    const client = await connect();
+    client.send({ ...START, audio_setting: { format: 'pcm' } });
+    await client.waitFor((m) => m.event === 'task_started');
+    client.send({ event: 'task_continue', text: 'Short.' });
+    await client.waitFor((m) => m.event === 'task_continued');
+    // the text is spoken long before this (and under the 1.5 s idle limit)
+    await sleep(700);
+    const before = audioMessages(client).length;
+    client.send({ event: 'task_finish' });
+    await client.waitFor((m) => m.event === 'task_finished');
+    expect(await client.closed).toBe(1000);
+    // nothing was left to send: the flag cannot go on audio already sent, and never goes on an empty message
+    const audio = audioMessages(client);
+    expect(audio).toHaveLength(before);
+    expect(audio.filter((m) => m.is_final).length).toBeLessThanOrEqual(1);
+    if (audio.some((m) => m.is_final)) expect(audio[audio.length - 1].is_final).toBe(true);
+  });
+
+  it('puts x-svc-request-id (and x-request-id) on the 101 of every accepted upgrade', async () => {
+    const [one, two] = await Promise.all([connect(), StreamClient.connect(`${wsUrl}?api_key=${secret}`)]);
+    for (const client of [one, two]) {
+      expect(client.upgradeHeaders['x-svc-request-id']).toMatch(/^req_[0-9A-Za-z]+$/);
+      expect(client.upgradeHeaders['x-request-id']).toBe(client.upgradeHeaders['x-svc-request-id']);
+      client.ws.close();
+    }
+    expect(one.upgradeHeaders['x-svc-request-id']).not.toBe(two.upgradeHeaders['x-svc-request-id']);
   });
 
   it('accepts ?api_key= for browsers, and refuses a missing or wrong key on the upgrade with 401 and the error body', async () => {

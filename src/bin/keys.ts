@@ -59,7 +59,7 @@ async function run(service: KeysService, argv: string[]): Promise<unknown> {
   };
   switch (command) {
     case 'create': {
-      const dto = validated(CreateProxyKeyDto, { name: values.name, chain: parseChain(values.chain) ?? [] });
+      const dto = validated(CreateProxyKeyDto, { name: values.name, chain: parseChain(values.chain) });
       return service.create(dto.name, dto.chain);
     }
     case 'list':

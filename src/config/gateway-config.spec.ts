@@ -37,6 +37,12 @@ describe('gateway configuration', () => {
     ['no providers list', 'keys: []\n', /gw\.yaml: providers: /],
     ['invalid YAML', 'providers: [\n', /gw\.yaml: not valid YAML/],
     ['a key chain naming an undeclared provider', 'providers:\n  - { name: e, kind: echo }\nkeys:\n  - { name: k, secret: sk-svc-0123456789abcdef0123456789abcdef, chain: [{ provider: ghost, model: m }] }\n', /keys\[0\]\.chain\[0\]\.provider: no provider named 'ghost'/],
+    ['a bootstrap key with an empty chain', 'providers:\n  - { name: e, kind: echo }\nkeys:\n  - { name: k, secret: sk-svc-0123456789abcdef0123456789abcdef, chain: [] }\n', /gw\.yaml: keys\[0\]\.chain: chain must have at least one step$/],
+    [
+      'a bootstrap key whose every step is a left-out provider',
+      'providers:\n  - { name: oa, kind: openai, api_key: "" }\n  - { name: e, kind: echo }\nkeys:\n  - { name: k, secret: sk-svc-0123456789abcdef0123456789abcdef, chain: [{ provider: oa, model: gpt }] }\n',
+      /keys\[0\]\.chain: every step names a provider left out for its empty api_key, so key 'k' would have no step/,
+    ],
     ['a weak bootstrap secret', 'providers: []\nkeys:\n  - { name: k, secret: short, chain: [] }\n', /keys\[0\]\.secret: secret must be sk-svc-/],
   ])('stops with a message naming the file, the field and the problem for %s', (_, yaml, message) => {
     expect(() => parse(yaml)).toThrow(GatewayConfigError);

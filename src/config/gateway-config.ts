@@ -1,5 +1,6 @@
 import { plainToInstance, Type } from 'class-transformer';
 import {
+  ArrayMinSize,
   ArrayUnique,
   IsArray,
   IsIn,
@@ -19,6 +20,7 @@ import {
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { ChainStepDto } from '../keys/dto/chain-step.dto';
+import { CHAIN_NOT_EMPTY } from '../keys/dto/proxy-key.dto';
 import { KIND_TRAITS, PROVIDER_KINDS } from './provider-kinds';
 import type { Capability, ProviderKind } from './provider-kinds';
 
@@ -53,7 +55,7 @@ export class BootstrapKeyConfig {
   @IsString() @Matches(/^sk-svc-[0-9A-Za-z]{32,}$/, { message: 'secret must be sk-svc- followed by at least 32 base62 characters' })
   secret!: string;
 
-  @IsArray() @ValidateNested({ each: true }) @Type(() => ChainStepDto)
+  @IsArray() @ArrayMinSize(1, { message: CHAIN_NOT_EMPTY }) @ValidateNested({ each: true }) @Type(() => ChainStepDto)
   chain!: ChainStepDto[];
 }
 
@@ -149,6 +151,8 @@ export function parseGatewayConfig(text: string, source: string, env: NodeJS.Pro
       if (!declared.has(step.provider)) fail(`keys[${i}].chain[${j}].provider: no provider named '${step.provider}'`);
     });
     const chain = key.chain.filter((step) => providers.some((p) => p.name === step.provider));
+    // a key left with no step could serve nothing: stop rather than start with a key that fails every request
+    if (chain.length === 0) fail(`keys[${i}].chain: every step names a provider left out for its empty api_key, so key '${key.name}' would have no step`);
     if (chain.length < key.chain.length) warnings.push(`key '${key.name}': steps of left-out providers dropped from its chain`);
     return Object.assign(key, { chain });
   });

@@ -41,7 +41,13 @@ export class KeysBootstrap implements OnApplicationBootstrap {
     }
     const wantDemo = this.env.SVC_DEMO_KEY ?? this.endpoint.isEmbedded;
     if (wantDemo && (await this.repository.count()) === 0) {
-      const created = await this.keys.create('demo', demoChain(this.gateway));
+      const chain = demoChain(this.gateway);
+      // a chain needs a step: with no provider configured there is nothing a demo key could use
+      if (chain.length === 0) {
+        this.logger.warn('no demo key created: the gateway configuration declares no provider');
+        return;
+      }
+      const created = await this.keys.create('demo', chain);
       this.demoSecret = created.secret;
     }
   }

@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import WebSocket from 'ws';
 
 export interface StreamMessage {
@@ -10,10 +11,13 @@ export class StreamClient {
   readonly messages: StreamMessage[] = [];
   closeCode: number | null = null;
   closeReason = '';
+  /** The headers of the 101 that opened the connection. */
+  upgradeHeaders: IncomingHttpHeaders = {};
   readonly closed: Promise<number>;
   private listeners = new Set<() => void>();
 
   constructor(readonly ws: WebSocket) {
+    ws.once('upgrade', (res) => (this.upgradeHeaders = res.headers));
     ws.on('message', (data) => {
       this.messages.push(JSON.parse((data as Buffer).toString('utf8')) as StreamMessage);
       for (const listener of this.listeners) listener();

@@ -3,7 +3,7 @@ import type { Request, Response } from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isProxiedPath, UNSERVED_HEADERS } from '../http/proxied-routes';
 import { sendJson } from '../http/send-json';
-import { DomainError } from './domain-error';
+import { BODY_NOT_OBJECT, DomainError } from './domain-error';
 import { ErrorCode } from './error-codes';
 
 /** body-parser and raw-body tag their errors with a `type`; map those to our codes. */
@@ -14,6 +14,22 @@ const PARSER_ERRORS: Record<string, { code: ErrorCode; message: string }> = {
   'charset.unsupported': { code: 'unsupported_media_type', message: 'Unsupported charset.' },
   'request.aborted': { code: 'invalid_value', message: 'The request was aborted by the client.' },
 };
+
+/**
+ * Whether a body the strict JSON parser refused is JSON all the same, just not an object or array
+ * (`null`, `42`, `"text"`): both readers refuse it before parsing and keep its text in `body`.
+ */
+function isJsonScalar(body: unknown): boolean {
+  if (typeof body !== 'string') return false;
+  const text = body.replace(/^\uFEFF?[ \t\n\r]*/, '');
+  if (text.length === 0 || text[0] === '{' || text[0] === '[') return false;
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 const CONNECTION_FAILURES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P03', '08006', '08001']);
 
@@ -32,9 +48,11 @@ function fromParserStatus(error: { status?: unknown; expose?: unknown; message?:
 /** Turns anything thrown into a DomainError, so every response has the documented error body. */
 export function toDomainError(exception: unknown): DomainError | null {
   if (exception instanceof DomainError) return exception;
-  const tagged = exception as { type?: unknown; code?: unknown; message?: unknown };
+  const tagged = exception as { type?: unknown; code?: unknown; message?: unknown; body?: unknown };
   if (typeof tagged?.type === 'string' && PARSER_ERRORS[tagged.type]) {
     const { code, message } = PARSER_ERRORS[tagged.type];
+    // still invalid_json, the code of every body the parser refuses, but told what is wrong with it
+    if (tagged.type === 'entity.parse.failed' && isJsonScalar(tagged.body)) return new DomainError(code, BODY_NOT_OBJECT);
     return new DomainError(code, message);
   }
   if (exception instanceof HttpException) return fromHttpException(exception);

@@ -37,5 +37,8 @@ export class DomainError extends Error {
   }
 }
 
+/** The message for a body that is JSON but no object (an array, a string, a number, `null`). */
+export const BODY_NOT_OBJECT = 'The request body must be a JSON object.';
+
 export const notFound = (what: string, id: string, param: string): DomainError =>
   new DomainError('resource_not_found', `No ${what} found with id '${id}'.`, { param });

@@ -31,9 +31,9 @@ export function isPlainJson(req: IncomingMessage): boolean {
   return typeof type === 'string' && PLAIN_JSON_TYPE.test(type);
 }
 
-/** A body-parser-shaped error (http-errors fields), so the error filter maps both readers' errors alike. */
-function parseFailed(message: string): Error {
-  return Object.assign(new SyntaxError(message), { status: 400, statusCode: 400, expose: true, type: 'entity.parse.failed' });
+/** A body-parser-shaped error (http-errors fields, the text in `body`), so the error filter maps both readers' errors alike. */
+function parseFailed(message: string, body: string): Error {
+  return Object.assign(new SyntaxError(message), { status: 400, statusCode: 400, expose: true, type: 'entity.parse.failed', body });
 }
 
 /** body-parser's strict JSON: an object or array (after a BOM and whitespace), an empty body as `{}`. */
@@ -41,11 +41,11 @@ export function parseStrictJson(raw: string): unknown {
   const text = raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw;
   if (text.length === 0) return {};
   const first = text[0] === '{' || text[0] === '[' ? text[0] : text[LEADING_WHITESPACE.exec(text)?.[0].length ?? 0];
-  if (first !== '{' && first !== '[') throw parseFailed('the body must be a JSON object or array');
+  if (first !== '{' && first !== '[') throw parseFailed('the body must be a JSON object or array', text);
   try {
     return JSON.parse(text) as unknown;
   } catch (err) {
-    throw parseFailed((err as Error).message);
+    throw parseFailed((err as Error).message, text);
   }
 }
 

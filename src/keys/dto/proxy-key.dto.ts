@@ -1,15 +1,18 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, IsArray, IsOptional, IsString, MaxLength, MinLength, ValidateNested } from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsOptional, IsString, MaxLength, MinLength, ValidateNested } from 'class-validator';
 import { ChainStepDto } from './chain-step.dto';
+
+/** A key with no step could serve nothing. */
+export const CHAIN_NOT_EMPTY = 'chain must have at least one step';
 
 export class CreateProxyKeyDto {
   /** Label of the key (the tenant). */
   @IsString() @MinLength(1) @MaxLength(256)
   name!: string;
 
-  /** Ordered failover chain. */
-  @IsArray() @ArrayMaxSize(32) @ValidateNested({ each: true }) @Type(() => ChainStepDto)
+  /** Ordered failover chain: 1 to 32 steps. */
+  @IsArray() @ArrayMinSize(1, { message: CHAIN_NOT_EMPTY }) @ArrayMaxSize(32) @ValidateNested({ each: true }) @Type(() => ChainStepDto)
   chain!: ChainStepDto[];
 }
 
@@ -18,8 +21,8 @@ export class UpdateProxyKeyDto {
   @IsOptional() @IsString() @MinLength(1) @MaxLength(256)
   name?: string;
 
-  /** New failover chain; takes effect on the next request on every replica. */
-  @IsOptional() @IsArray() @ArrayMaxSize(32) @ValidateNested({ each: true }) @Type(() => ChainStepDto)
+  /** New failover chain (1 to 32 steps); takes effect on the next request on every replica. */
+  @IsOptional() @IsArray() @ArrayMinSize(1, { message: CHAIN_NOT_EMPTY }) @ArrayMaxSize(32) @ValidateNested({ each: true }) @Type(() => ChainStepDto)
   chain?: ChainStepDto[];
 }
 

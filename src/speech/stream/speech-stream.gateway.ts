@@ -6,7 +6,7 @@ import type { WebSocket, WebSocketServer } from 'ws';
 import { bearerToken } from '../../common/auth/auth.decorators';
 import { DomainError } from '../../common/errors/domain-error';
 import { newId, newRequestId } from '../../common/ids';
-import { REQUEST_ID_HEADER } from '../../common/http/request-id';
+import { REQUEST_ID_HEADER, requestIdOf, SDK_REQUEST_ID_HEADER } from '../../common/http/request-id';
 import { EnvironmentVariables } from '../../config/env.schema';
 import { FailoverService } from '../../failover/failover.service';
 import { AuthenticatedKey, KeyDirectory } from '../../keys/key-directory';
@@ -53,6 +53,11 @@ export class SpeechStreamGateway implements OnGatewayInit<WebSocketServer>, OnGa
 
   afterInit(server: WebSocketServer): void {
     server.options.verifyClient = (info: { req: IncomingMessage }, done: VerifyCallback) => void this.verify(info.req, done);
+    // the 101 carries the upgrade's id like every other response (decisions §4): the one verify gave the request
+    server.on('headers', (headers: string[], request: IncomingMessage) => {
+      const requestId = requestIdOf(request);
+      headers.push(`${REQUEST_ID_HEADER}: ${requestId}`, `${SDK_REQUEST_ID_HEADER}: ${requestId}`);
+    });
   }
 
   handleConnection(ws: WebSocket, request: IncomingMessage): void {
@@ -68,7 +73,7 @@ export class SpeechStreamGateway implements OnGatewayInit<WebSocketServer>, OnGa
       ws.close(1008, error.code);
       return;
     }
-    const session = new SpeechStreamSession(ws, newId('sess'), key, this.speech, this.failover, {
+    const session = new SpeechStreamSession(ws, newId('sess'), requestIdOf(request), key, this.speech, this.failover, {
       idleMs: this.env.SVC_WS_IDLE_MS,
       highWaterBytes: SEND_HIGH_WATER_BYTES,
       stalledMs: this.env.SVC_WS_STALL_MS,
@@ -118,9 +123,11 @@ export class SpeechStreamGateway implements OnGatewayInit<WebSocketServer>, OnGa
   }
 
   private async verify(request: IncomingMessage, done: VerifyCallback): Promise<void> {
+    // the upgrade's id, on the request as the HTTP chain puts it (requestIdOf): the 101 or the refusal carries it
     const requestId = newRequestId();
-    const refuse = (error: DomainError): void =>
-      done(false, error.status, JSON.stringify(error.toBody()), { ...error.headers, 'Content-Type': 'application/json', [REQUEST_ID_HEADER]: requestId });
+    (request as IncomingMessage & { id?: string }).id = requestId;
+    const idHeaders = { [REQUEST_ID_HEADER]: requestId, [SDK_REQUEST_ID_HEADER]: requestId };
+    const refuse = (error: DomainError): void => done(false, error.status, JSON.stringify(error.toBody()), { ...error.headers, 'Content-Type': 'application/json', ...idHeaders });
     try {
       const url = new URL(request.url ?? '/', 'http://localhost');
       const token = bearerToken(request.headers.authorization) ?? url.searchParams.get('api_key');
@@ -133,7 +140,7 @@ export class SpeechStreamGateway implements OnGatewayInit<WebSocketServer>, OnGa
       done(true);
     } catch (err) {
       if (err instanceof DomainError) return refuse(err);
-      this.logger.error({ err }, 'WebSocket authentication failed');
+      this.logger.error({ err, request_id: requestId }, 'WebSocket authentication failed');
       refuse(new DomainError('database_unavailable', 'Authentication is unavailable; retry shortly.'));
     }
   }

@@ -43,10 +43,19 @@ export class SpeechStreamSession {
   private readonly inFlight = new Set<AbortController>();
   private pendingBytes = Buffer.alloc(0);
   private queuedChars = 0;
+  /** Text pieces queued or being spoken: the one running is the task's last once task_finish came and this is 1. */
+  private queuedPieces = 0;
+  /**
+   * The newest audio of the task's last piece, not yet sent: only once task_finish was received can a chunk be
+   * known to be the last, and `is_final` goes on that chunk (with the encoder's tail), never on an empty message.
+   */
+  private held: Buffer | null = null;
 
   constructor(
     private readonly ws: WebSocket,
     readonly sessionId: string,
+    /** The upgrade's `req_` id (on its 101 and in this stream's logs). */
+    readonly requestId: string,
     private readonly key: AuthenticatedKey,
     private readonly speech: SpeechService,
     private readonly failover: FailoverService,
@@ -60,6 +69,7 @@ export class SpeechStreamSession {
 
   /** Server shutdown: close with 1001 and a reason. */
   shutdown(): void {
+    this.releaseHeld();
     this.close(1001, 'server shutting down');
   }
 
@@ -113,7 +123,7 @@ export class SpeechStreamSession {
       throw new DomainError('invalid_value', 'wav cannot be streamed (its header needs the length): use mp3, pcm or flac.', { param: 'audio_setting.format' });
     }
     // checks the model and the entry voice now, so a bad task_start fails before any text arrives
-    this.planned = await this.speech.route(this.failover.openScope(newRequestId(), this.key, 'speech'), job);
+    this.planned = await this.speech.route(this.failover.openScope(this.requestId, this.key, 'speech'), job);
     this.job = job;
     if (this.state === 'closed') return;
     if (this.state === 'starting') this.state = 'started';
@@ -123,10 +133,14 @@ export class SpeechStreamSession {
 
   private enqueue(text: string): void {
     this.queuedChars += text.length;
+    this.queuedPieces += 1;
     this.work = this.work
       .then(() => this.synthesize(text))
       .catch((err: unknown) => this.fail(err, 1011))
-      .finally(() => (this.queuedChars -= text.length));
+      .finally(() => {
+        this.queuedChars -= text.length;
+        this.queuedPieces -= 1;
+      });
   }
 
   /**
@@ -139,7 +153,7 @@ export class SpeechStreamSession {
     if (!this.job || this.state === 'closed') return;
     const relay = this.job.output.format === 'mp3';
     const job: SpeechJob = { ...this.job, text, output: { ...this.job.output, format: relay ? 'mp3' : 'pcm' } };
-    const emit = (bytes: Buffer): Promise<void> => (relay ? this.sendAudio(bytes, false) : this.emitPcm(bytes));
+    const emit = (bytes: Buffer): Promise<void> => (relay ? this.deliver(bytes) : this.emitPcm(bytes));
     const scope = this.failover.openScope(newRequestId(), this.key, 'speech');
     scope.streaming = true;
     const controller = new AbortController();
@@ -180,21 +194,38 @@ export class SpeechStreamSession {
     this.pendingBytes = all.subarray(usable);
     if (usable === 0) return;
     const samples = new Int16Array(all.buffer.slice(all.byteOffset, all.byteOffset + usable));
-    await this.sendAudio(encoder.push(samples), false);
+    await this.deliver(encoder.push(samples));
   }
 
+  /**
+   * Audio goes out as it is made, except in the task's last piece once task_finish was received: there each
+   * chunk waits for the next one (or for the end of the task), so the last is known and carries `is_final`.
+   */
+  private async deliver(audio: Buffer): Promise<void> {
+    if (audio.length === 0) return;
+    if (this.state !== 'finishing' || this.queuedPieces > 1) return this.sendAudio(audio, false);
+    // the older chunk goes first: a failure or shutdown while it waits for the client must not send this one before it
+    const previous = this.held;
+    this.held = null;
+    if (previous) await this.sendAudio(previous, false);
+    this.held = audio;
+  }
+
+  /** The held chunk joined with the encoder's tail is the final audio message; a task without audio sends none. */
   private async finish(): Promise<void> {
     if (!this.job) return;
     const encoder = this.encoder;
     this.encoder = null;
-    await this.sendAudio(encoder ? encoder.end() : Buffer.alloc(0), true);
+    const last = Buffer.concat([this.held ?? Buffer.alloc(0), encoder ? encoder.end() : Buffer.alloc(0)]);
+    this.held = null;
+    if (last.length > 0) await this.sendAudio(last, true);
     this.send({ event: 'task_finished', session_id: this.sessionId });
     this.close(1000, 'task finished');
   }
 
   /** Waits while the client's buffer is full; a client that stops reading is closed, not buffered without bound. */
   private async sendAudio(audio: Buffer, isFinal: boolean): Promise<void> {
-    if (audio.length === 0 && !isFinal) return;
+    if (audio.length === 0) return;
     const started = Date.now();
     while (this.ws.bufferedAmount > this.limits.highWaterBytes && this.state !== 'closed') {
       if (Date.now() - started > this.limits.stalledMs) {
@@ -204,17 +235,28 @@ export class SpeechStreamSession {
       }
       await sleep(10);
     }
-    const served = this.step;
     this.touch();
+    this.sendNow(audio, isFinal);
+  }
+
+  /** A task cut short (failure, shutdown) still delivers the audio it held back, not as the final message. */
+  private releaseHeld(): void {
+    if (this.held && this.state !== 'closed') this.sendNow(this.held, false);
+    this.held = null;
+  }
+
+  private sendNow(audio: Buffer, isFinal: boolean): void {
+    const served = this.step;
     this.send({ event: 'task_continued', data: { audio: audio.toString('hex') }, is_final: isFinal, provider: served?.provider ?? null, fallback_level: served?.level ?? null });
   }
 
   private fail(err: unknown, code: 1008 | 1011): void {
     if (this.state === 'closed') return;
     const error = toDomainError(err) ?? new DomainError('internal_error', 'The stream failed.');
-    if (!(err instanceof DomainError) && error.code === 'internal_error') this.logger.error({ err }, `stream ${this.sessionId} failed`);
+    if (!(err instanceof DomainError) && error.code === 'internal_error') this.logger.error({ err, request_id: this.requestId }, `stream ${this.sessionId} failed`);
     // a client mistake is 1008; an upstream failure after the task started is 1011
     const closeCode = error.status >= 500 ? 1011 : code;
+    this.releaseHeld();
     this.send({ event: 'task_failed', session_id: this.sessionId, error: { code: error.code, message: error.message } });
     this.close(closeCode, error.code);
   }

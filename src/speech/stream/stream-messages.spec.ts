@@ -39,6 +39,11 @@ describe('parseClientMessage', () => {
     });
   });
 
+  it('names the type a field of the wrong type must have, before its length or range rules', () => {
+    expect(refusal('{"event":"task_continue","text":5}')).toMatchObject({ code: 'invalid_value', param: 'text', message: expect.stringContaining('must be a string') });
+    expect(refusal('{"event":"task_start","model":5}')).toMatchObject({ code: 'invalid_value', param: 'model', message: expect.stringContaining('must be a string') });
+  });
+
   it('accepts a 10,000-emoji task_continue sent JSON-escaped', () => {
     const escaped = `{"event":"task_continue","text":"${'\\ud83d\\ude00'.repeat(10_000)}"}`;
     expect(parseClientMessage(frame(escaped), false)).toMatchObject({ event: 'task_continue', body: { text: '\u{1F600}'.repeat(10_000) } });

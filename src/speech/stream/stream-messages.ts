@@ -36,7 +36,7 @@ const invalid = (message: string, param: string | null = null): DomainError => n
 
 function validated<T extends object>(cls: new () => T, plain: object): T {
   const instance = plainToInstance(cls, plain);
-  const errors = validateSync(instance, { whitelist: true, forbidNonWhitelisted: true, stopAtFirstError: true });
+  const errors = validateSync(instance, { whitelist: true, forbidNonWhitelisted: true });
   if (errors.length > 0) throw validationErrorToDomain(errors);
   return instance;
 }
