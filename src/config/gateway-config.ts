@@ -146,15 +146,18 @@ export function parseGatewayConfig(text: string, source: string, env: NodeJS.Pro
     });
   });
   const declared = new Set(file.providers.map((p) => p.name));
-  const keys = (file.keys ?? []).map((key, i) => {
+  const keys = (file.keys ?? []).flatMap((key, i) => {
     key.chain.forEach((step, j) => {
       if (!declared.has(step.provider)) fail(`keys[${i}].chain[${j}].provider: no provider named '${step.provider}'`);
     });
     const chain = key.chain.filter((step) => providers.some((p) => p.name === step.provider));
-    // a key left with no step could serve nothing: stop rather than start with a key that fails every request
-    if (chain.length === 0) fail(`keys[${i}].chain: every step names a provider left out for its empty api_key, so key '${key.name}' would have no step`);
+    // like its providers, a key left with no step is left out with a warning (it could serve nothing)
+    if (chain.length === 0) {
+      warnings.push(`key '${key.name}' left out: every step of its chain names a left-out provider`);
+      return [];
+    }
     if (chain.length < key.chain.length) warnings.push(`key '${key.name}': steps of left-out providers dropped from its chain`);
-    return Object.assign(key, { chain });
+    return [Object.assign(key, { chain })];
   });
   return new GatewayConfig(providers, keys, warnings);
 }
