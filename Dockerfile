@@ -2,6 +2,8 @@
 # Multi-stage: compile with the dev dependencies, run with production dependencies only, as `node`.
 
 FROM node:20-bookworm-slim AS build
+# no install telemetry (@scarf/scarf via swagger-ui-dist)
+ENV SCARF_ANALYTICS=false
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci
@@ -9,6 +11,7 @@ COPY . .
 RUN npm run build
 
 FROM node:20-bookworm-slim AS deps
+ENV SCARF_ANALYTICS=false
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev && npm cache clean --force

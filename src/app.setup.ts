@@ -9,6 +9,7 @@ import { jsonBody } from './common/http/json-body';
 import { requestIdMiddleware } from './common/http/request-id';
 import { refuseUnreadBody } from './common/http/unread-body';
 import { installChatFastPath } from './chat/chat-fast-path';
+import { EnvironmentVariables } from './config/env.schema';
 import { MetricsService } from './metrics/metrics.service';
 import { buildOpenApiDocument } from './openapi';
 
@@ -31,6 +32,8 @@ export function setupApp(app: NestExpressApplication): NestExpressApplication {
   answerMalformedRequests(app.getHttpServer());
   installChatFastPath(app);
   app.useWebSocketAdapter(new WsAdapter(app));
-  SwaggerModule.setup('docs', app, () => buildOpenApiDocument(app), { jsonDocumentUrl: 'openapi.json', swaggerOptions: { persistAuthorization: true } });
+  if (app.get(EnvironmentVariables).SVC_DOCS) {
+    SwaggerModule.setup('docs', app, () => buildOpenApiDocument(app), { jsonDocumentUrl: 'openapi.json', swaggerOptions: { persistAuthorization: true } });
+  }
   return app;
 }

@@ -17,8 +17,7 @@ export function printBanner(app: INestApplication): void {
   const lines = [
     '',
     `  Gateway listening on ${base}`,
-    `  Swagger UI:       ${base}/docs`,
-    `  OpenAPI document: ${base}/openapi.json`,
+    ...(env.SVC_DOCS ? [`  Swagger UI:       ${base}/docs`, `  OpenAPI document: ${base}/openapi.json`] : []),
     `  Database:         ${app.get(DatabaseEndpoint).isEmbedded ? `embedded PostgreSQL in ${env.SVC_DATA_DIR}` : 'DATABASE_URL'}`,
   ];
   if (admin.generated && admin.value) lines.push(`  Admin token (this run only; set SVC_ADMIN_TOKEN to fix it): ${admin.value}`);

@@ -35,3 +35,23 @@ describe('OpenAPI document', () => {
     expect(res.text).toContain('swagger-ui');
   });
 });
+
+describe('SVC_DOCS=false', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startApp({ env: { SVC_DOCS: 'false' } });
+  });
+  afterAll(async () => {
+    await t.close();
+    delete process.env.SVC_DOCS;
+  });
+
+  it('turns off Swagger UI and the OpenAPI document (404 in the error shape), and the API still answers', async () => {
+    for (const path of ['/docs/', '/openapi.json']) {
+      const res = await t.http.get(path);
+      expect(res.status).toBe(404);
+      expect(res.body.error).toMatchObject({ type: 'not_found_error' });
+    }
+    expect((await t.http.get('/healthz')).status).toBe(200);
+  });
+});

@@ -59,6 +59,10 @@ export class EnvironmentVariables {
   @IsOptional() @Transform(rawBool) @IsBoolean()
   SVC_DEMO_KEY?: boolean;
 
+  /** Serve Swagger UI at /docs and the document at /openapi.json (false: neither route exists). */
+  @IsOptional() @Transform(rawBool) @IsBoolean()
+  SVC_DOCS: boolean = true;
+
   /** Consecutive failures that open a provider's circuit. */
   @IsOptional() @IsInt() @Min(1)
   SVC_BREAKER_THRESHOLD: number = 5;
