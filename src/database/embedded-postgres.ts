@@ -1,6 +1,7 @@
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
-import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, unlinkSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 /** Data directories this process holds, so a lock file with our own pid is told apart from a stale one. */
@@ -42,10 +43,30 @@ function acquireLock(dir: string): string {
   throw new DataDirInUseError(`Could not lock the embedded database in ${dir}.`);
 }
 
+/** The longest Unix socket path the kernel takes (sun_path is 108 bytes with its NUL). */
+const MAX_SOCKET_PATH = 107;
+/** The port number only names the socket file (`.s.PGSQL.<port>`), as libpq and pg expect. */
+const SOCKET_PORT = 5432;
+
+/**
+ * A directory only this user can enter, for the database's Unix socket: `<dataDir>/run`, or a private
+ * temporary directory when that path is too long for a socket.
+ */
+function privateSocketDir(dataDir: string): { dir: string; temporary: boolean } {
+  const inData = join(dataDir, 'run');
+  if (join(inData, `.s.PGSQL.${SOCKET_PORT}`).length <= MAX_SOCKET_PATH) {
+    mkdirSync(inData, { recursive: true, mode: 0o700 });
+    chmodSync(inData, 0o700); // an existing directory may have been made with looser rights
+    return { dir: inData, temporary: false };
+  }
+  return { dir: mkdtempSync(join(tmpdir(), 'svc-pg-')), temporary: true };
+}
+
 /**
  * PostgreSQL without a server: PGlite (Postgres compiled to WebAssembly) keeps its files in
- * `dataDir` and is served over the wire protocol on a loopback port, so TypeORM and pg-boss
- * connect to it like to any PostgreSQL. PGlite is one session: the service uses one connection.
+ * `dataDir` and is served over the wire protocol on a Unix socket in a directory only this user can
+ * enter (PGlite has no password check, so a loopback port would let every local user in), so TypeORM
+ * and pg-boss connect to it like to any PostgreSQL. PGlite is one session: the service uses one connection.
  */
 export class EmbeddedPostgres {
   private constructor(
@@ -54,6 +75,7 @@ export class EmbeddedPostgres {
     private readonly lockPath: string,
     private readonly db: PGlite,
     private readonly server: PGLiteSocketServer,
+    private readonly socketDir: { dir: string; temporary: boolean },
   ) {}
 
   static async start(dataDir: string): Promise<EmbeddedPostgres> {
@@ -61,13 +83,18 @@ export class EmbeddedPostgres {
     mkdirSync(dir, { recursive: true });
     const lockPath = acquireLock(dir);
     heldHere.add(dir);
+    let socketDir: { dir: string; temporary: boolean } | null = null;
     try {
       const db = await PGlite.create(join(dir, 'pgdata'));
-      const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 8 });
+      socketDir = privateSocketDir(dir);
+      const socketPath = join(socketDir.dir, `.s.PGSQL.${SOCKET_PORT}`);
+      rmSync(socketPath, { force: true }); // left by a process that died; the lock above says none runs
+      const server = new PGLiteSocketServer({ db, path: socketPath, maxConnections: 8 });
       await server.start();
-      const address = server.getServerConn();
-      return new EmbeddedPostgres(`postgres://postgres@${address}/postgres`, dir, lockPath, db, server);
+      const url = `postgres://postgres@localhost:${SOCKET_PORT}/postgres?host=${encodeURIComponent(socketDir.dir)}`;
+      return new EmbeddedPostgres(url, dir, lockPath, db, server, socketDir);
     } catch (err) {
+      if (socketDir?.temporary) rmSync(socketDir.dir, { recursive: true, force: true });
       heldHere.delete(dir);
       unlinkSync(lockPath);
       throw err;
@@ -77,6 +104,7 @@ export class EmbeddedPostgres {
   async stop(): Promise<void> {
     await this.server.stop();
     await this.db.close();
+    if (this.socketDir.temporary) rmSync(this.socketDir.dir, { recursive: true, force: true });
     heldHere.delete(this.dir);
     try {
       unlinkSync(this.lockPath);
