@@ -1,4 +1,5 @@
 import { DataSource } from 'typeorm';
+import { DESTINATION_NOT_ALLOWED } from '../src/webhooks/webhook-url';
 import { MAX_ENDPOINTS_PER_KEY } from '../src/webhooks/webhooks.service';
 import { FakeRawReceiver } from './fakes/fake-raw-receiver';
 import { startApp, TestApp } from './support/app';
@@ -260,6 +261,30 @@ describe('webhook endpoints', () => {
     expect(verifyDelivery(created.secret as string, call.headers, call.raw)).toBe(false);
   });
 
+  it('meters /test per key: the 11th test send in a minute is 429 rate_limited with Retry-After, another key is not affected', async () => {
+    const tester = (await t.createKey('webhook tester')).secret;
+    const bystander = (await t.createKey('webhook bystander')).secret;
+    const endpointOf = async (token: string): Promise<string> => {
+      const res = await as(token).post(PATH, { url: receiver.url('/metered') });
+      expect(res.status).toBe(201);
+      return res.body.id as string;
+    };
+    const [mine, theirs] = [await endpointOf(tester), await endpointOf(bystander)];
+    // a minute boundary inside the burst would reset the count: start early in a minute
+    const intoMinute = Date.now() % 60_000;
+    if (intoMinute > 50_000) await new Promise((resolve) => setTimeout(resolve, 60_500 - intoMinute));
+    const statuses: number[] = [];
+    for (let i = 0; i < 10; i++) statuses.push((await as(tester).post(`${PATH}/${mine}/test`)).status);
+    expect(statuses).toEqual(new Array(10).fill(200));
+    const over = await as(tester).post(`${PATH}/${mine}/test`);
+    expect(over.status).toBe(429);
+    expect(over.body.error).toMatchObject({ type: 'rate_limit_error', code: 'rate_limited' });
+    expect(Number(over.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(Number(over.headers['retry-after'])).toBeLessThanOrEqual(60);
+    expect(receiver.callsTo('/metered')).toHaveLength(10);
+    expect((await as(bystander).post(`${PATH}/${theirs}/test`)).status).toBe(200);
+  }, 90_000);
+
   describe('with private addresses refused (SVC_WEBHOOK_ALLOW_PRIVATE=false)', () => {
     const strictAs = (token: string) => ({
       post: (path: string, body?: object) => strict.http.post(path).set('Authorization', `Bearer ${token}`).send(body),
@@ -289,7 +314,21 @@ describe('webhook endpoints', () => {
     it.each(['localhost', 'LOCALHOST.', 'api.localhost'])('refuses %s, loopback by definition, without a lookup', async (host) => {
       const res = await strictAs(secret).post(PATH, { url: `http://${host}:8080/hook` });
       expect(res.status).toBe(400);
-      expect(res.body.error).toMatchObject({ code: 'webhook_url_not_allowed', param: 'url', message: expect.stringContaining('loopback') });
+      expect(res.body.error).toMatchObject({ code: 'webhook_url_not_allowed', param: 'url', message: `url ${DESTINATION_NOT_ALLOWED}.` });
+    });
+
+    it.each([
+      ['ssh', 'https://hooks.example.com:22/hook'],
+      ['smtp', 'http://hooks.example.com:25/hook'],
+      ['a low port on a public literal', 'http://93.184.216.34:1023/hook'],
+    ])('refuses a %s port (only 80, 443 and 1024 and above)', async (_, url) => {
+      const res = await strictAs(secret).post(PATH, { url });
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({ code: 'webhook_url_not_allowed', param: 'url', message: `url ${DESTINATION_NOT_ALLOWED}.` });
+    });
+
+    it.each(['https://hooks.example.com/hook', 'http://hooks.example.com:80/hook', 'https://hooks.example.com:8443/hook'])('accepts %s', async (url) => {
+      expect((await strictAs(secret).post(PATH, { url })).status).toBe(201);
     });
 
     it('checks a hostname each time it is resolved: one that resolves to loopback is not delivered to', async () => {
@@ -300,7 +339,8 @@ describe('webhook endpoints', () => {
       await strict.app.get(DataSource).query(`UPDATE webhook_endpoints SET url = $1 WHERE id = $2`, [`http://localhost:${port}/strict-host`, created.body.id]);
       const res = await strictAs(secret).post(`${PATH}/${created.body.id as string}/test`);
       expect(res.status).toBe(200);
-      expect(res.body).toMatchObject({ delivered: false, status_code: null, error: expect.stringMatching(/^destination address not allowed: (127\.0\.0\.1|::1) is loopback$/) });
+      expect(res.body).toMatchObject({ delivered: false, status_code: null, error: DESTINATION_NOT_ALLOWED });
+      expect(JSON.stringify(res.body)).not.toMatch(/127\.0\.0\.1|::1|loopback/);
       expect(receiver.callsTo('/strict-host')).toHaveLength(0);
     });
   });

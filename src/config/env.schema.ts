@@ -115,6 +115,10 @@ export class EnvironmentVariables {
   @IsOptional() @Transform(rawBool) @IsBoolean()
   SVC_WEBHOOK_ALLOW_PRIVATE: boolean = false;
 
+  /** Test sends (`POST /v1/user/webhooks/{id}/test`) one key may make per UTC minute on one replica. */
+  @IsOptional() @IsInt() @Min(1)
+  SVC_WEBHOOK_TESTS_PER_MINUTE: number = 10;
+
   /** Encrypts webhook endpoint secrets at rest (AES-256-GCM, key derived with scrypt); unset → stored plain. */
   @IsOptional() @IsString() @MinLength(16, { message: 'SVC_SECRET_KEY must be at least 16 characters' })
   SVC_SECRET_KEY?: string;

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { LookupAddress } from 'node:dns';
 import { Agent, request } from 'undici';
 import type { EnvironmentVariables } from '../config/env.schema';
+import { DESTINATION_NOT_ALLOWED } from './webhook-url';
 import { guardedLookup, WebhookSender } from './webhook-sender';
 
 type Answer = { status: number; body?: string; location?: string };
@@ -48,8 +49,18 @@ describe('WebhookSender', () => {
     const byName = await s.send(`http://localhost:${port}/hook`, 'failover', 'whsec_x', '{}');
     const byLiteral = await s.send(`http://127.0.0.1:${port}/hook`, 'failover', 'whsec_x', '{}');
     await s.onApplicationShutdown();
-    expect(byName).toMatchObject({ delivered: false, statusCode: null, error: expect.stringMatching(/^destination address not allowed: (127\.0\.0\.1|::1) is loopback$/) });
-    expect(byLiteral).toMatchObject({ delivered: false, statusCode: null, error: 'destination address not allowed: 127.0.0.1 is loopback' });
+    // one message for both, naming neither the address a name resolved to nor its range
+    expect(byName).toMatchObject({ delivered: false, statusCode: null, error: DESTINATION_NOT_ALLOWED });
+    expect(byLiteral).toMatchObject({ delivered: false, statusCode: null, error: DESTINATION_NOT_ALLOWED });
+    expect(byName.error).not.toMatch(/127\.0\.0\.1|::1|loopback/);
+    expect(seen).toHaveLength(0);
+  });
+
+  it('refuses ports below 1024 other than 80 and 443 unless private destinations are allowed', async () => {
+    const s = sender(false);
+    const ssh = await s.send('http://93.184.216.34:22/hook', 'failover', 'whsec_x', '{}');
+    await s.onApplicationShutdown();
+    expect(ssh).toMatchObject({ delivered: false, statusCode: null, latencyMs: expect.any(Number), error: DESTINATION_NOT_ALLOWED });
     expect(seen).toHaveLength(0);
   });
 
@@ -95,7 +106,8 @@ describe('guardedLookup', () => {
   it('refuses a host when any of its addresses is private', (done) => {
     const lookup = guardedLookup(false, resolverOf([{ address: '93.184.216.34', family: 4 }, { address: '10.0.0.7', family: 4 }]));
     lookup('mixed.example', { all: true }, (err) => {
-      expect(err?.message).toBe('destination address not allowed: 10.0.0.7 is private');
+      expect(err?.message).toBe(DESTINATION_NOT_ALLOWED);
+      expect(err).toMatchObject({ address: '10.0.0.7', range: 'private' });
       done();
     });
   });

@@ -6,7 +6,7 @@ import { EnvironmentVariables } from '../config/env.schema';
 import { BlockedRange, blockedRange } from './address-policy';
 import { deliveryHeaders, WebhookEventType } from './signature';
 import { storableText } from './storable-text';
-import { literalAddress } from './webhook-url';
+import { DESTINATION_NOT_ALLOWED, literalAddress, portAllowed } from './webhook-url';
 
 /** A receiver must answer within this (connect, headers and the read snippet together). */
 export const DELIVERY_TIMEOUT_MS = 10_000;
@@ -21,11 +21,14 @@ export interface AttemptResult {
   snippet: string | null;
 }
 
-/** A destination in a range webhooks may not reach; raised inside the connection's own DNS lookup. */
+/** A destination webhooks may not reach; raised inside the connection's own DNS lookup. Its text names no address. */
 export class AddressRefused extends Error {
   readonly code = 'EWEBHOOKADDRESS';
-  constructor(address: string, range: BlockedRange) {
-    super(`destination address not allowed: ${address} is ${range}`);
+  constructor(
+    readonly address: string,
+    readonly range: BlockedRange | 'port',
+  ) {
+    super(DESTINATION_NOT_ALLOWED);
   }
 }
 
@@ -112,8 +115,8 @@ export class WebhookSender implements OnApplicationShutdown {
     const elapsed = (): number => Math.round(performance.now() - started);
     // a literal IP never goes through DNS, so the lookup guard does not see it: check it here
     const literal = literalAddress(new URL(url));
-    const range = literal && !this.allowPrivate ? blockedRange(literal) : null;
-    if (literal && range) return { delivered: false, statusCode: null, latencyMs: elapsed(), error: new AddressRefused(literal, range).message, snippet: null };
+    const range = this.allowPrivate ? null : !portAllowed(url) ? 'port' : literal ? blockedRange(literal) : null;
+    if (range) return { delivered: false, statusCode: null, latencyMs: elapsed(), error: DESTINATION_NOT_ALLOWED, snippet: null };
     const timeout = AbortSignal.timeout(DELIVERY_TIMEOUT_MS);
     try {
       const res = await request(url, {

@@ -24,6 +24,17 @@ export function literalAddress(url: URL): string | null {
   return isIP(host) ? host : null;
 }
 
+/** The one refusal text: it never says what a name resolved to, nor which range an address is in. */
+export const DESTINATION_NOT_ALLOWED =
+  'destination not allowed: webhooks may only reach public addresses on port 80, 443 or 1024 and above';
+
+/** Ports a webhook may use unless private destinations are allowed: the web's own, and no system service's. */
+export function portAllowed(raw: string): boolean {
+  const url = new URL(raw);
+  const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
+  return port === 80 || port === 443 || port >= 1024;
+}
+
 /** `localhost` and its subdomains: loopback by definition (RFC 6761 §6.3), whatever a resolver says. */
 const isLocalhostName = (hostname: string): boolean => {
   const name = hostname.toLowerCase().replace(/\.$/, '');

@@ -20,7 +20,7 @@ import type { WebhookEventType } from './signature';
 import { WebhookAttemptEntity } from './webhook-delivery.entity';
 import { WebhookEndpointEntity } from './webhook-endpoint.entity';
 import { AttemptResult, WebhookSender } from './webhook-sender';
-import { literalHostBlocked } from './webhook-url';
+import { DESTINATION_NOT_ALLOWED, literalHostBlocked, portAllowed } from './webhook-url';
 import { WebhooksRepository } from './webhooks.repository';
 
 /** Endpoints one key may have: each event is delivered to each of them. */
@@ -58,6 +58,9 @@ const newSecret = (): string => `whsec_${randomBase62(32)}`;
 @Injectable()
 export class WebhooksService {
   private readonly allowPrivate: boolean;
+  /** Test sends per key in the current UTC minute (this replica): `/test` reaches any URL on demand, so it is metered. */
+  private readonly testSends = new Map<string, { minute: number; count: number }>();
+  private readonly testsPerMinute: number;
 
   constructor(
     private readonly repository: WebhooksRepository,
@@ -66,6 +69,7 @@ export class WebhooksService {
     env: EnvironmentVariables,
   ) {
     this.allowPrivate = env.SVC_WEBHOOK_ALLOW_PRIVATE;
+    this.testsPerMinute = env.SVC_WEBHOOK_TESTS_PER_MINUTE;
   }
 
   async create(keyId: string, body: CreateWebhookEndpointDto): Promise<WebhookEndpointWithSecretDto> {
@@ -117,6 +121,7 @@ export class WebhooksService {
   async test(key: AuthenticatedKey, id: string): Promise<WebhookTestResultDto> {
     const endpoint = await this.repository.findOwnedWithSecret(key.id, id);
     if (!endpoint) throw endpointNotFound(id);
+    this.meterTestSend(key.id, Date.now());
     const event = endpoint.events[0] ?? 'failover';
     const eventId = `evt_${randomUUID()}`;
     const payload = sampleBody(eventId, event, key);
@@ -155,12 +160,29 @@ export class WebhooksService {
     return toPage(rows.map(toDeliveryDto), limit);
   }
 
-  /** A literal private address is refused now; a hostname is checked each time it is resolved. */
+  /** At most SVC_WEBHOOK_TESTS_PER_MINUTE test sends per key and UTC minute on this replica; more → 429 with Retry-After. */
+  private meterTestSend(keyId: string, now: number): void {
+    const minute = Math.floor(now / 60_000);
+    const entry = this.testSends.get(keyId);
+    if (!entry || entry.minute !== minute) {
+      if (this.testSends.size > 10_000) this.testSends.clear(); // stale minutes of other keys: cheap to forget
+      this.testSends.set(keyId, { minute, count: 1 });
+      return;
+    }
+    if (entry.count >= this.testsPerMinute) {
+      const retryAfter = Math.max(1, Math.ceil(((minute + 1) * 60_000 - now) / 1000));
+      throw new DomainError('rate_limited', `At most ${this.testsPerMinute} webhook test sends per minute per key; retry in ${retryAfter} s.`, {
+        headers: { 'Retry-After': String(retryAfter) },
+      });
+    }
+    entry.count += 1;
+  }
+
+  /** A literal private address or a port outside 80, 443 and 1024+ is refused now; a hostname is checked each time it is resolved. */
   private checkDestination(url: string): void {
     if (this.allowPrivate) return;
-    const blocked = literalHostBlocked(url);
-    if (blocked) {
-      throw new DomainError('webhook_url_not_allowed', `Webhook URLs may not point at ${blocked.range} addresses (${blocked.address}).`, { param: 'url' });
+    if (literalHostBlocked(url) || !portAllowed(url)) {
+      throw new DomainError('webhook_url_not_allowed', `url ${DESTINATION_NOT_ALLOWED}.`, { param: 'url' });
     }
   }
 }
