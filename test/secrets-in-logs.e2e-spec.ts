@@ -84,6 +84,15 @@ describe('secrets in logs, errors, lists and the OpenAPI document', () => {
     stream.ws.close();
     await stream.closed;
     expect((await refusedUpgrade(`${wsUrl}?api_key=${secret}x`)).status).toBe(401);
+    // every spelling of the parameter that authenticates, on the upgrade and on an unknown route
+    for (const name of ['api%5Fkey', 'api%5fkey', '%61pi_key', '%61%70%69%5F%6B%65%79']) {
+      const spelled = await StreamClient.connect(`${wsUrl}?${name}=${secret}`);
+      spelled.ws.close();
+      await spelled.closed;
+      const unknown = await http.get(`/v1/nope?${name}=${secret}`);
+      expect(unknown.status).toBe(404);
+      expect(unknown.body.error.message).toBe('Unknown route: GET /v1/nope.');
+    }
 
     // a write that fails while it holds a new endpoint secret: the key was deleted behind the service's back
     const doomed = await http.post('/v1/admin/keys').set(...admin).send({ name: 'doomed', chain: [{ provider: 'echo', model: 'echo-1' }] });

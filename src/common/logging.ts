@@ -4,6 +4,7 @@ import { destination, stdSerializers } from 'pino';
 import type { IncomingMessage } from 'node:http';
 import { EnvironmentVariables } from '../config/env.schema';
 import { requestIdOf } from './http/request-id';
+import { REDACTED, scrubUrl } from './http/scrub-url';
 
 /**
  * An error as pino writes it, without SQL parameters: a failed write may hold a secret being stored
@@ -16,10 +17,6 @@ const errWithoutParameters = (err: Error | Record<string, unknown>): Record<stri
   return out;
 };
 
-const REDACTED = '[redacted]';
-
-/** Never log secrets carried in a query string (WebSocket clients may send `?api_key=`). */
-const scrubUrl = (url: string | undefined): string | undefined => url?.replace(/([?&]api_key=)[^&]*/gi, `$1${REDACTED}`);
 
 /** Log lines leave in blocks of about this many bytes (one write per block, not one per line; sonic-boom wants it under its 16 KiB maxWrite)... */
 const LOG_BLOCK_BYTES = 8 * 1024;

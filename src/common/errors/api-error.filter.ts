@@ -3,6 +3,7 @@ import type { Request, Response } from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isProxiedPath, UNSERVED_HEADERS } from '../http/proxied-routes';
 import { sendJson } from '../http/send-json';
+import { pathOnly, scrubUrl } from '../http/scrub-url';
 import { BODY_NOT_OBJECT, DomainError } from './domain-error';
 import { ErrorCode } from './error-codes';
 
@@ -75,7 +76,8 @@ function fromHttpException(exception: HttpException): DomainError {
   const message = exception.message;
   switch (status) {
     case 404:
-      return new DomainError('route_not_found', message.startsWith('Cannot ') ? `Unknown route: ${message.slice(7)}.` : message);
+      // the target without its query string: it may hold a credential (`?api_key=`), and error bodies are echoed and logged
+      return new DomainError('route_not_found', message.startsWith('Cannot ') ? `Unknown route: ${pathOnly(message.slice(7))}.` : message);
     case 405:
       return new DomainError('method_not_allowed', message);
     case 413:
@@ -101,7 +103,7 @@ export function parserErrorMiddleware(err: unknown, _req: Request, _res: Respons
 export function renderError(exception: unknown, req: IncomingMessage & { originalUrl?: string }, res: ServerResponse, logger: Logger): void {
   const error = toDomainError(exception) ?? new DomainError('internal_error', 'The server had an error while processing the request.');
   if (error.status >= 500) {
-    logger.error({ err: exception, code: error.code, path: req.originalUrl ?? req.url }, 'request failed');
+    logger.error({ err: exception, code: error.code, path: scrubUrl(req.originalUrl ?? req.url) }, 'request failed');
   }
   if (res.headersSent) {
     res.end();
