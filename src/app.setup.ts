@@ -1,8 +1,11 @@
 import type { NestApplicationOptions } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { Server } from 'node:http';
 import { WsAdapter } from '@nestjs/platform-ws';
 import { SwaggerModule } from '@nestjs/swagger';
 import { Logger } from 'nestjs-pino';
+import { AdminToken } from './common/auth/admin-token';
+import { credentialBeforeBody } from './common/auth/credential-before-body';
 import { parserErrorMiddleware } from './common/errors/api-error.filter';
 import { answerMalformedRequests } from './common/http/client-error';
 import { jsonBody } from './common/http/json-body';
@@ -10,6 +13,7 @@ import { requestIdMiddleware } from './common/http/request-id';
 import { refuseUnreadBody } from './common/http/unread-body';
 import { installChatFastPath } from './chat/chat-fast-path';
 import { EnvironmentVariables } from './config/env.schema';
+import { KeyDirectory } from './keys/key-directory';
 import { MetricsService } from './metrics/metrics.service';
 import { buildOpenApiDocument } from './openapi';
 
@@ -18,14 +22,27 @@ export { JSON_BODY_LIMIT } from './common/http/json-body';
 /** Options for NestFactory.create: the body parser is ours, so it runs after the request id. */
 export const APP_OPTIONS: NestApplicationOptions = { bufferLogs: true, bodyParser: false };
 
+/**
+ * Deadlines and a cap for what a client may hold: a slow or idle client is dropped instead of keeping
+ * a connection and its buffers (Node checks the deadlines every 30 s, so a drop comes up to 30 s late).
+ */
+function applyServerDeadlines(server: Server, env: EnvironmentVariables): void {
+  server.headersTimeout = env.SVC_HTTP_HEADERS_TIMEOUT_MS;
+  server.requestTimeout = env.SVC_HTTP_REQUEST_TIMEOUT_MS;
+  server.keepAliveTimeout = env.SVC_HTTP_KEEP_ALIVE_TIMEOUT_MS;
+  server.maxConnections = env.SVC_HTTP_MAX_CONNECTIONS;
+}
+
 /** Everything main.ts and the e2e tests both need around the module graph. */
 export function setupApp(app: NestExpressApplication): NestExpressApplication {
   app.useLogger(app.get(Logger));
+  applyServerDeadlines(app.getHttpServer(), app.get(EnvironmentVariables));
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
   app.use(requestIdMiddleware);
   app.use(app.get(MetricsService).httpMiddleware);
+  app.use(credentialBeforeBody(app.get(KeyDirectory), app.get(AdminToken)));
   app.use(jsonBody);
   app.use(parserErrorMiddleware);
   app.use(refuseUnreadBody);

@@ -5,6 +5,7 @@ import { storage, Store } from 'nestjs-pino/storage';
 import { pinoHttp } from 'pino-http';
 import type { HttpLogger } from 'pino-http';
 import { authenticateProxyKey } from '../common/auth/auth.guard';
+import { dropUnreadBody } from '../common/auth/credential-before-body';
 import { renderError, toDomainError } from '../common/errors/api-error.filter';
 import { isPlainJson, jsonBody, readPlainJson } from '../common/http/json-body';
 import { assignRequestId } from '../common/http/request-id';
@@ -14,7 +15,7 @@ import { EnvironmentVariables } from '../config/env.schema';
 import type { FailoverScope } from '../failover/failover-scope';
 import { FailoverService } from '../failover/failover.service';
 import { openProxyScope, proxyFailed, proxySucceeded } from '../failover/proxied-request';
-import { KeyDirectory } from '../keys/key-directory';
+import { AuthenticatedKey, KeyDirectory } from '../keys/key-directory';
 import { RateLimiter } from '../limits/rate-limiter.service';
 import { MetricsService } from '../metrics/metrics.service';
 import { parseChatRequest } from './chat-request';
@@ -67,6 +68,17 @@ export class ChatFastPath {
     assignRequestId(req, res);
     this.metrics.countOnClose(res);
     req.route = CHAT_ROUTE;
+    // the key first, from the headers: an unauthenticated body is never read (credentialBeforeBody's rule)
+    authenticateProxyKey(this.keys, this.rateLimiter, req.headers.authorization).then(
+      (key) => this.readBody(req, res, key),
+      (err: unknown) => {
+        dropUnreadBody(res);
+        renderError(err, req, res, this.logger);
+      },
+    );
+  }
+
+  private readBody(req: FastRequest, res: ServerResponse, key: AuthenticatedKey): void {
     const bodyRead = (err?: unknown): void => {
       if (err) {
         renderError(toDomainError(err) ?? err, req, res, this.logger);
@@ -74,17 +86,16 @@ export class ChatFastPath {
       }
       const httpLogger = this.requestLogger();
       httpLogger(req, res);
-      storage.run(new Store(req.log), () => void this.serve(req, res));
+      storage.run(new Store(req.log), () => void this.serve(req, res, key));
     };
     // plain UTF-8 JSON is read directly (raw-body, as body-parser would); anything else by body-parser itself
     if (isPlainJson(req)) readPlainJson(req, bodyRead);
     else jsonBody(req, res, bodyRead);
   }
 
-  private async serve(req: FastRequest, res: ServerResponse): Promise<void> {
+  private async serve(req: FastRequest, res: ServerResponse, key: AuthenticatedKey): Promise<void> {
     let scope: FailoverScope | null = null;
     try {
-      const key = await authenticateProxyKey(this.keys, this.rateLimiter, req.headers.authorization);
       scope = openProxyScope(this.failover, req, res, key, 'chat');
       const body: unknown = await this.pipe.transform(req.body, BODY_METADATA);
       await this.chat.respond(scope, parseChatRequest(body), res);

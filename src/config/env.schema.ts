@@ -59,6 +59,22 @@ export class EnvironmentVariables {
   @IsOptional() @Transform(rawBool) @IsBoolean()
   SVC_DEMO_KEY?: boolean;
 
+  /** A client must send its whole request head within this (Node's headersTimeout). */
+  @IsOptional() @IsInt() @Min(1000)
+  SVC_HTTP_HEADERS_TIMEOUT_MS: number = 10000;
+
+  /** A client must send its whole request, body included, within this (Node's requestTimeout; answers may stream longer). */
+  @IsOptional() @IsInt() @Min(1000)
+  SVC_HTTP_REQUEST_TIMEOUT_MS: number = 60000;
+
+  /** An idle keep-alive connection is closed after this. */
+  @IsOptional() @IsInt() @Min(1000)
+  SVC_HTTP_KEEP_ALIVE_TIMEOUT_MS: number = 5000;
+
+  /** Open connections (HTTP and WebSocket) one replica accepts; more are refused at once. */
+  @IsOptional() @IsInt() @Min(1)
+  SVC_HTTP_MAX_CONNECTIONS: number = 10000;
+
   /** Serve Swagger UI at /docs and the document at /openapi.json (false: neither route exists). */
   @IsOptional() @Transform(rawBool) @IsBoolean()
   SVC_DOCS: boolean = true;

@@ -4,6 +4,7 @@ import { AuthenticatedKey, KeyDirectory } from '../../keys/key-directory';
 import { RateLimiter } from '../../limits/rate-limiter.service';
 import { DomainError } from '../errors/domain-error';
 import { AdminToken } from './admin-token';
+import { adminApiDisabled } from './credential-before-body';
 import { ADMIN_ROUTE, bearerToken, KeyedRequest, PUBLIC_ROUTE } from './auth.decorators';
 
 const missing = (): DomainError =>
@@ -40,7 +41,7 @@ export class AuthGuard implements CanActivate {
     const token = bearerToken(request.headers.authorization);
 
     if (this.reflector.getAllAndOverride<boolean>(ADMIN_ROUTE, targets)) {
-      if (!this.admin.value) throw new DomainError('admin_api_disabled', 'The admin API is off: set SVC_ADMIN_TOKEN to enable it.');
+      if (!this.admin.value) throw adminApiDisabled();
       if (!token) throw missing();
       if (this.admin.matches(token)) return true;
       if (await this.keys.authenticate(token)) {
