@@ -6,6 +6,9 @@ import { Client } from 'pg';
 
 /** What every benchmark shares: its temp dir and databases, the machine's description, and the env knobs. */
 
+// the services a benchmark starts use a PostgreSQL server, where the gateway wants a key for webhook secrets
+process.env.SVC_SECRET_KEY ??= 'benchmark-webhook-secret-key-0123456789';
+
 export const log = (line: string): void => void process.stderr.write(`${line}\n`);
 
 export function secondsFromEnv(name: string, fallback: number): number {

@@ -139,6 +139,10 @@ export class EnvironmentVariables {
   @IsOptional() @IsString() @MinLength(16, { message: 'SVC_SECRET_KEY must be at least 16 characters' })
   SVC_SECRET_KEY?: string;
 
+  /** With DATABASE_URL and no SVC_SECRET_KEY the start is refused; true stores webhook secrets unencrypted instead. */
+  @IsOptional() @Transform(rawBool) @IsBoolean()
+  SVC_ALLOW_PLAINTEXT_SECRETS: boolean = false;
+
   /** SIGTERM: how long in-flight HTTP requests and speech streams get to finish before they are cut (the exit is forced 15 s later). */
   @IsOptional() @IsInt() @Min(0) @Max(600000)
   SVC_SHUTDOWN_GRACE_MS: number = 10000;

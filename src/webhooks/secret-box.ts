@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, randomBytes, scryptSync } from 'node:crypto';
 
-const SEALED_PREFIX = 'enc1:';
+export const SEALED_PREFIX = 'enc1:';
 /** Fixed salt: the key is derived from one operator secret, the same on every replica. */
 const KDF_SALT = 'svc-gateway/webhook-endpoint-secrets/v1';
 
@@ -14,6 +14,11 @@ export class SecretBox {
   /** scrypt turns any operator passphrase into a 32-byte key (once, at boot). */
   static fromPassphrase(passphrase: string | undefined): SecretBox {
     return new SecretBox(passphrase ? scryptSync(passphrase, KDF_SALT, 32, { N: 2 ** 15, r: 8, p: 1, maxmem: 64 * 1024 * 1024 }) : null);
+  }
+
+  /** Whether a stored value is sealed (else it was stored before encryption was turned on). */
+  static isSealed(stored: string): boolean {
+    return stored.startsWith(SEALED_PREFIX);
   }
 
   get encrypts(): boolean {

@@ -3,7 +3,10 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { EnvironmentVariables } from '../config/env.schema';
 import { DeliveriesRepository } from './deliveries.repository';
 import { WebhookDeliveryWorker } from './delivery.worker';
+import { DatabaseEndpoint } from '../database/database-endpoint';
 import { SecretBox } from './secret-box';
+import { secretBoxFor } from './secret-key';
+import { SecretSealing } from './secret-sealing';
 import { WebhookAttemptEntity, WebhookDeliveryEntity } from './webhook-delivery.entity';
 import { WebhookEndpointEntity } from './webhook-endpoint.entity';
 import { WebhookFanout } from './webhook-fanout';
@@ -17,7 +20,12 @@ import { WebhooksService } from './webhooks.service';
   imports: [TypeOrmModule.forFeature([WebhookEndpointEntity, WebhookDeliveryEntity, WebhookAttemptEntity])],
   controllers: [WebhooksController],
   providers: [
-    { provide: SecretBox, inject: [EnvironmentVariables], useFactory: (env: EnvironmentVariables) => SecretBox.fromPassphrase(env.SVC_SECRET_KEY) },
+    {
+      provide: SecretBox,
+      inject: [EnvironmentVariables, DatabaseEndpoint],
+      useFactory: (env: EnvironmentVariables, endpoint: DatabaseEndpoint) => secretBoxFor(env, endpoint.isEmbedded),
+    },
+    SecretSealing,
     WebhookSender,
     WebhooksRepository,
     DeliveriesRepository,

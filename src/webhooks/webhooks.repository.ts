@@ -52,6 +52,17 @@ export class WebhooksRepository {
     return this.findOwned(keyId, id);
   }
 
+  /** Up to `limit` endpoints whose secret is stored unsealed (not starting with `sealedPrefix`). */
+  unsealedSecrets(sealedPrefix: string, limit: number): Promise<Array<{ id: string; secret: string }>> {
+    return this.dataSource.query(`SELECT id, secret FROM webhook_endpoints WHERE left(secret, length($1)) <> $1 ORDER BY id LIMIT $2`, [sealedPrefix, limit]);
+  }
+
+  /** Replaces a secret only if it is still `was` (another replica may have sealed it first). */
+  async swapSecret(id: string, was: string, sealed: string): Promise<boolean> {
+    const rows: unknown[] = await this.dataSource.query(`UPDATE webhook_endpoints SET secret = $3 WHERE id = $1 AND secret = $2 RETURNING id`, [id, was, sealed]);
+    return rows.length > 0;
+  }
+
   async replaceSecret(keyId: string, id: string, secret: string): Promise<WebhookEndpointEntity | null> {
     const result = await this.endpoints.update({ id, keyId }, { secret });
     return result.affected ? this.findOwned(keyId, id) : null;

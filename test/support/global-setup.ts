@@ -16,4 +16,6 @@ export default async function globalSetup(): Promise<void> {
   process.env.SVC_TEST_BASE_DATABASE_URL = base;
   process.env.SVC_TEST_DATABASE = name;
   process.env.DATABASE_URL = url;
+  // with a PostgreSQL server the service refuses to store webhook secrets unencrypted unless told to
+  process.env.SVC_SECRET_KEY ??= 'test-run-webhook-secret-key-0123456789';
 }
