@@ -19,6 +19,7 @@ import { HealthModule } from './health/health.module';
 import { KeysModule } from './keys/keys.module';
 import { LimitsModule } from './limits/limits.module';
 import { MetricsModule } from './metrics/metrics.module';
+import { ModelsModule } from './models/models.module';
 import { SpeechModule } from './speech/speech.module';
 import { UsageModule } from './usage/usage.module';
 import { VoicesModule } from './voices/voices.module';
@@ -37,6 +38,7 @@ import { WebhooksModule } from './webhooks/webhooks.module';
     UsageModule,
     FailoverModule,
     ChatModule,
+    ModelsModule,
     SpeechModule,
     VoicesModule,
     HealthModule,

@@ -4,6 +4,7 @@ import { GatewayConfig } from '../config/gateway-config';
 import type { Capability } from '../config/provider-kinds';
 import type { AuthenticatedKey } from '../keys/key-directory';
 import { MetricsService } from '../metrics/metrics.service';
+import { modelIdsFor } from '../models/models';
 import { UsageWriter } from '../usage/usage.writer';
 import { AdapterRegistry } from './adapter-registry';
 import { classify, PlannedStep, planRoute } from './chain';
@@ -56,7 +57,9 @@ export class FailoverService {
   plan(key: AuthenticatedKey, model: string, capability: Capability): PlannedStep[] {
     const planned = planRoute(key.chain, model, capability, (name) => this.gateway.provider(name));
     if (!planned) {
-      throw new DomainError('model_not_supported', `The model '${model}' is not served by any ${capability} step of this key's chain.`, {
+      const offered = modelIdsFor(key.chain, this.gateway, capability);
+      const choices = offered.length > 0 ? `Its ${capability} models: ${offered.join(', ')}.` : `It has no ${capability} model.`;
+      throw new DomainError('model_not_supported', `The model '${model}' is not served by any ${capability} step of this key's chain. ${choices} GET /v1/models lists them.`, {
         param: 'model',
       });
     }

@@ -62,7 +62,7 @@ export class VoicesService {
     if (!looksLikeCustomVoiceId(requested)) return null;
     const voice = await this.customVoices.find(key.id, requested);
     // never passed through to a provider as is: it may be another key's voice there
-    if (!voice) throw voiceNotFound(`No custom voice '${requested}' exists for this key.`);
+    if (!voice) throw voiceNotFound(`No custom voice '${requested}' exists for this key; GET /v1/audio/voices lists the voices it can use.`);
     return voice;
   }
 
@@ -90,7 +90,7 @@ export class VoicesService {
     const adapter = this.adapters.get(entry.provider);
     const voice = mapped(entry, requested) ?? requested;
     if (adapter?.acceptsVoice && !(await adapter.acceptsVoice(voice))) {
-      throw new DomainError('voice_not_found', `The voice '${requested}' is not a voice of ${entry.provider} and its chain step has no voice_map entry for it.`, {
+      throw new DomainError('voice_not_found', `The voice '${requested}' is not a voice of ${entry.provider} and its chain step has no voice_map entry for it; GET /v1/audio/voices lists the voices this key can use.`, {
         param: 'voice_setting.voice_id',
       });
     }

@@ -27,6 +27,7 @@ export const ERROR_CODES = {
   admin_token_required: { status: 403, type: 'permission_error' },
   route_not_found: { status: 404, type: 'not_found_error' },
   resource_not_found: { status: 404, type: 'not_found_error' },
+  model_not_found: { status: 404, type: 'not_found_error' },
   method_not_allowed: { status: 405, type: 'invalid_request_error' },
   request_timeout: { status: 408, type: 'invalid_request_error' },
   task_not_completed: { status: 409, type: 'invalid_request_error' },
