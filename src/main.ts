@@ -4,17 +4,19 @@ import { AppModule } from './app.module';
 import { APP_OPTIONS, setupApp } from './app.setup';
 import { printBanner } from './banner';
 import { EnvironmentVariables } from './config/env.schema';
+import { startupFailure, StartupLogger } from './common/startup-error';
 import { exitOnSignals } from './shutdown';
 
 async function bootstrap(): Promise<void> {
-  const app = setupApp(await NestFactory.create<NestExpressApplication>(AppModule, APP_OPTIONS));
+  // until the JSON logger takes over, a failed start is kept to one line (printed below), not a stack trace
+  const app = setupApp(await NestFactory.create<NestExpressApplication>(AppModule, { ...APP_OPTIONS, logger: new StartupLogger(), abortOnError: false }));
   exitOnSignals(app);
   const env = app.get(EnvironmentVariables);
   await app.listen(env.PORT, env.HOST);
   printBanner(app);
 }
 
-bootstrap().catch((err: Error) => {
-  process.stderr.write(`Failed to start: ${err.message}\n`);
+bootstrap().catch((err: unknown) => {
+  process.stderr.write(startupFailure(err));
   process.exit(1);
 });
