@@ -114,3 +114,52 @@ describe('failover events while the database is away', () => {
     expect(await pendingGauge()).toBe(0);
   }, 60000);
 });
+
+/** Decisions §11: every database call of a request path has a deadline; migrations deliberately have none. */
+describe('database deadlines', () => {
+  const DEADLINE_MS = 1000;
+  let db: { url: string; drop(): Promise<void> };
+  let admin: Client;
+
+  beforeAll(async () => {
+    db = await isolatedDatabase('deadlines');
+    admin = new Client({ connectionString: db.url });
+    await admin.connect();
+  });
+  afterAll(async () => {
+    await admin?.end();
+    await db?.drop();
+  });
+
+  it('starts while another replica holds the migration lock longer than the statement deadline, then answers 503 instead of hanging on a locked table', async () => {
+    // the advisory lock runMigrationsExclusively waits for: a migrator held to the deadline would fail the boot
+    await admin.query('SELECT pg_advisory_lock(7310432901)');
+    const starting = startApp({ env: { DATABASE_URL: db.url, DB_STATEMENT_TIMEOUT_MS: String(DEADLINE_MS) } });
+    await sleep(DEADLINE_MS * 2.5);
+    // one wait, longer than the deadline, not a statement cancelled and tried again
+    const waiting = await admin.query<{ secs: number }>(
+      `SELECT extract(epoch FROM now() - query_start)::float AS secs FROM pg_stat_activity
+        WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock' AND query LIKE '%pg_advisory_lock%'`,
+    );
+    await admin.query('SELECT pg_advisory_unlock(7310432901)');
+    const t = await starting;
+    try {
+      expect(waiting.rows).toHaveLength(1);
+      expect(waiting.rows[0].secs).toBeGreaterThan((DEADLINE_MS * 2) / 1000);
+      const key = await t.createKey('deadline');
+      await admin.query('BEGIN');
+      try {
+        await admin.query('LOCK TABLE voice_consents IN ACCESS EXCLUSIVE MODE');
+        // the lock is held until the answer comes: without a deadline there would be none
+        const res = await t.http.get('/v1/audio/voice_consents').set('Authorization', `Bearer ${key.secret}`);
+        expect(res.status).toBe(503);
+        expect(res.body.error.code).toBe('database_unavailable');
+      } finally {
+        await admin.query('COMMIT');
+      }
+      expect((await t.http.get('/v1/audio/voice_consents').set('Authorization', `Bearer ${key.secret}`)).status).toBe(200);
+    } finally {
+      await t.close();
+    }
+  }, 60000);
+});
