@@ -158,11 +158,6 @@ export class EventsService implements OnApplicationShutdown {
     });
   }
 
-  /** Events held in memory, not stored yet. */
-  get pending(): number {
-    return this.buffer.size;
-  }
-
   /** Closes every coalescing window and stores what is held, for up to SHUTDOWN_FLUSH_MS; what is left is logged and counted. */
   async onApplicationShutdown(): Promise<void> {
     if (this.windowTimer) clearTimeout(this.windowTimer);
