@@ -1,9 +1,14 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { parseGatewayConfig } from '../src/config/gateway-config';
 import { FakeOpenAi, startFakeOpenAi } from './fakes/fake-openai';
 import { ADMIN_TOKEN, startApp, TestApp } from './support/app';
 import { CHAT_PATH, chatBody, eventually, sleep } from './support/failover';
 import { isolatedDatabase, ReceivedCall, Receiver } from './support/receiver';
+import { expectCleanExit, spawnService } from './support/process';
 import { SqlCounter } from './support/sql-counter';
 
 /** Short enough for a test to see a window close, long enough for 50 requests on a busy machine. */
@@ -22,7 +27,7 @@ describe('coalesced failover events', () => {
   /** SVC_FAILOVER_EVENT_WINDOW=0: one event per request. */
   let perRequest: TestApp;
   const fakes: Record<string, FakeOpenAi> = {};
-  const labels = ['first', 'zero', 'model-a', 'model-b', 'open', 'close'];
+  const labels = ['first', 'zero', 'model-a', 'model-b', 'open', 'close', 'sigterm'];
 
   const gateway = () =>
     parseGatewayConfig(
@@ -218,6 +223,39 @@ describe('coalesced failover events', () => {
       if (!closed) await closing.close();
     }
   }, 30000);
+
+  it('stores the closing event of an open window when the built service gets SIGTERM, and exits 0', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-coalescing-'));
+    const sigterm = fakes.sigterm;
+    writeFileSync(join(dir, 'gateway.yaml'), `providers:\n  - name: echo\n    kind: echo\n  - name: ${sigterm.name}\n    kind: openai\n    base_url: ${sigterm.url}\n    api_key: x\n`);
+    const service = spawnService({ ...env(600), PORT: '0', HOST: '127.0.0.1', SVC_ADMIN_TOKEN: ADMIN_TOKEN, SVC_CONFIG: join(dir, 'gateway.yaml') });
+    try {
+      const [, url] = await service.waitFor(/Gateway listening on (http:\/\/\S+)/, 60000);
+      const created = await request(url)
+        .post('/v1/admin/keys')
+        .set('Authorization', `Bearer ${ADMIN_TOKEN}`)
+        .send({ name: 'sigterm mid-window', chain: [{ provider: sigterm.name, model: 'm-a' }, { provider: 'echo', model: 'echo-1' }] });
+      expect(created.status).toBe(201);
+      const ids: string[] = [];
+      for (let i = 0; i < 7; i++) {
+        const res = await request(url).post(CHAT_PATH).set('Authorization', `Bearer ${created.body.secret as string}`).send(chatBody('m-a'));
+        expect(res.headers['x-svc-is-fallback']).toBe('true');
+        ids.push(res.headers['x-svc-request-id']);
+      }
+
+      service.child.kill('SIGTERM');
+      await expectCleanExit(service);
+
+      const rows = await eventRows(created.body.id as string);
+      expect(rows.map((r) => [r.data.request_id, r.data.coalesced_count, r.data.window_secs])).toEqual([
+        [ids[0], undefined, undefined],
+        [ids[6], 6, 600],
+      ]);
+    } finally {
+      service.child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 90000);
 
   it('counts every failover per request in svc_failovers_total and the stored events per kind', async () => {
     const metrics = await eventually(
