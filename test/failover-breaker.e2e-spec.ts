@@ -1,4 +1,5 @@
-import { EventsService } from '../src/failover/events.service';
+import { DataSource } from 'typeorm';
+import { pgPoolOf } from '../src/database/pg-pool';
 import { startApp, TestApp } from './support/app';
 import {
   CHAT_PATH,
@@ -272,8 +273,18 @@ describe('provider circuit breaker', () => {
 
   it('still stores the provider_recovered event when its first write fails (a database blip after the circuit closed)', async () => {
     const { a, b, key } = await twoStepKey('recovers through a blip');
-    // whichever replica wins the probe: its first attempt to store the event fails
-    const spies = [t, replica].map((app) => jest.spyOn(app.app.get(EventsService), 'recordRecovered').mockRejectedValueOnce(new Error('connection terminated')));
+    // whichever replica wins the probe: its first attempt to store the event fails as a dropped connection would
+    let failedWrites = 0;
+    const spies = [t, replica].map((app) => {
+      const pool = pgPoolOf(app.app.get(DataSource)) as unknown as { query: (...args: unknown[]) => unknown };
+      const query = pool.query.bind(pool);
+      return jest.spyOn(pool, 'query').mockImplementation((...args: unknown[]) => {
+        const sent = args[0] as { text?: unknown; values?: unknown } | string;
+        const recovery = typeof sent === 'object' && String(sent.text).startsWith('INSERT INTO "gateway_events"') && JSON.stringify(sent.values).includes('provider_recovered');
+        if (recovery && failedWrites++ === 0) return Promise.reject(new Error('connection terminated'));
+        return query(...args);
+      });
+    });
     try {
       a.fake.setMode('error500');
       await failOn(a, b, key.secret, 5);
@@ -286,7 +297,8 @@ describe('provider circuit breaker', () => {
         'provider_recovered row after the retry',
       );
       expect(rows).toHaveLength(1);
-      expect(spies.reduce((calls, spy) => calls + spy.mock.calls.length, 0)).toBe(2);
+      // one failed write, then the retry that stored it
+      expect(failedWrites).toBe(2);
     } finally {
       for (const spy of spies) spy.mockRestore();
     }

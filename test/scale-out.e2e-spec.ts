@@ -29,6 +29,8 @@ describe('two replicas over one database', () => {
       {
         SVC_BREAKER_COOLDOWN_MS: String(COOLDOWN_MS),
         SVC_WEBHOOK_ALLOW_PRIVATE: 'true',
+        // one failover event per request: these tests count events against requests
+        SVC_FAILOVER_EVENT_WINDOW: '0',
         // both replicas must open what the other sealed
         SVC_SECRET_KEY: 'scale-out-secret-key-0123456789',
       },

@@ -88,6 +88,8 @@ describe('SIGTERM', () => {
       HOST: '127.0.0.1',
       // the failing provider is tried (and failed over from) on every request, never skipped by its circuit
       SVC_BREAKER_THRESHOLD: '100000',
+      // one failover event per request, so each answered failover has its row (coalescing at shutdown: failover-coalescing)
+      SVC_FAILOVER_EVENT_WINDOW: '0',
       SVC_SHUTDOWN_GRACE_MS: '30000',
     });
     const [, url] = await service.waitFor(/Gateway listening on (http:\/\/\S+)/, 60000);

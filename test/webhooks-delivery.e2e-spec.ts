@@ -38,7 +38,8 @@ describe('webhook deliveries', () => {
     raw = await FakeRawReceiver.start();
     const options = {
       gateway: parseGatewayConfig(yaml.join('\n'), 'webhook delivery gateway'),
-      env: { DATABASE_URL: db.url, SVC_WEBHOOK_ALLOW_PRIVATE: 'true', SVC_WEBHOOK_RETRY_SCHEDULE: '1s,1s', SVC_BREAKER_COOLDOWN_MS: '1000', SVC_SECRET_KEY: undefined, SVC_ALLOW_PLAINTEXT_SECRETS: 'true' },
+      // one failover event per request (coalescing has its own file): these tests count deliveries against requests
+      env: { DATABASE_URL: db.url, SVC_FAILOVER_EVENT_WINDOW: '0', SVC_WEBHOOK_ALLOW_PRIVATE: 'true', SVC_WEBHOOK_RETRY_SCHEDULE: '1s,1s', SVC_BREAKER_COOLDOWN_MS: '1000', SVC_SECRET_KEY: undefined, SVC_ALLOW_PLAINTEXT_SECRETS: 'true' },
     };
     t = await startApp(options);
     replica = await startApp(options);

@@ -43,6 +43,10 @@ export class EnvironmentVariables {
   @IsOptional() @IsInt() @Min(1) @Max(200)
   DB_POOL_SIZE: number = 10;
 
+  /** Deadline (ms) of one statement on the PostgreSQL server (its client waits 1 s more); 0 = none. The embedded database has none. */
+  @IsOptional() @IsInt() @Min(0) @Max(600000)
+  DB_STATEMENT_TIMEOUT_MS: number = 5000;
+
   /** Data directory of the embedded database. */
   @IsOptional() @IsString()
   SVC_DATA_DIR: string = '.data';
@@ -122,6 +126,10 @@ export class EnvironmentVariables {
   /** How long failover and recovery events are kept once fanned out to webhooks: seconds, or a duration like `30d`. */
   @IsOptional() @Transform(toSeconds) @IsInt({ message: 'SVC_EVENT_RETENTION must be seconds or a duration like 12h, 7d, 30d' }) @Min(1)
   SVC_EVENT_RETENTION: number = 30 * 86400;
+
+  /** Failovers of one condition (key, model, exhausted and serving provider) within this many seconds make one event and one closing count; 0 = one event per request. */
+  @IsOptional() @Transform(toSeconds) @IsInt({ message: 'SVC_FAILOVER_EVENT_WINDOW must be seconds or a duration like 30s, 1m (0 = one event per request)' }) @Min(0) @Max(86400)
+  SVC_FAILOVER_EVENT_WINDOW: number = 60;
 
   /** Waits before the 2nd, 3rd, … webhook delivery attempt (`30s,2m,…`): N waits mean N + 1 attempts. */
   @IsOptional() @Matches(RETRY_SCHEDULE, { message: 'SVC_WEBHOOK_RETRY_SCHEDULE must be comma-separated waits like 30s,2m,10m,1h' })

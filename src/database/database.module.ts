@@ -1,6 +1,6 @@
 import { Global, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { DataSource, DataSourceOptions } from 'typeorm';
 import { EnvironmentVariables } from '../config/env.schema';
 import { DatabaseEndpoint } from './database-endpoint';
 import { JobQueue } from './job-queue';
@@ -15,6 +15,14 @@ import { dataSourceOptions } from './typeorm-options';
 })
 class DatabaseEndpointModule {}
 
+/** The same database with one connection and no statement deadline (migrations). */
+function withoutDeadlines(options: DataSourceOptions): DataSourceOptions {
+  const extra: Record<string, unknown> = { ...(options.extra as Record<string, unknown>), max: 1 };
+  delete extra.statement_timeout;
+  delete extra.query_timeout;
+  return { ...options, extra };
+}
+
 @Global()
 /** TypeORM over the configured or embedded PostgreSQL; migrations run at start, never `synchronize`. */
 @Module({
@@ -23,7 +31,7 @@ class DatabaseEndpointModule {}
     TypeOrmModule.forRootAsync({
       inject: [DatabaseEndpoint, EnvironmentVariables],
       useFactory: (endpoint: DatabaseEndpoint, env: EnvironmentVariables) => ({
-        ...dataSourceOptions(endpoint.url, { poolSize: endpoint.isEmbedded ? 1 : env.DB_POOL_SIZE }),
+        ...dataSourceOptions(endpoint.url, endpoint.isEmbedded ? { poolSize: 1 } : { poolSize: env.DB_POOL_SIZE, statementTimeoutMs: env.DB_STATEMENT_TIMEOUT_MS }),
         // run below, under a lock: replicas starting together must not race through the same migration
         migrationsRun: false,
         retryAttempts: 10,
@@ -31,14 +39,14 @@ class DatabaseEndpointModule {}
       }),
       dataSourceFactory: async (options) => {
         if (!options) throw new Error('no database options');
-        const dataSource = await new DataSource(options).initialize();
+        // migrations first, on a connection of their own without the statement deadline: a migration must finish
+        const migrator = await new DataSource(withoutDeadlines(options)).initialize();
         try {
-          await runMigrationsExclusively(dataSource);
-        } catch (err) {
-          await dataSource.destroy().catch(() => undefined);
-          throw err;
+          await runMigrationsExclusively(migrator);
+        } finally {
+          await migrator.destroy().catch(() => undefined);
         }
-        return dataSource;
+        return new DataSource(options).initialize();
       },
     }),
   ],

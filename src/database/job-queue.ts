@@ -2,6 +2,7 @@ import { BeforeApplicationShutdown, Injectable, Logger, OnModuleInit } from '@ne
 import PgBoss from 'pg-boss';
 import type { QueryResult } from 'pg';
 import { DataSource, EntityManager } from 'typeorm';
+import { MAINTENANCE_TIMEOUT_MS, withClientDeadline, withMaintenanceDeadline } from './maintenance-query';
 import { pgPoolOf } from './pg-pool';
 
 export type JobHandler<T> = (job: PgBoss.Job<T>) => Promise<void>;
@@ -19,6 +20,12 @@ const executorFor = (run: (text: string, values: unknown[]) => Promise<QueryResu
   },
 });
 
+/** The results of a text wrapped by withMaintenanceDeadline, without those of its SET and RESET. */
+const ownResults = (result: QueryResult | QueryResult[]): QueryResult | QueryResult[] => {
+  const all = result as unknown as QueryResult[];
+  return all.length === 3 ? all[1] : all.slice(1, -1);
+};
+
 /**
  * Durable jobs (async speech tasks, webhook deliveries) on pg-boss. Jobs survive restarts; a job
  * can be sent inside the transaction that creates its record, so neither exists without the other.
@@ -34,7 +41,12 @@ export class JobQueue implements OnModuleInit, BeforeApplicationShutdown {
   constructor(private readonly dataSource: DataSource) {
     const pool = pgPoolOf(dataSource);
     const tracked = (text: string, values: unknown[]): Promise<QueryResult | QueryResult[]> => {
-      const query = pool.query(text, values);
+      // pg-boss's statements without parameters are its maintenance (archiving, expiring) and schema work:
+      // off the request path and possibly long, so they run under the maintenance deadline
+      const maintenance = !values || values.length === 0;
+      const query = maintenance
+        ? pool.query(withClientDeadline({ text: withMaintenanceDeadline(text) }, MAINTENANCE_TIMEOUT_MS)).then(ownResults)
+        : pool.query(text, values);
       const settled = query.then(
         () => undefined,
         () => undefined,

@@ -2,6 +2,7 @@ import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { DatabaseEndpoint } from './database-endpoint';
+import { KEEP_ALIVE_DELAY_MS } from './typeorm-options';
 
 type Handler = (payload: string) => void;
 
@@ -56,7 +57,8 @@ export class PgChangeFeed implements OnApplicationShutdown {
 
   private async open(): Promise<void> {
     if (this.client || this.stopped) return;
-    const client = new Client({ connectionString: this.endpoint.url, application_name: LISTENER_NAME });
+    // keep-alive: a listening connection is silent, and a database that vanished must still end it (then it reconnects)
+    const client = new Client({ connectionString: this.endpoint.url, application_name: LISTENER_NAME, keepAlive: true, keepAliveInitialDelayMillis: KEEP_ALIVE_DELAY_MS });
     client.on('notification', (msg) => {
       for (const handler of this.handlers.get(msg.channel) ?? []) handler(msg.payload ?? '');
     });

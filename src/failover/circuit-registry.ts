@@ -1,6 +1,5 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { newRequestId } from '../common/ids';
 import { EnvironmentVariables } from '../config/env.schema';
 import { PgChangeFeed } from '../database/pg-change-feed';
@@ -15,9 +14,6 @@ const CAS_ATTEMPTS = 8;
 /** How long outcomes that change no circuit's status may wait to share one write. */
 const COUNT_WRITE_DELAY_MS = 50;
 const FLUSH_ALL_ROUNDS = 5;
-/** A recovery event that cannot be stored is tried this often, waiting 1, 2, 4, 8 s between (a database restart's worth). */
-const RECOVERED_EVENT_ATTEMPTS = 5;
-const RECOVERED_EVENT_RETRY_MS = 1000;
 
 type Outcome = 'success' | 'failure';
 
@@ -256,28 +252,9 @@ export class CircuitRegistry implements OnApplicationBootstrap, OnApplicationShu
     this.mirror(provider).state = finished.state;
     this.mirror(provider).version = finished.version;
     this.logger.log(`probe of ${provider} ${ok ? 'succeeded: circuit closed' : 'failed: circuit stays open'} (${requestId})`);
-    if (recovered) await this.storeRecovered(provider, requestId, latencyMs);
+    // the only record of the recovery: EventsService keeps it in memory and retries until it is stored
+    if (recovered) this.events.recordRecovered(provider, requestId, latencyMs);
     await this.feed.notify(CIRCUITS_CHANNEL, provider).catch(() => undefined);
-  }
-
-  /**
-   * The `provider_recovered` event is the only record of the recovery (the circuit is healthy
-   * already, and no later probe will report it again): a failed write is retried with backoff.
-   */
-  private async storeRecovered(provider: string, requestId: string, latencyMs: number): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.events.recordRecovered(provider, requestId, latencyMs);
-        return;
-      } catch (err) {
-        if (attempt >= RECOVERED_EVENT_ATTEMPTS || this.closing.signal.aborted) {
-          this.logger.error(`provider_recovered event of ${provider} (${requestId}) could not be stored: ${(err as Error).message}`);
-          return;
-        }
-        this.logger.warn(`provider_recovered event of ${provider} not stored yet (${(err as Error).message}); retrying`);
-        await sleep(RECOVERED_EVENT_RETRY_MS * 2 ** (attempt - 1), undefined, { signal: this.closing.signal }).catch(() => undefined);
-      }
-    }
   }
 
   /** Mirrors rows newer than what this replica holds (NOTIFY, and every sync interval as a safety net). */

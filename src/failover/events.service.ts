@@ -1,22 +1,41 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Counter, Gauge } from 'prom-client';
 import { DataSource } from 'typeorm';
+import { EnvironmentVariables } from '../config/env.schema';
 import { BulkColumn, bulkInsert, insertBatch } from '../database/bulk-insert';
 import { pgPoolOf } from '../database/pg-pool';
+import { MetricsService } from '../metrics/metrics.service';
+import { ClosingEvent, FailoverCoalescer, FailoverCondition, FailoverSample } from './failover-coalescer';
 import { GatewayEventEntity } from './gateway-event.entity';
+import { BufferedEntry, RetryBuffer } from './retry-buffer';
 
-export interface FailoverEventData {
-  keyId: string;
-  model: string;
-  exhaustedProvider: string | null;
-  activeProvider: string;
-  fallbackLevel: number;
-  latencyMs: number;
-  requestId: string;
+export type FailoverEventData = FailoverCondition & FailoverSample;
+
+/** Decisions §8: how long a failover's response waits for its event to be stored. */
+export const FAILOVER_EVENT_WAIT_MS = 250;
+/** Events held in memory (waiting for the database or being written) at most; past it a new event is dropped, logged and counted. */
+export const EVENT_BUFFER_CAPACITY = 10_000;
+/** Waits between attempts to store an event: 250 ms doubling to 10 s. */
+const BACKOFF = { firstMs: 250, maxMs: 10_000 };
+/** At shutdown, events not stored yet are tried for this long (the database may be restarting) before they are given up. */
+const SHUTDOWN_FLUSH_MS = 5000;
+/** INSERTs in flight at once: while they wait for their commit, newer events gather for the next one (group commit). */
+const MAX_IN_FLIGHT = 2;
+/** Rows per INSERT at most (a backlog after a database outage leaves in several). */
+const MAX_ROWS = 1000;
+
+type StoredKind = 'failover_first' | 'failover_closing' | 'provider_recovered';
+type NewEvent = Pick<GatewayEventEntity, 'id' | 'type' | 'keyId' | 'provider' | 'data'>;
+interface Pending {
+  row: NewEvent;
+  kind: StoredKind;
+  /** Called once the row is stored (a failover's response may be waiting for it). */
+  stored?: () => void;
 }
 
-type NewEvent = Pick<GatewayEventEntity, 'id' | 'type' | 'keyId' | 'provider' | 'data'>;
 const EVENT_COLUMNS: readonly BulkColumn[] = [
   { name: 'id', type: 'text' },
   { name: 'type', type: 'text' },
@@ -25,91 +44,227 @@ const EVENT_COLUMNS: readonly BulkColumn[] = [
   { name: 'data', type: 'jsonb' },
 ];
 const INSERT = bulkInsert('gateway_events', EVENT_COLUMNS);
-type PendingEvent = { row: NewEvent; resolve: () => void; reject: (err: Error) => void };
-/**
- * INSERTs in flight at once. While they wait for their commit, newer events gather for the next
- * one: under load a few large INSERTs replace one per request (one in flight left the process idle
- * during each commit; two keep it busy).
- */
-const MAX_IN_FLIGHT = 2;
-/** Rows per INSERT at most (a backlog after a database outage leaves in several). */
-const MAX_ROWS = 1000;
+/** The row is there already: an earlier write that looked failed (timed out) did commit. */
+const UNIQUE_VIOLATION = '23505';
+
+const failoverRow = (c: FailoverCondition, s: FailoverSample, closing?: { count: number; windowSecs: number }): NewEvent => ({
+  id: `evt_${randomUUID()}`,
+  type: 'failover',
+  keyId: c.keyId,
+  provider: c.activeProvider,
+  data: {
+    proxy_key: c.keyId,
+    model: c.model,
+    exhausted_provider: c.exhaustedProvider,
+    active_provider: c.activeProvider,
+    fallback_level: s.fallbackLevel,
+    latency_ms: s.latencyMs,
+    request_id: s.requestId,
+    ...(closing && { coalesced_count: closing.count, window_secs: closing.windowSecs }),
+  },
+});
 
 /**
- * Stores failover and recovery events durably (webhooks deliver from the table). A failover event
- * is awaited before the response that caused it; concurrent ones share one INSERT (group commit).
+ * Stores failover and recovery events (webhooks deliver from the table). A failover waits at most
+ * FAILOVER_EVENT_WAIT_MS for its event; whatever is not stored by then stays in memory and is retried
+ * with backoff until stored (decisions §8). Failovers of one condition within the window are coalesced.
  */
 @Injectable()
-export class EventsService {
-  private pending: PendingEvent[] = [];
+export class EventsService implements OnApplicationShutdown {
+  private readonly logger = new Logger(EventsService.name);
+  private readonly coalescer: FailoverCoalescer;
+  private readonly buffer = new RetryBuffer<Pending>(EVENT_BUFFER_CAPACITY, BACKOFF);
+  private readonly storedTotal: Counter<'kind'>;
+  private readonly droppedTotal: Counter<'reason'>;
+  private readonly writes = new Set<Promise<void>>();
   private scheduled = false;
-  private inFlight = 0;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private windowTimer: NodeJS.Timeout | null = null;
+  private windowTimerAt = Infinity;
+  /** Failed writes in a row (one warning per streak, not per retry). */
+  private failing = 0;
 
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
-
-  recordFailover(e: FailoverEventData): Promise<void> {
-    return this.enqueue({
-      id: `evt_${randomUUID()}`,
-      type: 'failover',
-      keyId: e.keyId,
-      provider: e.activeProvider,
-      data: {
-        proxy_key: e.keyId,
-        model: e.model,
-        exhausted_provider: e.exhaustedProvider,
-        active_provider: e.activeProvider,
-        fallback_level: e.fallbackLevel,
-        latency_ms: e.latencyMs,
-        request_id: e.requestId,
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    env: EnvironmentVariables,
+    metrics: MetricsService,
+  ) {
+    this.coalescer = new FailoverCoalescer(env.SVC_FAILOVER_EVENT_WINDOW * 1000);
+    const registers = [metrics.registry];
+    const buffer = this.buffer;
+    const coalescer = this.coalescer;
+    new Gauge({
+      name: 'svc_gateway_events_pending',
+      help: 'Failover and recovery events held in memory on this replica until the database stores them.',
+      registers,
+      collect() {
+        this.set(buffer.size);
       },
     });
+    new Gauge({
+      name: 'svc_failovers_coalescing',
+      help: "Failovers counted in this replica's open coalescing windows, to be reported by their closing events.",
+      registers,
+      collect() {
+        this.set(coalescer.counted);
+      },
+    });
+    this.storedTotal = new Counter({
+      name: 'svc_gateway_events_stored_total',
+      help: 'Events stored by this replica, by kind: failover_first (a window opens), failover_closing (carries coalesced_count), provider_recovered.',
+      labelNames: ['kind'],
+      registers,
+    });
+    this.droppedTotal = new Counter({
+      name: 'svc_gateway_events_dropped_total',
+      help: 'Events given up by this replica, by reason: buffer_full, refused (the database refused the row), shutdown (not stored before exit).',
+      labelNames: ['reason'],
+      registers,
+    });
+    for (const kind of ['failover_first', 'failover_closing', 'provider_recovered']) this.storedTotal.inc({ kind }, 0);
+    for (const reason of ['buffer_full', 'refused', 'shutdown']) this.droppedTotal.inc({ reason }, 0);
   }
 
-  /** `data.proxy_key` and `data.model` depend on the receiving key, so they are filled in at fan-out. */
-  recordRecovered(provider: string, requestId: string, latencyMs: number): Promise<void> {
-    return this.enqueue({
-      id: `evt_${randomUUID()}`,
-      type: 'provider_recovered',
-      keyId: null,
-      provider,
-      data: { exhausted_provider: null, active_provider: provider, fallback_level: null, latency_ms: latencyMs, request_id: requestId },
+  /**
+   * Records one failover. The first of its condition in a window is stored and awaited for at most
+   * FAILOVER_EVENT_WAIT_MS; a later one is only counted (no SQL, resolves at once). Never rejects.
+   */
+  recordFailover(e: FailoverEventData): Promise<void> {
+    const condition: FailoverCondition = { keyId: e.keyId, model: e.model, exhaustedProvider: e.exhaustedProvider, activeProvider: e.activeProvider };
+    const sample: FailoverSample = { fallbackLevel: e.fallbackLevel, latencyMs: e.latencyMs, requestId: e.requestId };
+    if (this.coalescer.observe(condition, sample, Date.now()) === 'counted') return Promise.resolve();
+    this.armWindowTimer();
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, FAILOVER_EVENT_WAIT_MS);
+      const done = (): void => {
+        clearTimeout(timer);
+        resolve();
+      };
+      if (!this.enqueue({ row: failoverRow(condition, sample), kind: 'failover_first', stored: done })) done();
     });
   }
 
-  private enqueue(row: NewEvent): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      this.pending.push({ row, resolve, reject });
-      this.schedule();
+  /** Queues a `provider_recovered` event (stored in the background, retried until stored). `data.proxy_key` and `data.model` are filled in at fan-out. */
+  recordRecovered(provider: string, requestId: string, latencyMs: number): void {
+    this.enqueue({
+      row: {
+        id: `evt_${randomUUID()}`,
+        type: 'provider_recovered',
+        keyId: null,
+        provider,
+        data: { exhausted_provider: null, active_provider: provider, fallback_level: null, latency_ms: latencyMs, request_id: requestId },
+      },
+      kind: 'provider_recovered',
     });
   }
 
-  /** Flushes after the current turn, so the events of requests finishing together share an INSERT. */
+  /** Closes every coalescing window and stores what is held, for up to SHUTDOWN_FLUSH_MS; what is left is logged and counted. */
+  async onApplicationShutdown(): Promise<void> {
+    if (this.windowTimer) clearTimeout(this.windowTimer);
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.windowTimer = this.retryTimer = null;
+    this.windowTimerAt = -Infinity; // no new timer: shutdown writes the rest itself
+    this.enqueueClosing(this.coalescer.closeAll());
+    const deadline = Date.now() + SHUTDOWN_FLUSH_MS;
+    while (this.buffer.size > 0 && Date.now() < deadline) {
+      // every waiting event now, whatever its backoff: this is the last chance
+      const batch = this.buffer.take(Infinity, MAX_ROWS);
+      if (batch.length > 0) await this.write(batch);
+      else if (this.writes.size > 0) await Promise.race([...this.writes]);
+      if (this.buffer.size > 0 && this.failing > 0) await sleep(250);
+    }
+    await Promise.allSettled([...this.writes]);
+    for (const { row } of this.buffer.drain()) {
+      this.droppedTotal.inc({ reason: 'shutdown' });
+      this.logger.error({ event: row }, `${row.type} event ${row.id} could not be stored before exit: the database did not answer`);
+    }
+  }
+
+  private enqueue(pending: Pending): boolean {
+    if (!this.buffer.add(pending, Date.now())) {
+      this.droppedTotal.inc({ reason: 'buffer_full' });
+      this.logger.error({ event: pending.row }, `event buffer full (${EVENT_BUFFER_CAPACITY}): ${pending.row.type} event ${pending.row.id} dropped; is the database reachable?`);
+      return false;
+    }
+    this.schedule();
+    return true;
+  }
+
+  private enqueueClosing(closing: ClosingEvent[]): void {
+    for (const c of closing) this.enqueue({ row: failoverRow(c.condition, c.last, { count: c.count, windowSecs: c.windowSecs }), kind: 'failover_closing' });
+  }
+
+  /** One timer for the soonest window end; its closing events are queued when it fires. */
+  private armWindowTimer(): void {
+    const end = this.coalescer.nextEnd();
+    if (end === null || end >= this.windowTimerAt) return;
+    if (this.windowTimer) clearTimeout(this.windowTimer);
+    this.windowTimerAt = end;
+    this.windowTimer = setTimeout(() => {
+      this.windowTimer = null;
+      this.windowTimerAt = Infinity;
+      this.enqueueClosing(this.coalescer.due(Date.now()));
+      this.armWindowTimer();
+    }, Math.max(0, end - Date.now()));
+    this.windowTimer.unref();
+  }
+
+  /** Writes due events after the current turn (so the events of requests finishing together share an INSERT), or when the soonest retry is due. */
   private schedule(): void {
-    if (this.scheduled || this.inFlight >= MAX_IN_FLIGHT || this.pending.length === 0) return;
-    this.scheduled = true;
-    setImmediate(() => void this.flush());
+    if (this.scheduled || this.writes.size >= MAX_IN_FLIGHT || this.windowTimerAt === -Infinity) return;
+    const due = this.buffer.nextDue();
+    if (due === null) return;
+    const wait = due - Date.now();
+    if (wait <= 0) {
+      this.scheduled = true;
+      setImmediate(() => {
+        this.scheduled = false;
+        const batch = this.buffer.take(Date.now(), MAX_ROWS);
+        if (batch.length > 0) void this.write(batch);
+        else this.schedule();
+      });
+    } else if (!this.retryTimer) {
+      this.retryTimer = setTimeout(() => {
+        this.retryTimer = null;
+        this.schedule();
+      }, wait);
+      this.retryTimer.unref();
+    }
   }
 
-  private async flush(): Promise<void> {
-    this.scheduled = false;
-    const batch = this.pending.length <= MAX_ROWS ? this.pending : this.pending.slice(0, MAX_ROWS);
-    this.pending = batch === this.pending ? [] : this.pending.slice(MAX_ROWS);
-    this.inFlight += 1;
-    try {
-      const pool = pgPoolOf(this.dataSource);
-      const rows = batch.map(({ row }) => [row.id, row.type, row.keyId, row.provider, row.data]);
-      const outcome = await insertBatch((query) => pool.query(query), INSERT, rows);
-      const refused = new Map(outcome.refused.map((r) => [r.index, r.error]));
-      batch.forEach((p, index) => {
-        const error = index < outcome.processed ? refused.get(index) : outcome.error;
-        if (error) p.reject(error);
-        else p.resolve();
-      });
-    } catch (err) {
-      for (const p of batch) p.reject(err as Error);
-    } finally {
-      this.inFlight -= 1;
+  private write(batch: Array<BufferedEntry<Pending>>): Promise<void> {
+    const run = this.insert(batch).finally(() => {
+      this.writes.delete(run);
       this.schedule();
+    });
+    this.writes.add(run);
+    return run;
+  }
+
+  private async insert(batch: Array<BufferedEntry<Pending>>): Promise<void> {
+    const pool = pgPoolOf(this.dataSource);
+    const rows = batch.map(({ item: { row } }) => [row.id, row.type, row.keyId, row.provider, row.data]);
+    const outcome = await insertBatch((query) => pool.query(query), INSERT, rows);
+    const refused = new Map(outcome.refused.map((r) => [r.index, r.error]));
+    const settled = batch.slice(0, outcome.processed);
+    this.buffer.done(settled);
+    this.buffer.failed(batch.slice(outcome.processed), Date.now());
+    settled.forEach(({ item }, index) => {
+      const error = refused.get(index);
+      if (error && (error as { code?: unknown }).code !== UNIQUE_VIOLATION) {
+        // retrying a row the database refuses would hold it in memory for ever
+        this.droppedTotal.inc({ reason: 'refused' });
+        this.logger.error({ event: item.row }, `${item.row.type} event ${item.row.id} refused by the database and dropped: ${error.message}`);
+      } else {
+        this.storedTotal.inc({ kind: item.kind });
+      }
+      item.stored?.();
+    });
+    if (outcome.error) {
+      if (this.failing++ === 0) this.logger.warn(`${this.buffer.size} event(s) not stored yet (${outcome.error.message}); kept in memory and retried`);
+    } else if (this.failing > 0) {
+      this.logger.log(`events are stored again after ${this.failing} failed write(s); ${this.buffer.size} still pending`);
+      this.failing = 0;
     }
   }
 }

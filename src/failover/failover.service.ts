@@ -196,23 +196,19 @@ export class FailoverService {
     return verdict.reason;
   }
 
-  private async storeFailoverEvent(scope: FailoverScope, latencyMs: number): Promise<void> {
+  /** Resolves once the event is stored or after the bound of decisions §8 (it is then kept and retried); never rejects. */
+  private storeFailoverEvent(scope: FailoverScope, latencyMs: number): Promise<void> {
     const served = scope.served;
-    if (!served) return;
-    try {
-      await this.events.recordFailover({
-        keyId: scope.key.id,
-        model: scope.requestedModel,
-        exhaustedProvider: served.exhausted?.provider ?? null,
-        activeProvider: served.provider,
-        fallbackLevel: served.level,
-        latencyMs,
-        requestId: scope.requestId,
-      });
-    } catch (err) {
-      // the request was served; losing its event (database down) must not turn it into an error
-      this.logger.error({ err }, `failover event of ${scope.requestId} could not be stored`);
-    }
+    if (!served) return Promise.resolve();
+    return this.events.recordFailover({
+      keyId: scope.key.id,
+      model: scope.requestedModel,
+      exhaustedProvider: served.exhausted?.provider ?? null,
+      activeProvider: served.provider,
+      fallbackLevel: served.level,
+      latencyMs,
+      requestId: scope.requestId,
+    });
   }
 
   private recordUsage(scope: FailoverScope, result: ScopeResult): void {

@@ -3,6 +3,7 @@ import { Interval } from '@nestjs/schedule';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { EnvironmentVariables } from '../config/env.schema';
+import { maintenanceQuery } from '../database/maintenance-query';
 import { pgPoolOf } from '../database/pg-pool';
 
 /** Rows deleted per statement: short transactions, however far behind the job is. */
@@ -70,7 +71,8 @@ export class RecordsRetention implements OnModuleDestroy {
   private async inBatches(sql: string, retentionSeconds: number): Promise<number> {
     let total = 0;
     for (let i = 0; i < MAX_BATCHES; i++) {
-      const { rowCount } = await pgPoolOf(this.dataSource).query(sql, [retentionSeconds]);
+      // its own, longer deadline: a batch may take a while after a long outage, and no request waits for it
+      const { rowCount } = await maintenanceQuery(pgPoolOf(this.dataSource), sql, [retentionSeconds]);
       total += rowCount ?? 0;
       if ((rowCount ?? 0) < BATCH) break;
     }

@@ -17,6 +17,20 @@ describe('deliveryBody', () => {
     );
   });
 
+  it('adds coalesced_count and window_secs after the documented fields on the closing event of a window', () => {
+    const event: SourceEvent = {
+      id: 'evt_3',
+      type: 'failover',
+      keyId: 'pk_a',
+      provider: 'anthropic',
+      createdAt: at,
+      data: { proxy_key: 'pk_a', model: 'gpt-4o', exhausted_provider: 'openai', active_provider: 'anthropic', fallback_level: 1, latency_ms: 9, request_id: 'req_y', coalesced_count: 49, window_secs: 60 },
+    };
+    expect(deliveryBody(event, { id: 'pk_a', chain: [] })).toBe(
+      '{"id":"evt_3","event":"failover","timestamp":"2025-11-21T00:00:00.123Z","data":{"proxy_key":"pk_a","model":"gpt-4o","exhausted_provider":"openai","active_provider":"anthropic","fallback_level":1,"latency_ms":9,"request_id":"req_y","coalesced_count":49,"window_secs":60}}',
+    );
+  });
+
   it("fills a recovery with the receiving key and that key's first model on the recovered provider", () => {
     const event: SourceEvent = {
       id: 'evt_2',

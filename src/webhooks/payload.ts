@@ -25,6 +25,10 @@ export interface DeliveryData {
   fallback_level: number | null;
   latency_ms: number | null;
   request_id: string | null;
+  /** Closing event of a coalescing window only: how many failovers after the window's first it stands for. */
+  coalesced_count?: number;
+  /** Closing event only: the window's length in seconds. */
+  window_secs?: number;
 }
 
 export interface DeliveryPayload {
@@ -59,5 +63,10 @@ export function deliveryBody(event: SourceEvent, receiver: ReceivingKey): string
       request_id: str(d.request_id),
     },
   };
+  const coalesced = int(d.coalesced_count);
+  if (coalesced !== null) {
+    payload.data.coalesced_count = coalesced;
+    payload.data.window_secs = int(d.window_secs) ?? 0;
+  }
   return JSON.stringify(payload);
 }

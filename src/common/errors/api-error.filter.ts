@@ -33,6 +33,8 @@ function isJsonScalar(body: unknown): boolean {
 }
 
 const CONNECTION_FAILURES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P03', '08006', '08001']);
+/** A statement cancelled at its deadline (DB_STATEMENT_TIMEOUT_MS): the database cannot answer in time now. */
+const STATEMENT_TIMEOUT = '57014';
 
 /** PostgreSQL refusing text (a NUL, an unpaired surrogate): the input pipe refuses these first; this is the safety net. */
 const UNSTORABLE_TEXT = new Set(['22021', '22P05']);
@@ -62,10 +64,10 @@ export function toDomainError(exception: unknown): DomainError | null {
   if (typeof tagged?.code === 'string' && UNSTORABLE_TEXT.has(tagged.code)) {
     return new DomainError('invalid_value', 'The request holds text that cannot be stored (a NUL character or invalid Unicode).');
   }
-  if (typeof tagged?.code === 'string' && CONNECTION_FAILURES.has(tagged.code)) {
+  if (typeof tagged?.code === 'string' && (CONNECTION_FAILURES.has(tagged.code) || tagged.code === STATEMENT_TIMEOUT)) {
     return new DomainError('database_unavailable', 'The database is unavailable; retry shortly.');
   }
-  if (typeof tagged?.message === 'string' && /Connection terminated|connection is not established|timeout exceeded when trying to connect/i.test(tagged.message)) {
+  if (typeof tagged?.message === 'string' && /Connection terminated|connection is not established|timeout exceeded when trying to connect|Query read timeout/i.test(tagged.message)) {
     return new DomainError('database_unavailable', 'The database is unavailable; retry shortly.');
   }
   return null;

@@ -27,7 +27,11 @@ export class CreateWebhookEndpointDto {
   @IsString() @IsWebhookUrl()
   url!: string;
 
-  /** Events to receive, each once; default `["failover"]`. */
+  /**
+   * Events to receive, each once; default `["failover"]`. Failover events are coalesced per key, requested model,
+   * exhausted and serving provider: the first in `SVC_FAILOVER_EVENT_WINDOW` (default 60 s) is delivered at once with
+   * its request id, the rest in one closing event whose `data` adds `coalesced_count` and `window_secs`.
+   */
   @ApiProperty({ ...EVENTS_DOC, required: false, default: ['failover'] })
   @IfPresent() @IsArray() @ArrayNotEmpty() @ArrayMaxSize(WEBHOOK_EVENT_TYPES.length) @ArrayUnique() @IsIn(WEBHOOK_EVENT_TYPES, { each: true })
   events?: WebhookEventType[];
