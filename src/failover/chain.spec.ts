@@ -83,6 +83,16 @@ describe('planRoute', () => {
     expect(planRoute([step('openai', 'gpt-4o')], 'gpt-4o', 'chat', providerOf)?.[0].timeoutMs).toBe(30000);
   });
 
+  it("keeps the provider's own timeout beside a step's override (the breaker judges by the provider's)", () => {
+    const chain = [step('anthropic', 'claude', { timeout_ms: 300 }), step('openai', 'gpt-4o', { timeout_ms: 60000 }), step('echo', 'echo-1')];
+    const plan = planRoute(chain, 'claude', 'chat', providerOf, 12345);
+    expect(plan?.map((s) => [s.timeoutMs, s.providerTimeoutMs])).toEqual([
+      [300, 20000],
+      [60000, 12345],
+      [12345, 12345],
+    ]);
+  });
+
   it('carries the original step so callers can read its usage cap and voice map', () => {
     const original = step('openai', 'tts-1', { usage_cap: { requests: 10, per: 'minute' }, voice_map: { '*': 'alloy' } });
     expect(planRoute([original], 'tts-1', 'speech', providerOf)?.[0].step).toBe(original);
@@ -114,6 +124,20 @@ describe('classify', () => {
 
   it('fails over on a timeout', () => {
     expect(classify({ kind: 'timeout' })).toEqual({ verdict: 'next', breakerFailure: true, reason: 'timeout' });
+  });
+
+  it("counts a timeout against the circuit only when it ran past the provider's own timeout_ms", () => {
+    // the provider's own deadline (or a longer step deadline) ran out: the provider is slow for everyone
+    expect(classify({ kind: 'timeout', afterMs: 30000 }, 30000)).toEqual({ verdict: 'next', breakerFailure: true, reason: 'timeout' });
+    expect(classify({ kind: 'timeout', afterMs: 60000 }, 30000)).toEqual({ verdict: 'next', breakerFailure: true, reason: 'timeout' });
+    // a key's shorter step timeout: that request fails over, every other tenant's circuit is untouched
+    expect(classify({ kind: 'timeout', afterMs: 300 }, 30000)).toEqual({ verdict: 'next', breakerFailure: false, reason: 'timeout' });
+    expect(classify({ kind: 'timeout', afterMs: 29999 }, 30000).breakerFailure).toBe(false);
+  });
+
+  it("holds a timeout of unknown length against the provider (the transport's own deadline, past any step's)", () => {
+    expect(classify({ kind: 'timeout' }, 30000).breakerFailure).toBe(true);
+    expect(classify({ kind: 'timeout', afterMs: 300 }).breakerFailure).toBe(true);
   });
 
   it('fails over on a connection error and names it', () => {

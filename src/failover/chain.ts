@@ -11,7 +11,10 @@ export interface PlannedStep {
   level: number;
   provider: string;
   model: string;
+  /** The deadline of this attempt: the step's own `timeout_ms`, else the provider's. */
   timeoutMs: number;
+  /** The provider's own `timeout_ms` (or the default): only a timeout past it is held against the shared circuit. */
+  providerTimeoutMs: number;
   step: ChainStepDto;
 }
 
@@ -47,6 +50,7 @@ export function planRoute(
       provider: step.provider,
       model: step.model,
       timeoutMs: step.timeout_ms ?? provider.timeoutMs ?? defaultTimeoutMs,
+      providerTimeoutMs: provider.timeoutMs ?? defaultTimeoutMs,
       step,
     });
   }
@@ -57,7 +61,8 @@ export function planRoute(
 export type UpstreamOutcome =
   | { kind: 'ok' }
   | { kind: 'http'; status: number; message?: string }
-  | { kind: 'timeout' }
+  /** `afterMs`: the deadline that ran out, when the core set it (a transport's own timeout carries none). */
+  | { kind: 'timeout'; afterMs?: number }
   | { kind: 'connection'; code?: string; message?: string }
   /** `requestFault`: the provider's code blames the request (e.g. MiniMax's sensitive-content refusal), not its own health. */
   | { kind: 'provider_error'; code: string | number; message?: string; requestFault?: boolean };
@@ -104,12 +109,18 @@ function describeConnection(code: string | undefined, message: string | undefine
   return message ? `connection error: ${headerSafe(message)}` : 'connection error';
 }
 
-export function classify(outcome: UpstreamOutcome): Classification {
+/**
+ * `providerTimeoutMs`: the provider's own deadline; a timeout of a shorter deadline (a key's step
+ * `timeout_ms`) fails that request over but is that key's choice, not the provider's fault.
+ */
+export function classify(outcome: UpstreamOutcome, providerTimeoutMs?: number): Classification {
   switch (outcome.kind) {
     case 'ok':
       return { verdict: 'success', breakerFailure: false, reason: 'ok' };
-    case 'timeout':
-      return { verdict: 'next', breakerFailure: true, reason: 'timeout' };
+    case 'timeout': {
+      const ownDeadline = outcome.afterMs === undefined || providerTimeoutMs === undefined || outcome.afterMs >= providerTimeoutMs;
+      return { verdict: 'next', breakerFailure: ownDeadline, reason: 'timeout' };
+    }
     case 'connection':
       return { verdict: 'next', breakerFailure: true, reason: describeConnection(outcome.code, outcome.message) };
     case 'provider_error': {

@@ -117,7 +117,7 @@ export class FailoverService {
           throw err;
         }
         const failure = this.toFailure(err);
-        const verdict = classify(failure.outcome);
+        const verdict = classify(failure.outcome, step.providerTimeoutMs);
         scope.attempts.push({ provider: step.provider, model: step.model, level: step.level, outcome: verdict.reason, latency_ms: latency });
         this.metrics.upstreamAttempt(step.provider, false, latency);
         if (verdict.verdict === 'client_error') {
@@ -182,7 +182,7 @@ export class FailoverService {
 
   private toFailure(err: unknown): UpstreamFailure {
     if (err instanceof UpstreamFailure) return err;
-    if (err instanceof StepTimeout) return new UpstreamFailure({ kind: 'timeout' });
+    if (err instanceof StepTimeout) return new UpstreamFailure({ kind: 'timeout', afterMs: err.ms });
     this.logger.error({ err }, 'adapter threw an unexpected error');
     return new UpstreamFailure({ kind: 'connection', message: (err as Error).message });
   }

@@ -25,6 +25,7 @@ export interface TaskError {
 @Index('speech_tasks_key', ['keyId'])
 @Index('speech_tasks_status_heartbeat', ['status', 'heartbeatAt'])
 @Index('speech_tasks_status_expires', ['status', 'expiresAt'])
+@Index('speech_tasks_key_claimed', ['keyId', 'claimedAt'])
 export class SpeechTaskEntity {
   @PrimaryColumn({ type: 'text', primaryKeyConstraintName: 'PK_speech_tasks' })
   id!: string;
@@ -86,6 +87,14 @@ export class SpeechTaskEntity {
   /** Refreshed by the owning worker; a stale one lets another worker take the task over. */
   @Column({ name: 'heartbeat_at', type: 'timestamptz', nullable: true })
   heartbeatAt!: Date | null;
+
+  /** Set on every claim: the fair scheduler gives the next turn to the key claimed least recently. */
+  @Column({ name: 'claimed_at', type: 'timestamptz', nullable: true })
+  claimedAt!: Date | null;
+
+  /** A task released after a failure is not claimed again before this (its retry's backoff). */
+  @Column({ name: 'run_after', type: 'timestamptz', nullable: true })
+  runAfter!: Date | null;
 
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt!: Date;

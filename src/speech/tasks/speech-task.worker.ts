@@ -6,7 +6,7 @@ import { MetricsService } from '../../metrics/metrics.service';
 import type { TaskError } from './speech-task.entity';
 import { ClaimedTask, SpeechTasksRepository } from './speech-tasks.repository';
 import { ShuttingDown, TaskLost } from './task-interruptions';
-import { enqueueTask, MAX_ATTEMPTS, SPEECH_TASK_QUEUE, SPEECH_TASK_QUEUE_OPTIONS, SpeechTaskJob } from './task-queue';
+import { enqueueRetry, enqueueTask, MAX_ATTEMPTS, retryDelaySeconds, SPEECH_TASK_QUEUE, SPEECH_TASK_QUEUE_OPTIONS, SpeechTaskJob } from './task-queue';
 import { TaskRunner } from './task-runner';
 
 /** Tasks one process runs at the same time. */
@@ -15,9 +15,10 @@ const TASK_CONCURRENCY = 2;
 const HEARTBEAT_MS = 5000;
 
 /**
- * The pg-boss side of async speech: claims a task (compare-and-set, so a duplicate job finds
- * nothing to do), keeps its heartbeat, and decides what a failure means: the client's fault fails
- * the task at once, anything else goes back to the queue until the attempts run out.
+ * The pg-boss side of async speech: a job wakes a worker, which claims the next task fairly across
+ * keys (compare-and-set, so a job with nothing left to claim does nothing), keeps its heartbeat, and
+ * decides what a failure means: the client's fault fails the task at once, anything else goes back
+ * to the queue until the attempts run out.
  */
 @Injectable()
 export class SpeechTaskWorker implements OnApplicationBootstrap, OnModuleDestroy {
@@ -37,7 +38,7 @@ export class SpeechTaskWorker implements OnApplicationBootstrap, OnModuleDestroy
   async onApplicationBootstrap(): Promise<void> {
     await this.queue.createQueue(SPEECH_TASK_QUEUE, SPEECH_TASK_QUEUE_OPTIONS);
     for (let lane = 0; lane < TASK_CONCURRENCY; lane++) {
-      await this.queue.work<SpeechTaskJob>(SPEECH_TASK_QUEUE, { pollingIntervalSeconds: 1 }, (job) => this.handle(job.data.taskId));
+      await this.queue.work<SpeechTaskJob>(SPEECH_TASK_QUEUE, { pollingIntervalSeconds: 1 }, () => this.handle());
     }
   }
 
@@ -48,12 +49,13 @@ export class SpeechTaskWorker implements OnApplicationBootstrap, OnModuleDestroy
     await Promise.all([...this.running.values()].map((r) => r.done));
   }
 
-  /** One pg-boss job; throwing makes pg-boss retry it after its delay. */
-  async handle(taskId: string): Promise<void> {
+  /** One pg-boss job: runs the task the fair claim picks (not necessarily the job's); throwing makes pg-boss retry the job later. */
+  async handle(): Promise<void> {
     // a job fetched while stopping stays with pg-boss (failed now, retried later) instead of being claimed
     if (this.stopping) throw new ShuttingDown();
-    const task = await this.repository.claim(taskId, this.workerId);
+    const task = await this.repository.claimNext(this.workerId);
     if (!task) return;
+    const taskId = task.id;
     if (task.attempts > MAX_ATTEMPTS) {
       const error = task.error ?? { code: 'internal_error', message: `The task was interrupted ${MAX_ATTEMPTS} times.` };
       this.logger.warn(`task ${taskId} gave up after ${MAX_ATTEMPTS} attempts: ${error.message}`);
@@ -119,8 +121,9 @@ export class SpeechTaskWorker implements OnApplicationBootstrap, OnModuleDestroy
       this.logger.warn(`task ${task.id} failed after ${task.attempts} attempts: ${error.message}`);
       return;
     }
-    this.logger.warn(`task ${task.id} attempt ${task.attempts} failed (${error.code}: ${error.message}); it will be retried`);
-    await this.repository.release(task.id, this.workerId, error, false);
-    throw err;
+    const delay = retryDelaySeconds(task.attempts);
+    this.logger.warn(`task ${task.id} attempt ${task.attempts} failed (${error.code}: ${error.message}); it will be retried in ${delay} s`);
+    // its own job for the retry: the job that ran it woke a worker for whichever task was next, and is done
+    await this.repository.release(task.id, this.workerId, error, false, (manager) => enqueueRetry(this.queue, task.id, task.attempts, manager), delay);
   }
 }

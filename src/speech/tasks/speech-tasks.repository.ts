@@ -63,18 +63,39 @@ export class SpeechTasksRepository {
     return this.tasks.findOneBy({ id, keyId });
   }
 
-  /** Compare-and-set: queued, or processing with a dead worker; anything else belongs to someone (or is done). */
-  async claim(id: string, workerId: string): Promise<ClaimedTask | null> {
-    const [row] = await this.rows<ClaimedTask & { key_id: string }>(
-      `WITH claimed AS (
-         UPDATE speech_tasks SET status = 'processing', worker_id = $2, heartbeat_at = now(), attempts = attempts + 1,
-           started_at = COALESCE(started_at, now())
-         WHERE id = $1 AND (status = 'queued' OR (status = 'processing' AND heartbeat_at < now() - make_interval(secs => $3)))
-         RETURNING id, key_id, attempts, job, plan, error)
-       SELECT * FROM claimed`,
-      [id, workerId, STALE_SECONDS],
-    );
-    return row ? { id: row.id, keyId: row.key_id, attempts: row.attempts, job: row.job, plan: row.plan, error: row.error } : null;
+  /**
+   * Claims the next task fairly across keys (decisions §11), whichever task's job woke the worker: among the
+   * tasks ready to run (queued and past `run_after`, or processing with a dead worker), the oldest of the key
+   * with the fewest tasks running, ties to the key claimed least recently. So a key's backlog never keeps
+   * another key's first task waiting for more than the task each busy worker is on. Claims are serialised
+   * across replicas (a transaction lock), so two workers never both take a key for idle.
+   */
+  claimNext(workerId: string): Promise<ClaimedTask | null> {
+    return this.dataSource.transaction(async (manager) => {
+      await manager.query(`SELECT pg_advisory_xact_lock(hashtextextended('speech_tasks:claim', 0))`);
+      const [row] = await manager.query<Array<ClaimedTask & { key_id: string }>>(
+        `WITH running AS (
+           SELECT key_id, count(*) AS n FROM speech_tasks
+           WHERE status = 'processing' AND heartbeat_at >= now() - make_interval(secs => $2) GROUP BY key_id),
+         ready AS (
+           SELECT DISTINCT ON (key_id) id, key_id, created_at FROM speech_tasks
+           WHERE (status = 'queued' AND (run_after IS NULL OR run_after <= now()))
+              OR (status = 'processing' AND heartbeat_at < now() - make_interval(secs => $2))
+           ORDER BY key_id, created_at, id),
+         next AS (
+           SELECT r.id FROM ready r LEFT JOIN running u ON u.key_id = r.key_id
+           ORDER BY COALESCE(u.n, 0), (SELECT max(c.claimed_at) FROM speech_tasks c WHERE c.key_id = r.key_id) NULLS FIRST, r.created_at, r.id
+           LIMIT 1),
+         claimed AS (
+           UPDATE speech_tasks t SET status = 'processing', worker_id = $1, heartbeat_at = now(), claimed_at = now(), run_after = NULL,
+             attempts = attempts + 1, started_at = COALESCE(started_at, now())
+           FROM next WHERE t.id = next.id
+           RETURNING t.id, t.key_id, t.attempts, t.job, t.plan, t.error)
+         SELECT * FROM claimed`,
+        [workerId, STALE_SECONDS],
+      );
+      return row ? { id: row.id, keyId: row.key_id, attempts: row.attempts, job: row.job, plan: row.plan, error: row.error } : null;
+    });
   }
 
   async storedChunks(id: string): Promise<Set<number>> {
@@ -184,17 +205,27 @@ export class SpeechTasksRepository {
 
   /**
    * Back to the queue (stored chunks kept): after a transient error, or at shutdown (`refund`: not the task's fault).
-   * `enqueue` runs in the same transaction, so a released task always has a job to pick it up.
+   * `enqueue` runs in the same transaction, so a released task always has a job to pick it up. A task that
+   * failed is not claimed again for `retryAfterSeconds` (its own job's retry comes later still), or a free
+   * worker would retry it at once and spend its attempts in seconds.
    */
-  release(id: string, workerId: string, error: TaskError | null, refund: boolean, enqueue?: (manager: EntityManager) => Promise<unknown>): Promise<boolean> {
+  release(
+    id: string,
+    workerId: string,
+    error: TaskError | null,
+    refund: boolean,
+    enqueue?: (manager: EntityManager) => Promise<unknown>,
+    retryAfterSeconds = 0,
+  ): Promise<boolean> {
     return this.dataSource.transaction(async (manager) => {
       const rows = await manager.query<unknown[]>(
         `WITH o AS (${OWNED}),
          u AS (UPDATE speech_tasks t SET status = 'queued', worker_id = NULL, heartbeat_at = now(),
+                 run_after = CASE WHEN $5::float8 > 0 THEN now() + make_interval(secs => $5::float8) END,
                  error = COALESCE($3, t.error), attempts = CASE WHEN $4 THEN GREATEST(t.attempts - 1, 0) ELSE t.attempts END
                FROM o WHERE t.id = o.id RETURNING t.id)
          SELECT id FROM u`,
-        [id, workerId, error && JSON.stringify(error), refund],
+        [id, workerId, error && JSON.stringify(error), refund, retryAfterSeconds],
       );
       if (rows.length === 0) return false;
       if (enqueue) await enqueue(manager);
