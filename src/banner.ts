@@ -2,7 +2,10 @@ import type { INestApplication } from '@nestjs/common';
 import type { AddressInfo } from 'node:net';
 import { AdminToken } from './common/auth/admin-token';
 import { DatabaseEndpoint } from './database/database-endpoint';
-import { KeysBootstrap } from './keys/keys.bootstrap';
+import { PinoLogger } from 'nestjs-pino';
+import { GatewayConfig } from './config/gateway-config';
+import type { ChainStepDto } from './keys/dto/chain-step.dto';
+import { demoChain, KeysBootstrap } from './keys/keys.bootstrap';
 import { EnvironmentVariables } from './config/env.schema';
 
 /** What a person starting the service needs: where it is, and the credentials made for them. */
@@ -22,5 +25,27 @@ export function printBanner(app: INestApplication): void {
   ];
   if (admin.generated && admin.value) lines.push(`  Admin token (this run only; set SVC_ADMIN_TOKEN to fix it): ${admin.value}`);
   if (demoSecret) lines.push(`  Demo key (shown once, keep it): ${demoSecret}`);
+  else {
+    // a restart, or keys made elsewhere: say how to get one instead of leaving the reader without
+    const token = admin.generated && admin.value ? admin.value : '$SVC_ADMIN_TOKEN';
+    lines.push(
+      '  No new demo key (keys exist). Make a key:',
+      `    CLI (service stopped when embedded): npm run keys -- create --name my-app --chain '${JSON.stringify(chainExample(app))}'`,
+      `    admin API: curl -s ${base}/v1/admin/keys -H 'Authorization: Bearer ${token}' -H 'Content-Type: application/json' -d '{"name":"my-app","chain":${JSON.stringify(chainExample(app))}}'`,
+    );
+  }
   process.stdout.write(`${lines.join('\n')}\n\n`);
+}
+
+/** The banner goes out after the start-up log lines (written in blocks), so it is the last thing on screen. */
+export function printBannerAfterLogs(app: INestApplication): void {
+  const root = PinoLogger.root as { flush?: (cb?: (err?: Error) => void) => void } | undefined;
+  if (!root?.flush) return printBanner(app);
+  root.flush(() => printBanner(app));
+}
+
+/** The demo chain of this configuration, as an example of a chain (echo and espeak offline). */
+function chainExample(app: INestApplication): ChainStepDto[] {
+  const chain = demoChain(app.get(GatewayConfig));
+  return chain.length > 0 ? chain : [{ provider: 'echo', model: 'echo-1' }];
 }

@@ -2,7 +2,7 @@ import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { AppModule } from './app.module';
 import { APP_OPTIONS, setupApp } from './app.setup';
-import { printBanner } from './banner';
+import { printBannerAfterLogs } from './banner';
 import { EnvironmentVariables } from './config/env.schema';
 import { startupFailure, StartupLogger } from './common/startup-error';
 import { exitOnSignals } from './shutdown';
@@ -13,7 +13,7 @@ async function bootstrap(): Promise<void> {
   exitOnSignals(app);
   const env = app.get(EnvironmentVariables);
   await app.listen(env.PORT, env.HOST);
-  printBanner(app);
+  printBannerAfterLogs(app);
 }
 
 bootstrap().catch((err: unknown) => {
