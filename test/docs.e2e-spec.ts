@@ -58,7 +58,7 @@ describe('links of README.md and docs/', () => {
     expect(linkProblems(root, files)).toEqual([]);
   });
 
-  it('catch a link out of the repository, into shared/, to a missing file or heading, and a mention of the shared folder', () => {
+  it('catch a link out of the repository, into shared/, to a missing file or heading, and a mention of the shared folder or of a contract section', () => {
     const repo = mkdtempSync(join(tmpdir(), 'svc-links-'));
     try {
       mkdirSync(join(repo, 'docs'));
@@ -71,6 +71,7 @@ describe('links of README.md and docs/', () => {
           'Out: [spec](../shared/spec/interface.md) and [up](docs/../../elsewhere.md).',
           'Missing: [gone](docs/missing.md) and [no heading](docs/page.md#nothing-here) and [local](#nowhere).',
           'Shared: [in](docs/shared/x.md). The contract is `../shared/spec/decisions.md`.',
+          'As decisions §8 says.',
           '```',
           '[in a code block](../not-a-link.md)',
           '```',
@@ -87,7 +88,8 @@ describe('links of README.md and docs/', () => {
         [4, '#nowhere', 'has no heading #nowhere in README.md'],
         [5, expect.any(String), expect.stringMatching(/shared folder/)],
         [5, 'docs/shared/x.md', 'points into a shared/ folder'],
-        [9, '../outside.md', 'leaves the repository'],
+        [6, expect.any(String), expect.stringMatching(/cites a section of the contract/)],
+        [10, '../outside.md', 'leaves the repository'],
       ]);
     } finally {
       rmSync(repo, { recursive: true, force: true });

@@ -84,6 +84,9 @@ function targetsOf(text: string): string[] {
 /** The project's shared folder sits beside the repository, not in it: naming it sends a reader nowhere. */
 const SHARED_FOLDER = /(^|[^\w.-])(\.\.\/)+shared\b|(^|[^\w-])shared\/spec\b/;
 
+/** `decisions §8`, `interface §4.2`: sections of the contract files that live in the shared folder. */
+const CONTRACT_SECTION = /\b(interface|decisions)(\.md)? §\s?\d/i;
+
 /**
  * Every link of `files` that leaves the repository (a path that climbs out of `root`, or into the
  * shared folder), points at a file that does not exist, or at a heading that is not there.
@@ -104,6 +107,7 @@ export function linkProblems(root: string, files: string[]): LinkProblem[] {
     for (const { line, text } of proseLines(readFileSync(file, 'utf8'))) {
       const report = (target: string, problem: string): void => void problems.push({ file: shown, line, target, problem });
       if (SHARED_FOLDER.test(text)) report(text.trim(), 'names the shared folder, which a clone of the repository does not have');
+      if (CONTRACT_SECTION.test(text)) report(text.trim(), 'cites a section of the contract files, which a clone of the repository does not have');
       for (const target of targetsOf(text)) {
         if (/^[a-z][a-z0-9+.-]*:/i.test(target) || target.startsWith('//')) continue;
         const [pathPart, anchor] = target.split('#', 2) as [string, string | undefined];
