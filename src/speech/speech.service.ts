@@ -3,8 +3,10 @@ import type { Response } from 'express';
 import { once } from 'node:events';
 import type { FailoverScope } from '../failover/failover-scope';
 import type { PlannedStep } from '../failover/chain';
+import { EnvironmentVariables } from '../config/env.schema';
 import { FailoverService } from '../failover/failover.service';
 import { AudioStream, UpstreamFailure } from '../failover/provider-adapter';
+import { assertAudioFits } from './audio-cap';
 import { characterCount } from './speech-job';
 import type { SpeechJob } from './speech-job';
 import { VoicesService } from './voices.service';
@@ -29,6 +31,7 @@ export class SpeechService {
   constructor(
     private readonly failover: FailoverService,
     private readonly voices: VoicesService,
+    private readonly env: EnvironmentVariables,
   ) {}
 
   /** The steps a speech request would walk (a custom voice's provider first); 400 when the model or the voice does not fit. */
@@ -36,8 +39,8 @@ export class SpeechService {
     return this.voices.route(scope.key, job);
   }
 
-  /** Walks the chain (or only `planned`) until a step has produced its first audio bytes. */
-  async start(scope: FailoverScope, job: SpeechJob, planned?: PlannedStep[]): Promise<PrimedAudio> {
+  /** Walks the chain (or only `planned`) until a step has produced its first audio bytes; `maxSeconds` caps its output. */
+  async start(scope: FailoverScope, job: SpeechJob, planned?: PlannedStep[], maxSeconds?: number): Promise<PrimedAudio> {
     planned ??= await this.route(scope, job);
     const custom = await this.voices.customVoice(scope.key, job.voiceId);
     return this.failover.execute<PrimedAudio>(
@@ -50,7 +53,7 @@ export class SpeechService {
           : { voiceId: await this.voices.voiceFor(step, adapter, job.voiceId), custom: false, substitution: null };
         // attempts run one after another: the serving one's note is the one left
         scope.alertNote = voice.substitution;
-        const call = { text: job.text, voiceId: voice.voiceId, speed: job.speed, vol: job.vol, pitch: job.pitch, output: job.output };
+        const call = { text: job.text, voiceId: voice.voiceId, speed: job.speed, vol: job.vol, pitch: job.pitch, output: job.output, ...(maxSeconds !== undefined ? { maxSeconds } : {}) };
         const audio = await adapter.speech({ ...call, ...(voice.custom ? { customVoice: true } : {}), ...(job.instructions ? { instructions: job.instructions } : {}) }, ctx);
         const rest = audio.chunks[Symbol.asyncIterator]();
         return { audio, first: await rest.next(), rest };
@@ -62,7 +65,9 @@ export class SpeechService {
   /** Synchronous speech: bytes go to the client as the provider produces them. */
   async respond(scope: FailoverScope, job: SpeechJob, res: Response): Promise<void> {
     scope.streaming = true;
-    const primed = await this.start(scope, job);
+    const limit = this.env.SVC_MAX_AUDIO_SECONDS;
+    assertAudioFits(job.text, job.speed, limit);
+    const primed = await this.start(scope, job, undefined, limit);
     res.status(200);
     res.setHeader('Content-Type', primed.audio.contentType);
     if (job.output.format === 'mp3') res.setHeader('x-svc-audio-bitrate', String(primed.audio.bitrate ?? job.output.bitrate));
