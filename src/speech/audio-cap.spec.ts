@@ -1,5 +1,5 @@
 import { DomainError } from '../common/errors/domain-error';
-import { assertAudioFits, minimumAudioSeconds } from './audio-cap';
+import { assertAudioFits, encodedSeconds, minimumAudioSeconds } from './audio-cap';
 
 describe('audio cap: the predictable part', () => {
   it('counts only what is spoken, faster at a higher speed', () => {
@@ -22,4 +22,13 @@ describe('audio cap: the predictable part', () => {
     expect((error as DomainError).code).toBe('audio_too_long');
   });
 
+});
+
+describe('audio cap: seconds counted from encoded bytes', () => {
+  it('pcm and wav by frames, mp3 by its constant bitrate, FLAC not at all', () => {
+    expect(encodedSeconds(32000, { format: 'pcm', sampleRate: 16000, channels: 1 }, 0)).toBe(1);
+    expect(encodedSeconds(64000, { format: 'wav', sampleRate: 16000, channels: 2 }, 0)).toBe(1);
+    expect(encodedSeconds(16000, { format: 'mp3', sampleRate: 32000, channels: 1 }, 128000)).toBe(1);
+    expect(encodedSeconds(16000, { format: 'flac', sampleRate: 32000, channels: 1 }, 128000)).toBeNull();
+  });
 });

@@ -12,6 +12,19 @@ export function minimumAudioSeconds(text: string, speed: number): number {
   return spoken / (MAX_SPOKEN_PER_SECOND * speed);
 }
 
+/** Seconds in `bytes` of encoded audio where the bytes tell (pcm, wav, constant-bitrate mp3); null for FLAC (compressed). */
+export function encodedSeconds(bytes: number, output: { format: string; sampleRate: number; channels: number }, bitrate: number): number | null {
+  switch (output.format) {
+    case 'pcm':
+    case 'wav':
+      return bytes / (2 * output.channels * output.sampleRate);
+    case 'mp3':
+      return (bytes * 8) / bitrate;
+    default:
+      return null;
+  }
+}
+
 export function audioTooLong(limitSeconds: number, detail = 'this text would make', setting = 'SVC_MAX_AUDIO_SECONDS'): DomainError {
   return new DomainError('audio_too_long', `The audio ${detail} is over the limit of ${limitSeconds} s (${setting}).`);
 }

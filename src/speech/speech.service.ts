@@ -3,10 +3,11 @@ import type { Response } from 'express';
 import { once } from 'node:events';
 import type { FailoverScope } from '../failover/failover-scope';
 import type { PlannedStep } from '../failover/chain';
+import { DomainError } from '../common/errors/domain-error';
 import { EnvironmentVariables } from '../config/env.schema';
 import { FailoverService } from '../failover/failover.service';
 import { AudioStream, UpstreamFailure } from '../failover/provider-adapter';
-import { assertAudioFits } from './audio-cap';
+import { assertAudioFits, audioTooLong, encodedSeconds } from './audio-cap';
 import { characterCount } from './speech-job';
 import type { SpeechJob } from './speech-job';
 import { VoicesService } from './voices.service';
@@ -72,7 +73,12 @@ export class SpeechService {
     res.setHeader('Content-Type', primed.audio.contentType);
     if (job.output.format === 'mp3') res.setHeader('x-svc-audio-bitrate', String(primed.audio.bitrate ?? job.output.bitrate));
     scope.applyHeaders(res);
+    let sent = 0;
+    const bitrate = primed.audio.bitrate ?? job.output.bitrate;
     const send = async (bytes: Buffer): Promise<void> => {
+      // the cap also holds for audio an upstream sends as it is (counted by the worker where the gateway makes it)
+      sent += bytes.length;
+      if ((encodedSeconds(sent, job.output, bitrate) ?? 0) > limit) throw audioTooLong(limit, 'of this request');
       // a client that leaves while its socket is full never drains: its abort ends the wait
       if (bytes.length > 0 && !res.write(bytes)) await once(res, 'drain', { signal: scope.signal });
     };
@@ -96,7 +102,7 @@ export class SpeechService {
       // never a silent truncation: the chunked body is cut without its terminator, which clients report as an error;
       // on the next turn, once Node has uncorked the status, headers and audio already written (else the client sees none of them)
       setImmediate(() => res.destroy(new Error(`upstream failed mid-stream: ${reason}`)));
-      scope.finish({ status: 502, characters: characterCount(job.text) });
+      scope.finish({ status: err instanceof DomainError ? err.status : 502, characters: characterCount(job.text) });
     } finally {
       // a stream cut short closes the provider call and ends its encoder (a no-op on one that ran to its end)
       await primed.rest.return?.().catch(() => undefined);

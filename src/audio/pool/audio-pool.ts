@@ -1,5 +1,5 @@
 import { fork, type ChildProcess } from 'node:child_process';
-import { cpus } from 'node:os';
+import { cpus, setPriority } from 'node:os';
 import { DEFAULT_CREDIT, type FromWorker, type JobErrorCode, type JobSpec, type ToWorker } from './protocol';
 import { workerScript } from './worker-script';
 
@@ -52,6 +52,8 @@ interface Worker {
 }
 
 export const DEFAULT_SLICE_TIMEOUT_MS = 30_000;
+/** Workers yield the CPU to the process that serves requests (nice 10): speech gets slower under load, health checks do not. */
+const WORKER_NICE = 10;
 
 export function defaultPoolSize(): number {
   return Math.max(1, cpus().length - 1);
@@ -163,6 +165,11 @@ export class AudioPool {
     // 'advanced': Buffers and typed arrays cross as bytes, not as JSON arrays of numbers
     const child = fork(this.script, [], { serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     const worker: Worker = { child, ready: false, backlog: [], jobs: new Map(), pingSentAt: null, killedFor: null };
+    try {
+      if (child.pid !== undefined) setPriority(child.pid, WORKER_NICE);
+    } catch {
+      // not permitted here (some containers): the worker runs at the gateway's priority
+    }
     this.workers.add(worker);
     // an idle worker never keeps the gateway (or a test run) alive: close() ends them at shutdown
     child.unref();

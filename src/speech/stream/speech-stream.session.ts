@@ -27,6 +27,9 @@ export interface StreamLimits {
 /** `starting`: task_start received and being checked; text may already arrive and waits for it. */
 type State = 'idle' | 'starting' | 'started' | 'finishing' | 'closed';
 
+/** The fastest `speed` a task may ask for: the estimate's assumption while task_start is still being checked. */
+const FASTEST_SPEED = 2;
+
 /** Text received and not yet spoken, at most: a client sending faster than synthesis gets text_too_long, not an unbounded queue. */
 export const MAX_QUEUED_CHARS = ASYNC_TEXT_LIMIT;
 
@@ -107,6 +110,9 @@ export class SpeechStreamSession {
           const tooMuch = `More than ${MAX_QUEUED_CHARS} characters are waiting to be spoken: send text no faster than the audio comes back.`;
           return this.fail(new DomainError('text_too_long', tooMuch, { param: 'text' }), 1008);
         }
+        // predictable: even the shortest reading of the task's text is over the cap, so none of this text is spoken
+        this.promisedSeconds += minimumAudioSeconds(message.body.text, this.job?.speed ?? FASTEST_SPEED);
+        if (this.promisedSeconds > this.limits.maxAudioSeconds) return this.fail(audioTooLong(this.limits.maxAudioSeconds, 'of this stream task'), 1008);
         for (const piece of textPieces(message.body.text)) this.enqueue(piece);
         return;
       case 'task_finish':
@@ -157,9 +163,6 @@ export class SpeechStreamSession {
   private async synthesize(text: string): Promise<void> {
     if (!this.job || this.state === 'closed') return;
     const limit = this.limits.maxAudioSeconds;
-    // predictable: even the shortest reading of the text so far is over the cap, so none of it is made
-    this.promisedSeconds += minimumAudioSeconds(text, this.job.speed);
-    if (this.promisedSeconds > limit) throw audioTooLong(limit, 'of this stream task');
     const relay = this.job.output.format === 'mp3';
     const job: SpeechJob = { ...this.job, text, output: { ...this.job.output, format: relay ? 'mp3' : 'pcm' } };
     const { sampleRate, channels, bitrate } = job.output;
