@@ -101,6 +101,23 @@ describe('AudioPool: synthesis and encoding in worker processes', () => {
   });
 });
 
+describe('AudioPool: the queue', () => {
+  it('a job over the per-worker cap waits in the queue (counted as queued) and runs when a slot frees', async () => {
+    const pool = new AudioPool({ size: 1, jobsPerWorker: 1 });
+    try {
+      const first = generate(speech(LONG_TEXT, 'mp3'), undefined, pool);
+      expect((await first.next()).done).toBe(false);
+      const second = runJob<{ id: string }[]>({ kind: 'voices' }, pool);
+      expect(pool.stats()).toEqual({ workers: 1, running: 1, queued: 1 });
+      await first.return(undefined);
+      expect((await second).some((voice) => voice.id === 'en-us')).toBe(true);
+      expect(pool.stats()).toEqual({ workers: 1, running: 0, queued: 0 });
+    } finally {
+      await pool.close();
+    }
+  });
+});
+
 describe('AudioPool: a worker that dies fails only its own jobs and is replaced', () => {
   it('a killed worker: its job fails with a clean error, the other worker\'s job completes, the next job succeeds', async () => {
     const pool = new AudioPool({ size: 2 });

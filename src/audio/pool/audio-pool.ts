@@ -8,7 +8,7 @@ export interface AudioPoolOptions {
   size?: number;
   /** A worker whose slice runs longer than this (it answers no ping) is killed with its jobs. */
   sliceTimeoutMs?: number;
-  /** Jobs one worker takes at once; more wait in the pool's queue. */
+  /** Jobs one worker holds at once (a FLAC stream session holds one for its whole task); more wait in the pool's queue. */
   jobsPerWorker?: number;
   /** Slices a generated job may send ahead of its consumer. */
   credit?: number;
@@ -52,8 +52,8 @@ interface Worker {
 }
 
 export const DEFAULT_SLICE_TIMEOUT_MS = 30_000;
-/** Workers yield the CPU to the process that serves requests (nice 10): speech gets slower under load, health checks do not. */
-const WORKER_NICE = 10;
+/** Workers yield the CPU to the process that serves requests (nice 19): speech gets slower under load, health checks and chat do not. */
+const WORKER_NICE = 19;
 
 export function defaultPoolSize(): number {
   return Math.max(1, cpus().length - 1);
@@ -77,7 +77,8 @@ export class AudioPool {
   constructor(options: AudioPoolOptions = {}) {
     this.size = Math.max(1, options.size ?? defaultPoolSize());
     this.sliceTimeoutMs = options.sliceTimeoutMs ?? DEFAULT_SLICE_TIMEOUT_MS;
-    this.jobsPerWorker = options.jobsPerWorker ?? 16;
+    // jobs take turns between slices, so this bounds a worker's memory (an encoder each), not its CPU
+    this.jobsPerWorker = options.jobsPerWorker ?? 256;
     this.credit = options.credit ?? DEFAULT_CREDIT;
     this.script = options.script ?? workerScript();
   }
