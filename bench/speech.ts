@@ -7,7 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
 import { projectRoot } from '../src/common/paths';
-import { parseFlacStreamInfo, parseWavHeader, pcmFrameCount, scanMp3Frames } from '../src/speech/audio/parse';
+import { parseFlacStreamInfo, parseWavHeader, pcmFrameCount, scanMp3Frames } from '../src/audio/parse';
 import { cpuBetween, Roles, snapshot, waitForQuiet } from './cpu';
 import { percentile, runLoad } from './load';
 import type { LoadSpec } from './load';

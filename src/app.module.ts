@@ -14,6 +14,7 @@ import { EnvironmentVariables } from './config/env.schema';
 import { ConsentsModule } from './consents/consents.module';
 import { DatabaseEndpoint } from './database/database-endpoint';
 import { DatabaseModule } from './database/database.module';
+import { AudioModule } from './audio/audio.module';
 import { FailoverModule } from './failover/failover.module';
 import { HealthModule } from './health/health.module';
 import { KeysModule } from './keys/keys.module';
@@ -32,6 +33,7 @@ import { WebhooksModule } from './webhooks/webhooks.module';
     ScheduleModule.forRoot(),
     DatabaseModule,
     MetricsModule,
+    AudioModule,
     KeysModule,
     LimitsModule,
     ConsentsModule,

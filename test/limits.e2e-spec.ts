@@ -26,7 +26,8 @@ describe('limits', () => {
   let wsUrl: string;
 
   beforeAll(async () => {
-    const env = { SVC_RATE_LIMIT_RPM: String(RATE_LIMIT), SVC_WS_MAX_STREAMS_PER_KEY: String(MAX_STREAMS) };
+    // 200,000 waiting characters speak for longer than the default audio cap: raised so the text queue's own limit is what answers
+    const env = { SVC_RATE_LIMIT_RPM: String(RATE_LIMIT), SVC_WS_MAX_STREAMS_PER_KEY: String(MAX_STREAMS), SVC_MAX_AUDIO_SECONDS: '86400' };
     t = await startApp({ env });
     replica = await startApp({ env });
     wsUrl = `${t.url.replace('http', 'ws')}/v1/audio/speech/stream`;

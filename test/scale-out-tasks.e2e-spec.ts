@@ -1,5 +1,5 @@
 import type { Response } from 'superagent';
-import { parseWavHeader } from '../src/speech/audio/parse';
+import { parseWavHeader } from '../src/audio/parse';
 import { FakeMiniMax, startFakeMiniMax } from './fakes/fake-minimax';
 import { eventually } from './support/failover';
 import { Replica, ReplicaSet, startReplicas } from './support/replicas';

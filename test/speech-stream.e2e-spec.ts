@@ -1,5 +1,5 @@
 import { DataSource } from 'typeorm';
-import { parseFirstMp3Frame, parseFlacStreamInfo } from '../src/speech/audio/parse';
+import { parseFirstMp3Frame, parseFlacStreamInfo } from '../src/audio/parse';
 import { parseGatewayConfig } from '../src/config/gateway-config';
 import { UsageWriter } from '../src/usage/usage.writer';
 import { startFakeMiniMax, FakeMiniMax } from './fakes/fake-minimax';

@@ -1,9 +1,9 @@
 import type { Response } from 'superagent';
 import { DataSource } from 'typeorm';
-import { parseFlacStreamInfo, parseWavHeader, pcmFrameCount, scanMp3Frames } from '../src/speech/audio/parse';
+import { parseFlacStreamInfo, parseWavHeader, pcmFrameCount, scanMp3Frames } from '../src/audio/parse';
 import { SpeechTaskScheduler } from '../src/speech/tasks/speech-task.scheduler';
 import { EnvironmentVariables } from '../src/config/env.schema';
-import { ESPEAK_DEFAULT_VOICE } from '../src/speech/engine/espeak-engine';
+import { ESPEAK_DEFAULT_VOICE } from '../src/audio/engines/espeak/espeak-voice';
 import { ADMIN_TOKEN, startApp, TestApp } from './support/app';
 
 // every test waits for real synthesis by the offline engine

@@ -1,7 +1,7 @@
 import { parseGatewayConfig } from '../src/config/gateway-config';
-import type { AudioFormat } from '../src/speech/audio/encoders';
+import type { AudioFormat } from '../src/audio/encoders';
 import type { ChainStepDto } from '../src/keys/dto/chain-step.dto';
-import { parseFirstMp3Frame } from '../src/speech/audio/parse';
+import { parseFirstMp3Frame } from '../src/audio/parse';
 import { FakeElevenLabs, startFakeElevenLabs } from './fakes/fake-elevenlabs';
 import { FakeMiniMax, startFakeMiniMax } from './fakes/fake-minimax';
 import { FakeOpenAi, startFakeOpenAi } from './fakes/fake-openai';

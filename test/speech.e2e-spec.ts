@@ -1,8 +1,8 @@
 import { once } from 'node:events';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { parseGatewayConfig } from '../src/config/gateway-config';
-import type { AudioFormat } from '../src/speech/audio/encoders';
-import { parseFirstMp3Frame } from '../src/speech/audio/parse';
+import type { AudioFormat } from '../src/audio/encoders';
+import { parseFirstMp3Frame } from '../src/audio/parse';
 import { FakeMiniMax, startFakeMiniMax } from './fakes/fake-minimax';
 import { audioFacts } from './fakes/speech-audio';
 import { startApp, TestApp } from './support/app';

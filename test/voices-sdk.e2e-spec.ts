@@ -1,6 +1,6 @@
 import OpenAI, { BadRequestError, NotFoundError, toFile } from 'openai';
 import { parseGatewayConfig } from '../src/config/gateway-config';
-import { parseWavHeader } from '../src/speech/audio/parse';
+import { parseWavHeader } from '../src/audio/parse';
 import { FakeMiniMax, startFakeMiniMax } from './fakes/fake-minimax';
 import { startApp, TestApp } from './support/app';
 import { tinyWav } from './support/audio';

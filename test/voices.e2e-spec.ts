@@ -1,4 +1,4 @@
-import { parseWavHeader } from '../src/speech/audio/parse';
+import { parseWavHeader } from '../src/audio/parse';
 import { notAudio, tinyWav } from './support/audio';
 import { eventually } from './support/failover';
 import { MODEL, SAMPLE, VoiceRecord, VoicesHarness } from './support/voices';

@@ -1,5 +1,6 @@
 import { plainToInstance, Transform } from 'class-transformer';
 import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, MinLength, validateSync } from 'class-validator';
+import { cpus } from 'node:os';
 
 
 const DURATION_UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 };
@@ -154,6 +155,22 @@ export class EnvironmentVariables {
   /** SIGTERM: how long in-flight HTTP requests and speech streams get to finish before they are cut (the exit is forced 15 s later). */
   @IsOptional() @IsInt() @Min(0) @Max(600000)
   SVC_SHUTDOWN_GRACE_MS: number = 10000;
+
+  /** Worker processes that synthesise, resample and encode audio (default: one less than the cores, at least 1). */
+  @IsOptional() @IsInt() @Min(1) @Max(64)
+  SVC_AUDIO_WORKERS: number = Math.max(1, cpus().length - 1);
+
+  /** An audio worker busy longer than this on one slice of work (it answers no ping) is killed and replaced; its jobs fail. */
+  @IsOptional() @IsInt() @Min(50)
+  SVC_AUDIO_SLICE_TIMEOUT_MS: number = 30000;
+
+  /** Seconds of audio one synchronous speech request, and each stream task, may produce (413 `audio_too_long` past it). */
+  @IsOptional() @Transform(toSeconds) @IsInt({ message: 'SVC_MAX_AUDIO_SECONDS must be seconds or a duration like 90s, 30m, 2h' }) @Min(1)
+  SVC_MAX_AUDIO_SECONDS: number = 1800;
+
+  /** Seconds of audio one async speech task may produce (the task fails with `audio_too_long` past it). */
+  @IsOptional() @Transform(toSeconds) @IsInt({ message: 'SVC_MAX_TASK_AUDIO_SECONDS must be seconds or a duration like 90m, 6h' }) @Min(1)
+  SVC_MAX_TASK_AUDIO_SECONDS: number = 6 * 3600;
 
   /** pino log level. */
   @IsOptional() @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])

@@ -2,7 +2,7 @@ import { Global, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { UsageModule } from '../usage/usage.module';
 import { AdapterRegistry } from './adapter-registry';
-import { EspeakAdapterFactory } from '../speech/engine/espeak.adapter';
+import { EspeakAdapterFactory } from '../providers/espeak.adapter';
 import { CHAT_ADAPTER_FACTORIES, SPEECH_ADAPTER_FACTORIES } from './adapters';
 import { BreakerStore } from './breaker.store';
 import { CircuitRegistry } from './circuit-registry';

@@ -116,6 +116,11 @@ export class FailoverService {
           scope.attempts.push({ provider: step.provider, model: step.model, level: step.level, outcome: 'client disconnected', latency_ms: latency });
           throw err;
         }
+        // the gateway's own verdict on the request (e.g. audio_too_long), not the provider's fault: no other step would do better
+        if (err instanceof DomainError) {
+          scope.attempts.push({ provider: step.provider, model: step.model, level: step.level, outcome: err.code, latency_ms: latency });
+          throw err;
+        }
         const failure = this.toFailure(err);
         const verdict = classify(failure.outcome, step.providerTimeoutMs);
         scope.attempts.push({ provider: step.provider, model: step.model, level: step.level, outcome: verdict.reason, latency_ms: latency });
@@ -189,6 +194,7 @@ export class FailoverService {
 
   /** A stream that broke after its first byte: the provider failed (breaker), the client gets an error event. */
   streamFailed(scope: FailoverScope, err: unknown): string {
+    if (err instanceof DomainError) return err.code;
     const verdict = classify(this.toFailure(err).outcome);
     const provider = scope.served?.provider;
     if (provider && verdict.breakerFailure) this.circuits.recordFailure(provider);

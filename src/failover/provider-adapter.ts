@@ -79,6 +79,8 @@ export interface SpeechCall {
   customVoice?: boolean;
   /** Style instructions (OpenAI's `instructions`); providers without an equivalent ignore them. */
   instructions?: string;
+  /** Seconds of output past which the call fails with `audio_too_long` (counted where the gateway makes or transcodes the audio). */
+  maxSeconds?: number;
 }
 
 /** Audio as it arrives: the promise resolves once the upstream accepted the call. */

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
 import type { ServerResponse } from 'node:http';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { currentAudioPool } from '../audio/pool/pool-jobs';
 import { RequestCounter, RequestLabel, RouteLike } from './request-counter';
 
 /** Outcomes of one webhook delivery attempt, as the delivery worker records it. */
@@ -74,6 +75,25 @@ export class MetricsService {
       labelNames: ['outcome'],
       buckets: TASK_BUCKETS,
       registers,
+    });
+    new Gauge({
+      name: 'svc_audio_pool_jobs',
+      help: 'Audio jobs (synthesis, transcoding, encoding) of this replica: running in a worker process, or queued for one.',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        const stats = currentAudioPool()?.stats();
+        this.set({ state: 'running' }, stats?.running ?? 0);
+        this.set({ state: 'queued' }, stats?.queued ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'svc_audio_workers_alive',
+      help: 'Audio worker processes alive on this replica (started on first use, replaced when one dies).',
+      registers,
+      collect() {
+        this.set(currentAudioPool()?.stats().workers ?? 0);
+      },
     });
     this.countResponse = function (this: ServerResponse): void {
       requests.count(this.req.method ?? '', (this.req as { route?: RouteLike }).route, this.statusCode, this.getHeader(PROVIDER_HEADER));

@@ -3,8 +3,11 @@ import type { Response } from 'express';
 import { once } from 'node:events';
 import type { FailoverScope } from '../failover/failover-scope';
 import type { PlannedStep } from '../failover/chain';
+import { DomainError } from '../common/errors/domain-error';
+import { EnvironmentVariables } from '../config/env.schema';
 import { FailoverService } from '../failover/failover.service';
 import { AudioStream, UpstreamFailure } from '../failover/provider-adapter';
+import { assertAudioFits, audioTooLong, encodedSeconds } from './audio-cap';
 import { characterCount } from './speech-job';
 import type { SpeechJob } from './speech-job';
 import { VoicesService } from './voices.service';
@@ -29,6 +32,7 @@ export class SpeechService {
   constructor(
     private readonly failover: FailoverService,
     private readonly voices: VoicesService,
+    private readonly env: EnvironmentVariables,
   ) {}
 
   /** The steps a speech request would walk (a custom voice's provider first); 400 when the model or the voice does not fit. */
@@ -36,8 +40,8 @@ export class SpeechService {
     return this.voices.route(scope.key, job);
   }
 
-  /** Walks the chain (or only `planned`) until a step has produced its first audio bytes. */
-  async start(scope: FailoverScope, job: SpeechJob, planned?: PlannedStep[]): Promise<PrimedAudio> {
+  /** Walks the chain (or only `planned`) until a step has produced its first audio bytes; `maxSeconds` caps its output. */
+  async start(scope: FailoverScope, job: SpeechJob, planned?: PlannedStep[], maxSeconds?: number): Promise<PrimedAudio> {
     planned ??= await this.route(scope, job);
     const custom = await this.voices.customVoice(scope.key, job.voiceId);
     return this.failover.execute<PrimedAudio>(
@@ -50,7 +54,7 @@ export class SpeechService {
           : { voiceId: await this.voices.voiceFor(step, adapter, job.voiceId), custom: false, substitution: null };
         // attempts run one after another: the serving one's note is the one left
         scope.alertNote = voice.substitution;
-        const call = { text: job.text, voiceId: voice.voiceId, speed: job.speed, vol: job.vol, pitch: job.pitch, output: job.output };
+        const call = { text: job.text, voiceId: voice.voiceId, speed: job.speed, vol: job.vol, pitch: job.pitch, output: job.output, ...(maxSeconds !== undefined ? { maxSeconds } : {}) };
         const audio = await adapter.speech({ ...call, ...(voice.custom ? { customVoice: true } : {}), ...(job.instructions ? { instructions: job.instructions } : {}) }, ctx);
         const rest = audio.chunks[Symbol.asyncIterator]();
         return { audio, first: await rest.next(), rest };
@@ -62,12 +66,19 @@ export class SpeechService {
   /** Synchronous speech: bytes go to the client as the provider produces them. */
   async respond(scope: FailoverScope, job: SpeechJob, res: Response): Promise<void> {
     scope.streaming = true;
-    const primed = await this.start(scope, job);
+    const limit = this.env.SVC_MAX_AUDIO_SECONDS;
+    assertAudioFits(job.text, job.speed, limit);
+    const primed = await this.start(scope, job, undefined, limit);
     res.status(200);
     res.setHeader('Content-Type', primed.audio.contentType);
     if (job.output.format === 'mp3') res.setHeader('x-svc-audio-bitrate', String(primed.audio.bitrate ?? job.output.bitrate));
     scope.applyHeaders(res);
+    let sent = 0;
+    const bitrate = primed.audio.bitrate ?? job.output.bitrate;
     const send = async (bytes: Buffer): Promise<void> => {
+      // the cap also holds for audio an upstream sends as it is (counted by the worker where the gateway makes it)
+      sent += bytes.length;
+      if ((encodedSeconds(sent, job.output, bitrate) ?? 0) > limit) throw audioTooLong(limit, 'of this request');
       // a client that leaves while its socket is full never drains: its abort ends the wait
       if (bytes.length > 0 && !res.write(bytes)) await once(res, 'drain', { signal: scope.signal });
     };
@@ -91,7 +102,7 @@ export class SpeechService {
       // never a silent truncation: the chunked body is cut without its terminator, which clients report as an error;
       // on the next turn, once Node has uncorked the status, headers and audio already written (else the client sees none of them)
       setImmediate(() => res.destroy(new Error(`upstream failed mid-stream: ${reason}`)));
-      scope.finish({ status: 502, characters: characterCount(job.text) });
+      scope.finish({ status: err instanceof DomainError ? err.status : 502, characters: characterCount(job.text) });
     } finally {
       // a stream cut short closes the provider call and ends its encoder (a no-op on one that ran to its end)
       await primed.rest.return?.().catch(() => undefined);

@@ -1,6 +1,6 @@
 import { DomainError } from '../common/errors/domain-error';
 import type { VoiceSampleRules } from '../failover/provider-adapter';
-import { parseWavHeader, scanMp3Frames } from '../speech/audio/parse';
+import { parseWavHeader, scanMp3Frames } from '../audio/parse';
 
 const EXTENSIONS: Record<string, string> = {
   'audio/wav': 'wav',

@@ -1,4 +1,4 @@
-import type { AudioFormat } from '../../src/speech/audio/encoders';
+import type { AudioFormat } from '../../src/audio/encoders';
 import { FakeExchange, FakeUpstream, parseMultipart, sendJson, startSse } from './fake-upstream';
 import { encodedTone, splitBytes, toneSeconds } from './speech-audio';
 

@@ -1,6 +1,6 @@
-import { encodeAudio, type AudioFormat } from '../../src/speech/audio/encoders';
-import { parseFlacStreamInfo, parseWavHeader, pcmFrameCount, scanMp3Frames } from '../../src/speech/audio/parse';
-import { decodePcm16le, float32ToInt16, toChannels } from '../../src/speech/audio/pcm';
+import { encodeAudio, type AudioFormat } from '../../src/audio/encoders';
+import { parseFlacStreamInfo, parseWavHeader, pcmFrameCount, scanMp3Frames } from '../../src/audio/parse';
+import { decodePcm16le, float32ToInt16, toChannels } from '../../src/audio/pcm';
 
 /** The pitch every fake upstream speaks in: tests find it again after resampling to prove the rate is right. */
 export const TONE_HZ = 440;

@@ -1,4 +1,4 @@
-import { decodePcm16le } from '../../src/speech/audio/pcm';
+import { decodePcm16le } from '../../src/audio/pcm';
 import type { TestApp } from './app';
 
 export const SPEECH_PATH = '/v1/audio/speech';

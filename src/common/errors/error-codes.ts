@@ -37,6 +37,7 @@ export const ERROR_CODES = {
   file_too_large: { status: 413, type: 'invalid_request_error' },
   body_too_large: { status: 413, type: 'invalid_request_error' },
   text_too_long: { status: 413, type: 'invalid_request_error' },
+  audio_too_long: { status: 413, type: 'invalid_request_error' },
   unsupported_media_type: { status: 415, type: 'invalid_request_error' },
   headers_too_large: { status: 431, type: 'invalid_request_error' },
   rate_limited: { status: 429, type: 'rate_limit_error' },

@@ -1,7 +1,7 @@
 import { FakeElevenLabs, startFakeElevenLabs } from '../../../test/fakes/fake-elevenlabs';
 import { audioFacts, collectAudio, TONE_HZ, toneSeconds } from '../../../test/fakes/speech-audio';
 import type { ResolvedProvider } from '../../config/gateway-config';
-import { contentTypeFor } from '../../speech/audio/encoders';
+import { contentTypeFor } from '../../audio/encoders';
 import { classify } from '../chain';
 import { SpeechCall, SpeechFormat, SpeechOutput } from '../provider-adapter';
 import { ElevenLabsAdapter, ElevenLabsAdapterFactory, elevenLabsPcmRate } from './elevenlabs.adapter';

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { ResolvedProvider } from '../../config/gateway-config';
-import { outputShape, transcodeStream } from '../../speech/audio/transcoder';
+import { transcodeStream } from '../../audio/pool/pool-jobs';
+import { outputShape } from '../../audio/transcoder';
 import { AdapterFactory, AudioStream, CallContext, ProviderAdapter, SpeechCall, VoiceInfo } from '../provider-adapter';
 import { requireBaseUrl, UpstreamClient, UpstreamClientOptions } from './http';
 import { relayBody } from './openai.adapter';
@@ -50,7 +51,7 @@ export class ElevenLabsAdapter implements ProviderAdapter {
     const body = JSON.stringify({ text: call.text, model_id: ctx.model, ...(speed !== 1 ? { voice_settings: { speed } } : {}) });
     const path = `/text-to-speech/${encodeURIComponent(call.voiceId)}/stream?output_format=pcm_${rate}`;
     const response = await this.http.request({ method: 'POST', path, headers: this.headers, body, signal: ctx.signal });
-    const chunks = transcodeStream(relayBody(response.body, ctx.signal), { sampleRate: rate, channels: 1 }, call.output, { gain: call.vol });
+    const chunks = transcodeStream(relayBody(response.body, ctx.signal), { sampleRate: rate, channels: 1 }, call.output, { gain: call.vol, maxSeconds: call.maxSeconds });
     return { ...outputShape(call.output), chunks };
   }
 

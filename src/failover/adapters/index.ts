@@ -13,5 +13,5 @@ export { OpenAiAdapter, OpenAiAdapterFactory } from './openai.adapter';
 /** The chat adapter factories, to register as providers and collect under ADAPTER_FACTORIES. */
 export const CHAT_ADAPTER_FACTORIES = [OpenAiAdapterFactory, AnthropicAdapterFactory, EchoAdapterFactory] as const;
 
-/** The speech-only HTTP adapter factories; `openai` speaks too but is already in CHAT_ADAPTER_FACTORIES (espeak lives in speech/engine). */
+/** The speech-only HTTP adapter factories; `openai` speaks too but is already in CHAT_ADAPTER_FACTORIES (espeak lives in providers/). */
 export const SPEECH_ADAPTER_FACTORIES = [MiniMaxAdapterFactory, ElevenLabsAdapterFactory] as const;

@@ -1,7 +1,7 @@
 import { FakeMiniMax, startFakeMiniMax } from '../../../test/fakes/fake-minimax';
 import { audioFacts, collectAudio, TONE_HZ, toneSeconds } from '../../../test/fakes/speech-audio';
 import type { ResolvedProvider } from '../../config/gateway-config';
-import { contentTypeFor } from '../../speech/audio/encoders';
+import { contentTypeFor } from '../../audio/encoders';
 import { classify } from '../chain';
 import { SpeechCall, SpeechFormat, SpeechOutput } from '../provider-adapter';
 import { MiniMaxAdapter, MiniMaxAdapterFactory } from './minimax.adapter';

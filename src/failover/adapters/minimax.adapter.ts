@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { Readable } from 'node:stream';
 import type { ResolvedProvider } from '../../config/gateway-config';
-import { parseFirstMp3Frame } from '../../speech/audio/parse';
-import { outputShape } from '../../speech/audio/transcoder';
+import { parseFirstMp3Frame } from '../../audio/parse';
+import { outputShape } from '../../audio/transcoder';
 import {
   AdapterFactory,
   AudioStream,

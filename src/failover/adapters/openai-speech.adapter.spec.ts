@@ -1,8 +1,8 @@
 import { FakeOpenAi, startFakeOpenAi } from '../../../test/fakes/fake-openai';
 import { audioFacts, collectAudio, TONE_HZ, toneSeconds } from '../../../test/fakes/speech-audio';
 import type { ResolvedProvider } from '../../config/gateway-config';
-import { contentTypeFor, mp3Bitrate } from '../../speech/audio/encoders';
-import { decodePcm16le } from '../../speech/audio/pcm';
+import { contentTypeFor, mp3Bitrate } from '../../audio/encoders';
+import { decodePcm16le } from '../../audio/pcm';
 import { SpeechCall, SpeechFormat, SpeechOutput } from '../provider-adapter';
 import { OpenAiAdapter, OpenAiAdapterFactory } from './openai.adapter';
 import { outcomeOf } from '../../../test/support/upstream-outcome';

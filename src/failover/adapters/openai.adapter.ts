@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { ResolvedProvider } from '../../config/gateway-config';
-import { outputShape, transcodeStream } from '../../speech/audio/transcoder';
+import { transcodeStream } from '../../audio/pool/pool-jobs';
+import { outputShape } from '../../audio/transcoder';
 import {
   AdapterFactory,
   AudioStream,
@@ -128,7 +129,7 @@ export class OpenAiAdapter implements ProviderAdapter {
       ...(call.instructions ? { instructions: call.instructions } : {}),
     });
     const response = await this.http.request({ method: 'POST', path: '/audio/speech', headers: this.headers, body, signal: ctx.signal });
-    return { ...outputShape(call.output), chunks: transcodeStream(relayBody(response.body, ctx.signal), OPENAI_PCM, call.output, { gain: call.vol }) };
+    return { ...outputShape(call.output), chunks: transcodeStream(relayBody(response.body, ctx.signal), OPENAI_PCM, call.output, { gain: call.vol, maxSeconds: call.maxSeconds }) };
   }
 
   readonly voiceSampleRules = OPENAI_SAMPLE_RULES;

@@ -77,6 +77,7 @@ export class SpeechStreamGateway implements OnGatewayInit<WebSocketServer>, OnGa
       idleMs: this.env.SVC_WS_IDLE_MS,
       highWaterBytes: SEND_HIGH_WATER_BYTES,
       stalledMs: this.env.SVC_WS_STALL_MS,
+      maxAudioSeconds: this.env.SVC_MAX_AUDIO_SECONDS,
     });
     this.sessions.add(session);
     this.metrics.sessionOpened();

@@ -7,8 +7,8 @@ import { newRequestId } from '../../common/ids';
 import type { PlannedStep } from '../../failover/chain';
 import type { FailoverService } from '../../failover/failover.service';
 import type { AuthenticatedKey } from '../../keys/key-directory';
-import { AudioEncoder, releaseEncoder } from '../audio/encoder';
-import { createStreamingEncoder } from '../audio/encoders';
+import { openEncoder, type StreamEncoder } from '../../audio/pool/pool-jobs';
+import { audioTooLong, minimumAudioSeconds } from '../audio-cap';
 import { ASYNC_TEXT_LIMIT, characterCount, SYNC_TEXT_LIMIT, SpeechJob, toSpeechJob } from '../speech-job';
 import { CLIENT_CLOSED_REQUEST, type PrimedAudio, type SpeechService } from '../speech.service';
 import { textPieces } from './text-pieces';
@@ -20,10 +20,15 @@ export interface StreamLimits {
   highWaterBytes: number;
   /** How long a client may leave the buffer full before it is closed. */
   stalledMs: number;
+  /** Seconds of audio one task may produce (SVC_MAX_AUDIO_SECONDS). */
+  maxAudioSeconds: number;
 }
 
 /** `starting`: task_start received and being checked; text may already arrive and waits for it. */
 type State = 'idle' | 'starting' | 'started' | 'finishing' | 'closed';
+
+/** The fastest `speed` a task may ask for: the estimate's assumption while task_start is still being checked. */
+const FASTEST_SPEED = 2;
 
 /** Text received and not yet spoken, at most: a client sending faster than synthesis gets text_too_long, not an unbounded queue. */
 export const MAX_QUEUED_CHARS = ASYNC_TEXT_LIMIT;
@@ -34,7 +39,10 @@ export class SpeechStreamSession {
   private state: State = 'idle';
   private job: SpeechJob | null = null;
   /** pcm and flac only, made when the first audio arrives and dropped when the task ends: a held stream costs no encoder. */
-  private encoder: AudioEncoder | null = null;
+  private encoder: StreamEncoder | null = null;
+  /** Seconds of audio this task has produced, and the least its queued text will still make: both count against the cap. */
+  private audioSeconds = 0;
+  private promisedSeconds = 0;
   private planned: PlannedStep[] = [];
   /** The step that produced the first audio: every later sentence goes to it (no failover after audio began). */
   private step: PlannedStep | null = null;
@@ -102,6 +110,9 @@ export class SpeechStreamSession {
           const tooMuch = `More than ${MAX_QUEUED_CHARS} characters are waiting to be spoken: send text no faster than the audio comes back.`;
           return this.fail(new DomainError('text_too_long', tooMuch, { param: 'text' }), 1008);
         }
+        // predictable: even the shortest reading of the task's text is over the cap, so none of this text is spoken
+        this.promisedSeconds += minimumAudioSeconds(message.body.text, this.job?.speed ?? FASTEST_SPEED);
+        if (this.promisedSeconds > this.limits.maxAudioSeconds) return this.fail(audioTooLong(this.limits.maxAudioSeconds, 'of this stream task'), 1008);
         for (const piece of textPieces(message.body.text)) this.enqueue(piece);
         return;
       case 'task_finish':
@@ -136,7 +147,7 @@ export class SpeechStreamSession {
     this.queuedPieces += 1;
     this.work = this.work
       .then(() => this.synthesize(text))
-      .catch((err: unknown) => this.fail(err, 1011))
+      .catch((err: unknown) => this.fail(err, toDomainError(err)?.code === 'audio_too_long' ? 1008 : 1011))
       .finally(() => {
         this.queuedChars -= text.length;
         this.queuedPieces -= 1;
@@ -151,9 +162,16 @@ export class SpeechStreamSession {
    */
   private async synthesize(text: string): Promise<void> {
     if (!this.job || this.state === 'closed') return;
+    const limit = this.limits.maxAudioSeconds;
     const relay = this.job.output.format === 'mp3';
     const job: SpeechJob = { ...this.job, text, output: { ...this.job.output, format: relay ? 'mp3' : 'pcm' } };
-    const emit = (bytes: Buffer): Promise<void> => (relay ? this.deliver(bytes) : this.emitPcm(bytes));
+    const { sampleRate, channels, bitrate } = job.output;
+    const emit = (bytes: Buffer): Promise<void> => {
+      // relayed mp3 is constant-bitrate: its length in seconds follows from its bytes
+      this.audioSeconds += relay ? (bytes.length * 8) / (primed?.audio.bitrate ?? bitrate) : bytes.length / (2 * channels * sampleRate);
+      if (this.audioSeconds > limit) throw audioTooLong(limit, 'of this stream task');
+      return relay ? this.deliver(bytes) : this.emitPcm(bytes);
+    };
     const scope = this.failover.openScope(newRequestId(), this.key, 'speech');
     scope.streaming = true;
     const controller = new AbortController();
@@ -161,7 +179,7 @@ export class SpeechStreamSession {
     controller.signal.addEventListener('abort', () => scope.abort(), { once: true });
     let primed: PrimedAudio | null = null;
     try {
-      primed = await this.speech.start(scope, job, this.step ? [this.step] : this.planned);
+      primed = await this.speech.start(scope, job, this.step ? [this.step] : this.planned, Math.max(1, limit - this.audioSeconds));
       this.step ??= this.planned.find((s) => s.level === scope.served?.level) ?? null;
       if (!primed.first.done) await emit(primed.first.value);
       for (let next = await primed.rest.next(); !next.done && !scope.aborted; next = await primed.rest.next()) await emit(next.value);
@@ -181,12 +199,8 @@ export class SpeechStreamSession {
   /** Raw s16le from the provider → the session's one continuous pcm or FLAC encoder → hex audio messages. */
   private async emitPcm(bytes: Buffer): Promise<void> {
     if (!this.job || this.state === 'closed') return;
-    if (!this.encoder) {
-      const made = await createStreamingEncoder(this.job.output.format === 'flac' ? 'flac' : 'pcm', this.job.output);
-      // the session may have closed meanwhile (TypeScript keeps the narrowing from above across the await)
-      if ((this.state as State) === 'closed') return void releaseEncoder(made);
-      this.encoder = made;
-    }
+    const { format, sampleRate, channels, bitrate } = this.job.output;
+    this.encoder ??= openEncoder({ format: format === 'flac' ? 'flac' : 'pcm', sampleRate, channels, bitrate });
     const encoder = this.encoder;
     const frame = 2 * this.job.output.channels;
     const all = Buffer.concat([this.pendingBytes, bytes]);
@@ -194,7 +208,7 @@ export class SpeechStreamSession {
     this.pendingBytes = all.subarray(usable);
     if (usable === 0) return;
     const samples = new Int16Array(all.buffer.slice(all.byteOffset, all.byteOffset + usable));
-    await this.deliver(encoder.push(samples));
+    await this.deliver(await encoder.push(samples));
   }
 
   /**
@@ -216,7 +230,7 @@ export class SpeechStreamSession {
     if (!this.job) return;
     const encoder = this.encoder;
     this.encoder = null;
-    const last = Buffer.concat([this.held ?? Buffer.alloc(0), encoder ? encoder.end() : Buffer.alloc(0)]);
+    const last = Buffer.concat([this.held ?? Buffer.alloc(0), encoder ? await encoder.end() : Buffer.alloc(0)]);
     this.held = null;
     if (last.length > 0) await this.sendAudio(last, true);
     this.send({ event: 'task_finished', session_id: this.sessionId });
@@ -285,7 +299,7 @@ export class SpeechStreamSession {
   }
 
   private dropEncoder(): void {
-    if (this.encoder) releaseEncoder(this.encoder);
+    this.encoder?.release();
     this.encoder = null;
   }
 

@@ -1,4 +1,4 @@
-import { packSentences, splitSentences } from '../audio/sentences';
+import { packSentences, splitSentences } from '../../audio/sentences';
 
 /** The most text one upstream call of a stream gets (sentences are packed up to this). */
 export const PIECE_CHARS = 1000;

@@ -1,4 +1,4 @@
-import { packSentences, splitSentences } from '../audio/sentences';
+import { packSentences, splitSentences } from '../../audio/sentences';
 import { planChunks } from './chunk-plan';
 
 const SENTENCES = ['The first sentence is here.', 'A second one, a little longer than the first!', 'Is this the third?', 'Yes.'];

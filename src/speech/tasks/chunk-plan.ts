@@ -1,4 +1,4 @@
-import { splitSentences } from '../audio/sentences';
+import { splitSentences } from '../../audio/sentences';
 import { characterCount } from '../speech-job';
 
 /** Characters per synthesis call: about a minute of speech, small enough that an interruption loses little. */

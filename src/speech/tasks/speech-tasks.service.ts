@@ -4,8 +4,9 @@ import { newId } from '../../common/ids';
 import { EnvironmentVariables } from '../../config/env.schema';
 import { JobQueue } from '../../database/job-queue';
 import type { AuthenticatedKey } from '../../keys/key-directory';
-import { contentTypeFor } from '../audio/encoders';
+import { contentTypeFor } from '../../audio/encoders';
 import type { AsyncSpeechRequestDto } from '../dto/speech-request.dto';
+import { assertAudioFits } from '../audio-cap';
 import { ASYNC_TEXT_LIMIT, characterCount, toSpeechJob } from '../speech-job';
 import { VoicesService } from '../voices.service';
 import { planChunks } from './chunk-plan';
@@ -62,6 +63,7 @@ export class SpeechTasksService {
   async create(key: AuthenticatedKey, dto: AsyncSpeechRequestDto): Promise<SpeechTaskDto> {
     const voice = dto.voice_setting ?? { voice_id: await this.voices.defaultVoice(key, dto.model) };
     const job = toSpeechJob({ ...dto, voice_setting: voice }, ASYNC_TEXT_LIMIT);
+    assertAudioFits(job.text, job.speed, this.env.SVC_MAX_TASK_AUDIO_SECONDS, 'SVC_MAX_TASK_AUDIO_SECONDS');
     // the same 400s as sync speech, before anything is stored
     await this.voices.route(key, job);
     const plan = planChunks(job.text);

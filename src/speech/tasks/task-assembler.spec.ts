@@ -1,5 +1,6 @@
 import type { EnvironmentVariables } from '../../config/env.schema';
-import { liveFlacEncoders } from '../audio/flac';
+import { acquireAudioPool, releaseAudioPool, runJob } from '../../audio/pool/pool-jobs';
+import type { WorkerStats } from '../../audio/pool/protocol';
 import { TaskAssembler } from './task-assembler';
 import type { ClaimedTask, SpeechTasksRepository } from './speech-tasks.repository';
 
@@ -25,32 +26,49 @@ function assembler(chunkPcm: (idx: number) => Promise<Buffer | null>): TaskAssem
     chunkPcm: (_task: string, idx: number) => chunkPcm(idx),
     complete: () => Promise.resolve(true),
   };
-  return new TaskAssembler(repository as unknown as SpeechTasksRepository, { SVC_TASK_TTL: 3600 } as EnvironmentVariables);
+  return new TaskAssembler(repository as unknown as SpeechTasksRepository, { SVC_TASK_TTL: 3600, SVC_MAX_TASK_AUDIO_SECONDS: 3600 } as EnvironmentVariables);
 }
+
+/** FLAC encoders alive in the (one) audio worker, where the assembler's encoding runs. */
+const liveFlacEncoders = async (): Promise<number> => (await runJob<WorkerStats>({ kind: 'stats' })).flacEncoders;
+
+beforeAll(() => acquireAudioPool({ size: 1 }));
+afterAll(() => releaseAudioPool());
 
 describe('TaskAssembler: an assembly cut short still ends its FLAC encoder (libflac memory is never given back otherwise)', () => {
   it('when the task is aborted between chunks', async () => {
-    const before = liveFlacEncoders();
+    const before = await liveFlacEncoders();
     const abort = new AbortController();
     const assembly = assembler((idx) => {
       if (idx === 1) abort.abort(new Error('shutting down'));
       return Promise.resolve(pcm);
     }).assemble(task, 'worker_1', abort.signal);
     await expect(assembly).rejects.toThrow('shutting down');
-    expect(liveFlacEncoders()).toBe(before);
+    expect(await liveFlacEncoders()).toBe(before);
   });
 
   it('when the database fails mid-assembly', async () => {
-    const before = liveFlacEncoders();
+    const before = await liveFlacEncoders();
     const assembly = assembler((idx) => (idx === 1 ? Promise.reject(new Error('Connection terminated')) : Promise.resolve(pcm))).assemble(task, 'worker_1', new AbortController().signal);
     await expect(assembly).rejects.toThrow('Connection terminated');
-    expect(liveFlacEncoders()).toBe(before);
+    expect(await liveFlacEncoders()).toBe(before);
   });
 
   it('and once on an assembly that completes', async () => {
-    const before = liveFlacEncoders();
+    const before = await liveFlacEncoders();
     const audio = await assembler(() => Promise.resolve(pcm)).assemble(task, 'worker_1', new AbortController().signal);
     expect(audio).toMatchObject({ format: 'flac', duration_ms: 1500 });
-    expect(liveFlacEncoders()).toBe(before);
+    expect(await liveFlacEncoders()).toBe(before);
+  });
+});
+
+describe('TaskAssembler: the audio cap of an async task', () => {
+  it('fails the task with audio_too_long when its stored audio is over SVC_MAX_TASK_AUDIO_SECONDS', async () => {
+    const repository = {
+      chunkSummary: () => Promise.resolve({ count: CHUNKS, bytes: CHUNKS * pcm.length, providers: [{ provider: 'espeak', level: 0 }] }),
+    };
+    const capped = new TaskAssembler(repository as unknown as SpeechTasksRepository, { SVC_TASK_TTL: 3600, SVC_MAX_TASK_AUDIO_SECONDS: 1 } as EnvironmentVariables);
+    // three half-second chunks: 1.5 s
+    await expect(capped.assemble(task, 'worker_1', new AbortController().signal)).rejects.toMatchObject({ code: 'audio_too_long', status: 413 });
   });
 });

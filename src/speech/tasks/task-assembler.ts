@@ -1,22 +1,22 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { EnvironmentVariables } from '../../config/env.schema';
-import { releaseEncoder, type AudioEncoder } from '../audio/encoder';
-import { createStreamingEncoder } from '../audio/encoders';
-import { createFlacEncoder } from '../audio/flac';
-import { decodePcm16le } from '../audio/pcm';
-import { wavHeader } from '../audio/wav';
+import { mp3Bitrate } from '../../audio/encoders';
+import { decodePcm16le } from '../../audio/pcm';
+import { openEncoder, type StreamEncoder } from '../../audio/pool/pool-jobs';
+import { wavHeader } from '../../audio/wav';
+import { DomainError } from '../../common/errors/domain-error';
 import type { SpeechOutput } from '../../failover/provider-adapter';
 import { PartWriter } from './result-parts';
 import type { TaskAudio } from './speech-task.entity';
 import { ClaimedTask, SpeechTasksRepository } from './speech-tasks.repository';
 import { TaskLost, throwIfAborted } from './task-interruptions';
 
-/** Seconds of audio encoded between yields: lamejs runs at 5-30x real time, so a slice blocks the event loop for 30-200 ms. */
+/** Seconds of audio sent to the encoding worker at a time: each answer comes back before the next is read from the database. */
 const SLICE_SECONDS = 1;
 
 /** Raw bytes through unchanged (pcm, and wav after its header). */
-const passThrough = (): AudioEncoder => ({ contentType: 'audio/L16', push: () => Buffer.alloc(0), end: () => Buffer.alloc(0) });
+const passThrough = (): StreamEncoder => ({ push: () => Promise.resolve(Buffer.alloc(0)), end: () => Promise.resolve(Buffer.alloc(0)), release: () => undefined });
 
 /**
  * Joins a task's stored chunks into one file of the requested format: every chunk's PCM in order
@@ -39,14 +39,17 @@ export class TaskAssembler {
     if (others.length > 0) {
       this.logger.log(`task ${task.id}: ${others.length} chunk(s) served by ${[...new Set(others.map((p) => p.provider))].join(', ')}, not ${summary.providers[0].provider}`);
     }
-    if (!(await this.repository.clearResult(task.id, workerId))) throw new TaskLost(task.id);
-
     const frameBytes = 2 * output.channels;
     const frames = Math.floor(summary.bytes / frameBytes);
+    const limit = this.env.SVC_MAX_TASK_AUDIO_SECONDS;
+    if (frames / output.sampleRate > limit) {
+      throw new DomainError('audio_too_long', `The task's audio is ${Math.floor(frames / output.sampleRate)} s, over the limit of ${limit} s of one task (SVC_MAX_TASK_AUDIO_SECONDS).`);
+    }
+    if (!(await this.repository.clearResult(task.id, workerId))) throw new TaskLost(task.id);
     const parts = new PartWriter(async (part, data) => {
       if (!(await this.repository.insertPart(task.id, workerId, part, data))) throw new TaskLost(task.id);
     });
-    const { encoder, raw } = await this.encoderFor(output, frames);
+    const { encoder, raw } = this.encoderFor(output, frames);
     let ended = false;
     try {
       if (output.format === 'wav') await parts.write(wavHeader(output.sampleRate, output.channels, frames * frameBytes));
@@ -58,15 +61,15 @@ export class TaskAssembler {
         if (!pcm) throw new Error(`chunk ${idx} of task ${task.id} disappeared`);
         for (let at = 0; at < pcm.length; at += sliceBytes) {
           const slice = pcm.subarray(at, Math.min(pcm.length, at + sliceBytes));
-          await parts.write(raw ? slice : encoder.push(decodePcm16le(slice)));
+          await parts.write(raw ? slice : await encoder.push(decodePcm16le(slice)));
           await nextTurn();
         }
       }
       ended = true;
-      await parts.write(encoder.end());
+      await parts.write(await encoder.end());
     } finally {
       // an aborted, lost or failed assembly still ends its encoder: libflac's memory is never returned otherwise
-      if (!ended) releaseEncoder(encoder);
+      if (!ended) encoder.release();
     }
     await parts.close();
 
@@ -76,23 +79,24 @@ export class TaskAssembler {
       channel: output.channels,
       bytes: parts.total,
       duration_ms: Math.round((frames * 1000) / output.sampleRate),
-      ...(output.format === 'mp3' ? { bitrate: encoder.bitrate ?? output.bitrate } : {}),
+      ...(output.format === 'mp3' ? { bitrate: mp3Bitrate(output.sampleRate, output.channels, output.bitrate) } : {}),
     };
     throwIfAborted(signal);
     if (!(await this.repository.complete(task.id, workerId, audio, this.env.SVC_TASK_TTL))) throw new TaskLost(task.id);
     return audio;
   }
 
-  private async encoderFor(output: SpeechOutput, frames: number): Promise<{ encoder: AudioEncoder; raw: boolean }> {
+  private encoderFor(output: SpeechOutput, frames: number): { encoder: StreamEncoder; raw: boolean } {
+    const { sampleRate, channels, bitrate } = output;
     switch (output.format) {
       case 'pcm':
       case 'wav':
         return { encoder: passThrough(), raw: true };
       case 'mp3':
-        return { encoder: await createStreamingEncoder('mp3', output), raw: false };
+        return { encoder: openEncoder({ format: 'mp3', sampleRate, channels, bitrate }), raw: false };
       case 'flac':
         // the whole length is known here, so STREAMINFO carries the real sample count (players show the duration)
-        return { encoder: await createFlacEncoder(output.sampleRate, output.channels, frames), raw: false };
+        return { encoder: openEncoder({ format: 'flac', sampleRate, channels, bitrate, totalFrames: frames }), raw: false };
     }
   }
 }

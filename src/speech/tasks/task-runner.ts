@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { EnvironmentVariables } from '../../config/env.schema';
 import { toDomainError } from '../../common/errors/api-error.filter';
 import { DomainError } from '../../common/errors/domain-error';
 import type { FailoverScope } from '../../failover/failover-scope';
@@ -30,6 +31,7 @@ export class TaskRunner {
     private readonly failover: FailoverService,
     private readonly keys: KeyDirectory,
     private readonly assembler: TaskAssembler,
+    private readonly env: EnvironmentVariables,
   ) {}
 
   async run(task: ClaimedTask, workerId: string, signal: AbortSignal): Promise<TaskAudio> {
@@ -100,13 +102,16 @@ export class TaskRunner {
 
   /** The chunk's raw s16le, whole frames only; an upstream that breaks off mid-chunk fails the chunk (it is redone). */
   private async collect(scope: FailoverScope, job: SpeechJob, idx: number, signal: AbortSignal): Promise<Buffer> {
-    const primed = await this.speech.start(scope, job);
+    // no chunk alone may go past the task's cap; the whole is checked again when the chunks are joined
+    const primed = await this.speech.start(scope, job, undefined, this.env.SVC_MAX_TASK_AUDIO_SECONDS);
     const parts: Buffer[] = [];
     try {
       if (!primed.first.done) parts.push(primed.first.value);
       for (let next = await primed.rest.next(); !next.done; next = await primed.rest.next()) parts.push(next.value);
     } catch (err) {
       throwIfAborted(signal);
+      // the gateway's own verdict (audio_too_long) fails the task as it is, not as a provider failure
+      if (err instanceof DomainError) throw err;
       const reason = this.failover.streamFailed(scope, err);
       throw new DomainError('all_providers_failed', `${scope.served?.provider ?? 'the provider'} broke off chunk ${idx} (${reason}).`);
     }

@@ -1,4 +1,4 @@
-import { loadEsm } from '../../common/esm';
+import { loadEsm } from '../common/esm';
 import type { AudioEncoder } from './encoder';
 
 /** The part of libflacjs (asm.js build, CommonJS) used here. */

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { loadEsm } from '../../common/esm';
+import { loadEsm } from '../common/esm';
 import { contentTypeFor, createStreamingEncoder, encodeAudio, mp3Bitrate, type AudioFormat } from './encoders';
 import { parseFirstMp3Frame, parseFlacStreamInfo, parseWavHeader, pcmFrameCount, scanMp3Frames } from './parse';
 import { decodePcm16le, encodePcm16le, float32ToInt16, toChannels } from './pcm';

@@ -1,8 +1,11 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { parseWavHeader } from '../audio/parse';
-import { applyVolume, decodePcm16le, float32ToInt16, int16ToFloat32, resample, toChannels } from '../audio/pcm';
-import { packSentences, splitSentences } from '../audio/sentences';
+import { parseWavHeader } from '../../parse';
+import { applyVolume, decodePcm16le, float32ToInt16, int16ToFloat32, resample, toChannels } from '../../pcm';
+import { packSentences, splitSentences } from '../../sentences';
 import { EspeakRuntime } from './espeak-runtime';
+import { ESPEAK_DEFAULT_VOICE } from './espeak-voice';
+
+export { ESPEAK_DEFAULT_VOICE };
 
 export interface EspeakVoice {
   id: string;
@@ -37,7 +40,6 @@ export class EspeakVoiceNotFoundError extends Error {
   }
 }
 
-export const ESPEAK_DEFAULT_VOICE = 'en-us';
 const DEFAULT_WPM = 175;
 /** espeak-ng's -s range (words per minute) in this build. */
 const MIN_WPM = 80;

@@ -1,4 +1,4 @@
-import { loadEsm } from '../../common/esm';
+import { loadEsm } from '../common/esm';
 import { readMp3FrameHeader } from './parse';
 import type { AudioEncoder } from './encoder';
 

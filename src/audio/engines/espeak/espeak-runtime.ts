@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { loadEsm } from '../../common/esm';
+import { loadEsm } from '../../../common/esm';
 
 /** The parts of the ESM-only `espeak-ng` package (the espeak-ng 1.52 CLI built with Emscripten) used here. */
 interface EspeakFactory {

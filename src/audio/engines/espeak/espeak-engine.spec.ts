@@ -1,6 +1,6 @@
-import { encodeAudio, type AudioFormat } from '../audio/encoders';
-import { parseFlacStreamInfo, parseWavHeader, pcmFrameCount, scanMp3Frames } from '../audio/parse';
-import { int16ToFloat32 } from '../audio/pcm';
+import { encodeAudio, type AudioFormat } from '../../encoders';
+import { parseFlacStreamInfo, parseWavHeader, pcmFrameCount, scanMp3Frames } from '../../parse';
+import { int16ToFloat32 } from '../../pcm';
 import { EspeakEngine, EspeakVoiceNotFoundError, espeakPitch, espeakRate, type SynthesisOptions } from './espeak-engine';
 import { EspeakRuntime } from './espeak-runtime';
 
