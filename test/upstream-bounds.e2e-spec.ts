@@ -6,6 +6,7 @@ import { FakeRunaway, HUGE_JSON_BYTES, RUNAWAY_LIMIT, startFakeRunaway } from '.
 import { startApp, TestApp } from './support/app';
 import { CHAT_PATH, chatBody, contentOf, streamChat } from './support/failover';
 import { SPEECH_PATH } from './support/speech';
+import { StreamClient } from './support/ws-client';
 
 jest.setTimeout(120000);
 
@@ -67,7 +68,7 @@ describe('upstream resource bounds', () => {
     const gateway = parseGatewayConfig(
       [
         'providers:',
-        ...['ub-json', 'ub-json-2', 'ub-line', 'ub-first-line', 'ub-stall', 'ub-speech'].map(provider),
+        ...['ub-json', 'ub-json-2', 'ub-line', 'ub-first-line', 'ub-stall', 'ub-speech', 'ub-speech-ws'].map(provider),
         `  - { name: ub-fallback, kind: openai, base_url: "${fallback.url}", api_key: k }`,
       ].join('\n'),
       'upstream bounds test',
@@ -82,6 +83,7 @@ describe('upstream resource bounds', () => {
     await key('firstLine', [['ub-first-line', 'endless-first-line'], ['ub-fallback', 'm-b']]);
     await key('stall', [['ub-stall', 'stall']]);
     await key('speech', [['ub-speech', 'tts-stall']]);
+    await key('speechStream', [['ub-speech-ws', 'tts-stall']]);
     gc();
     baseline = used();
   });
@@ -168,6 +170,18 @@ describe('upstream resource bounds', () => {
     );
     expect(read).toBe('cut');
     expect(Date.now() - started).toBeGreaterThanOrEqual(IDLE_MS - 100);
+  });
+
+  it('upstream audio silent after its first chunk on a speech WebSocket: task_failed once the idle timeout passes', async () => {
+    const stream = await StreamClient.connect(`${t.url.replace('http', 'ws')}/v1/audio/speech/stream`, { Authorization: `Bearer ${keys.speechStream}` });
+    stream.send({ event: 'task_start', model: 'tts-stall', voice_setting: { voice_id: 'narrator' }, audio_setting: { format: 'pcm', sample_rate: 24000 } });
+    await stream.waitFor((m) => m.event === 'task_started', BOUND_MS);
+    const started = Date.now();
+    stream.send({ event: 'task_continue', text: 'Silence follows this sentence. ' });
+    stream.send({ event: 'task_finish' });
+    await stream.waitFor((m) => m.event === 'task_failed', IDLE_MS + BOUND_MS);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(IDLE_MS - 100);
+    expect(await stream.closed).toBe(1011);
   });
 
   it('memory returns near its baseline afterwards', async () => {
