@@ -96,8 +96,8 @@ const BOOT_POLL_MS = 100;
  */
 export function serviceNodeFlags(): string[] {
   const pkg = JSON.parse(readFileSync(join(projectRoot(), 'package.json'), 'utf8')) as { scripts: Record<string, string> };
-  const match = /^node((?:\s+--\S+)*)\s+dist\/src\/main\.js$/.exec(pkg.scripts.start);
-  if (!match) throw new Error(`package.json's start script is not "node [--flags] dist/src/main.js": ${pkg.scripts.start}`);
+  const match = /^(?:exec\s+)?node((?:\s+--\S+)*)\s+dist\/src\/main\.js$/.exec(pkg.scripts.start);
+  if (!match) throw new Error(`package.json's start script is not "[exec] node [--flags] dist/src/main.js": ${pkg.scripts.start}`);
   return match[1].split(/\s+/).filter(Boolean);
 }
 

@@ -9,6 +9,8 @@ import { SpeechStreamGateway } from './speech/stream/speech-stream.gateway';
 const HOOKS_BOUND_MS = 15000;
 /** How often idle keep-alive connections are closed while draining. */
 const IDLE_SWEEP_MS = 100;
+/** A repeat within this is the same request: Ctrl-C signals npm's whole group and npm forwards it as well. */
+const SAME_SIGNAL_MS = 1000;
 
 /**
  * Stops taking traffic and lets what is in flight finish within `graceMs`: readiness fails, the
@@ -36,13 +38,16 @@ export async function drain(app: INestApplication, graceMs: number): Promise<voi
 /**
  * SIGTERM/SIGINT: drain (above), then close the application: job workers stop taking jobs and
  * bring running ones to a safe point, the batch writers flush, the pools close; exit 0. The whole
- * is bounded (exit 1 past it), and a second signal exits at once.
+ * is bounded (exit 1 past it), and a second signal (a second or more later) exits at once.
  */
 export function exitOnSignals(app: INestApplication): void {
-  let closing = false;
+  let closingSince = 0;
   const stop = (signal: NodeJS.Signals): void => {
-    if (closing) process.exit(1);
-    closing = true;
+    if (closingSince > 0) {
+      if (Date.now() - closingSince < SAME_SIGNAL_MS) return;
+      process.exit(1);
+    }
+    closingSince = Date.now();
     const graceMs = app.get(EnvironmentVariables).SVC_SHUTDOWN_GRACE_MS;
     const force = setTimeout(() => {
       process.stderr.write('shutdown did not finish in time: exiting\n');

@@ -1,12 +1,17 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-/** `npm start` (which the benchmarks measure) and the container run the service with the same node flags. */
+/** `npm start` (which the benchmarks measure), `npm run start:prod` and the container run the service with the same node flags. */
 describe('deployment node flags', () => {
   const root = join(__dirname, '..');
-  const startScript = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start;
+  const scripts = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+  // `exec`: the shell npm runs the script in becomes node, so npm's forwarded SIGTERM reaches the service
+  const startScript = scripts.start.replace(/^exec /, '');
 
-  it('the Dockerfile CMD runs exactly what package.json start runs', () => {
+  it('start and start:prod exec node, and the Dockerfile CMD runs exactly that command', () => {
+    expect(scripts.start).toMatch(/^exec node /);
+    expect(scripts['start:prod']).toBe(scripts.start);
+    expect(scripts['prestart:prod']).toBeUndefined();
     const cmd = /^CMD (\[.*\])$/m.exec(readFileSync(join(root, 'Dockerfile'), 'utf8'));
     expect(cmd).not.toBeNull();
     expect((JSON.parse(cmd![1]) as string[]).join(' ')).toBe(startScript);

@@ -60,6 +60,13 @@ describe('gateway configuration', () => {
     expect(config.warnings).toContain("key 'k' left out: every step of its chain names a left-out provider");
   });
 
+  it("takes a provider's stream_idle_timeout_ms (100 ms to 1 h), and leaves the adapters' default when it is unset", () => {
+    const config = parse('providers:\n  - { name: oa, kind: openai, api_key: k, stream_idle_timeout_ms: 1500 }\n  - { name: mm, kind: minimax, api_key: k }\n');
+    expect(config.provider('oa')?.streamIdleTimeoutMs).toBe(1500);
+    expect(config.provider('mm')?.streamIdleTimeoutMs).toBeUndefined();
+    expect(() => parse('providers:\n  - { name: oa, kind: openai, api_key: k, stream_idle_timeout_ms: 50 }\n')).toThrow(/providers\[0\]\.stream_idle_timeout_ms/);
+  });
+
   it('names the file it cannot read', () => {
     expect(() => loadGatewayConfig('/nonexistent/gateway.yaml')).toThrow('Cannot read gateway configuration /nonexistent/gateway.yaml: ENOENT');
   });

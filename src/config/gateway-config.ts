@@ -43,6 +43,10 @@ export class ProviderConfig {
   @IsOptional() @IsInt() @Min(100) @Max(600000)
   timeout_ms?: number;
 
+  /** Longest silence of an upstream body once its headers came (stream chunks, JSON bodies); default 60 s. */
+  @IsOptional() @IsInt() @Min(100) @Max(3600000)
+  stream_idle_timeout_ms?: number;
+
   /** Restricts what the provider is used for (default: everything its kind can do). */
   @IsOptional() @IsArray() @ArrayUnique() @IsIn(['chat', 'speech'], { each: true })
   capabilities?: Capability[];
@@ -76,6 +80,8 @@ export interface ResolvedProvider {
   groupId: string | null;
   timeoutMs: number | null;
   capabilities: Capability[];
+  /** `stream_idle_timeout_ms` when the YAML sets it; the HTTP adapters' default (60 s) otherwise. */
+  streamIdleTimeoutMs?: number;
 }
 
 /** The validated gateway configuration. Injected wherever providers or bootstrap keys are needed. */
@@ -143,6 +149,7 @@ export function parseGatewayConfig(text: string, source: string, env: NodeJS.Pro
       groupId: p.group_id ?? null,
       timeoutMs: p.timeout_ms ?? null,
       capabilities: p.capabilities ?? traits.capabilities,
+      ...(p.stream_idle_timeout_ms !== undefined ? { streamIdleTimeoutMs: p.stream_idle_timeout_ms } : {}),
     });
   });
   const declared = new Set(file.providers.map((p) => p.name));

@@ -10,7 +10,7 @@ import {
   TokenUsage,
   UpstreamFailure,
 } from '../provider-adapter';
-import { isRecord, parseJsonBody, relaySse, requireBaseUrl, SseEvent, StreamStep, UpstreamClient, UpstreamClientOptions } from './http';
+import { isRecord, parseJsonBody, providerClientOptions, relaySse, requireBaseUrl, SseEvent, StreamStep, UpstreamClient, UpstreamClientOptions } from './http';
 
 export const ANTHROPIC_VERSION = '2023-06-01';
 /** Anthropic requires max_tokens; OpenAI clients often leave it out. */
@@ -188,7 +188,7 @@ export class AnthropicAdapter implements ProviderAdapter {
     readonly provider: ResolvedProvider,
     options: UpstreamClientOptions = {},
   ) {
-    this.http = new UpstreamClient(requireBaseUrl(provider), options);
+    this.http = new UpstreamClient(requireBaseUrl(provider), providerClientOptions(provider, options));
     this.probeHeaders = { 'x-api-key': provider.apiKey ?? '', 'anthropic-version': ANTHROPIC_VERSION };
     this.headers = { ...this.probeHeaders, 'content-type': 'application/json' };
   }

@@ -3,7 +3,7 @@ import type { ResolvedProvider } from '../../config/gateway-config';
 import { transcodeStream } from '../../audio/pool/pool-jobs';
 import { outputShape } from '../../audio/transcoder';
 import { AdapterFactory, AudioStream, CallContext, ProviderAdapter, SpeechCall, VoiceInfo } from '../provider-adapter';
-import { requireBaseUrl, UpstreamClient, UpstreamClientOptions } from './http';
+import { providerClientOptions, requireBaseUrl, UpstreamClient, UpstreamClientOptions } from './http';
 import { relayBody } from './openai.adapter';
 
 /** The raw PCM rates ElevenLabs streams (`output_format=pcm_<rate>`, S16LE mono); 44100 needs a Pro plan. */
@@ -38,7 +38,7 @@ export class ElevenLabsAdapter implements ProviderAdapter {
     readonly provider: ResolvedProvider,
     options: UpstreamClientOptions = {},
   ) {
-    this.http = new UpstreamClient(requireBaseUrl(provider), options);
+    this.http = new UpstreamClient(requireBaseUrl(provider), providerClientOptions(provider, options));
     this.probeHeaders = provider.apiKey ? { 'xi-api-key': provider.apiKey } : {};
     this.headers = { ...this.probeHeaders, 'content-type': 'application/json' };
   }

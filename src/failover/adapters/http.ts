@@ -2,6 +2,10 @@ import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import type { ResolvedProvider } from '../../config/gateway-config';
 import { UpstreamFailure } from '../provider-adapter';
+import { SSE_LINE_CAP, SseEvent, sseEvents, tooLarge } from './sse';
+
+export { SSE_LINE_CAP, sseEvents } from './sse';
+export type { SseEvent } from './sse';
 
 /** Keep-alive connections per upstream origin; a bound so one slow provider cannot exhaust sockets. */
 export const DEFAULT_UPSTREAM_CONNECTIONS = 64;
@@ -11,13 +15,26 @@ const MAX_MESSAGE_CHARS = 1000;
 /** After a stream's end marker, the rest of the body is drained so the socket returns to the pool. */
 const DRAIN_LIMIT = 64 * 1024;
 const DRAIN_TIMEOUT_MS = 2000;
+/** A 2xx JSON reply larger than this is refused (read no further, socket dropped): a provider failure. */
+export const UPSTREAM_JSON_CAP = 16 * 1024 * 1024;
+/** Default longest silence of an upstream body once its headers came (`stream_idle_timeout_ms`). */
+export const DEFAULT_STREAM_IDLE_MS = 60000;
 
 export interface UpstreamClientOptions {
   /** Max sockets to the origin (default 64). */
   connections?: number;
   /** Idle keep-alive time; undici's default (4 s, or the server's Keep-Alive hint) when unset. */
   keepAliveTimeoutMs?: number;
+  /** Longest wait for the next body bytes once the headers came (default 60 s); a paused (back-pressured) body does not count. */
+  streamIdleTimeoutMs?: number;
 }
+
+/** The client options a provider's YAML sets (its stream idle timeout), under any given explicitly. */
+export function providerClientOptions(provider: ResolvedProvider, options: UpstreamClientOptions = {}): UpstreamClientOptions {
+  return { ...options, streamIdleTimeoutMs: options.streamIdleTimeoutMs ?? provider.streamIdleTimeoutMs };
+}
+
+
 
 export interface UpstreamCall {
   method: 'GET' | 'POST' | 'DELETE';
@@ -72,7 +89,9 @@ export function toUpstreamFailure(err: unknown, signal?: AbortSignal): UpstreamF
   if (signal?.aborted) return abortFailure(signal.reason);
   if (isTimeoutReason(err)) return new UpstreamFailure({ kind: 'timeout' });
   const code = errorCode(err);
-  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return new UpstreamFailure({ kind: 'timeout' });
+  if (code === 'UND_ERR_HEADERS_TIMEOUT') return new UpstreamFailure({ kind: 'timeout' });
+  // undici's body timeout is the stream idle bound: the provider went silent mid-body
+  if (code === 'UND_ERR_BODY_TIMEOUT') return new UpstreamFailure({ kind: 'connection', code: 'STREAM_IDLE', message: 'the upstream sent nothing within its stream idle timeout' });
   const message = isRecord(err) && typeof err.message === 'string' ? err.message : undefined;
   return new UpstreamFailure({ kind: 'connection', ...(code ? { code } : {}), ...(message ? { message } : {}) });
 }
@@ -108,6 +127,32 @@ export async function readCapped(body: AsyncIterable<Buffer>, cap: number): Prom
   return Buffer.concat(parts).subarray(0, cap).toString('utf8');
 }
 
+/**
+ * A 2xx JSON body, read up to `cap` bytes: a declared or actual length over it destroys the body (the
+ * socket is not worth keeping) and throws `response_too_large`; a transport fault becomes an UpstreamFailure.
+ */
+export async function readJsonBody(response: UpstreamResponse, signal: AbortSignal, cap = UPSTREAM_JSON_CAP): Promise<Record<string, unknown>> {
+  const { body } = response;
+  const declared = Number(response.headers['content-length']);
+  if (declared > cap) {
+    body.on('error', ignore).destroy();
+    throw tooLarge('JSON reply', cap);
+  }
+  const parts: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of body) {
+      size += (chunk as Buffer).length;
+      if (size > cap) break; // leaving the loop destroys the body
+      parts.push(chunk as Buffer);
+    }
+  } catch (err) {
+    throw toUpstreamFailure(err, signal);
+  }
+  if (size > cap) throw tooLarge('JSON reply', cap);
+  return parseJsonBody(Buffer.concat(parts).toString('utf8'));
+}
+
 export function parseJsonBody(text: string): Record<string, unknown> {
   let parsed: unknown;
   try {
@@ -129,6 +174,8 @@ export class UpstreamClient {
     this.prefix = url.pathname.replace(/\/+$/, '');
     this.pool = new Pool(url.origin, {
       connections: options.connections ?? DEFAULT_UPSTREAM_CONNECTIONS,
+      // undici times the gap between body chunks, paused while our side applies back-pressure
+      bodyTimeout: options.streamIdleTimeoutMs ?? DEFAULT_STREAM_IDLE_MS,
       ...(options.keepAliveTimeoutMs ? { keepAliveTimeout: options.keepAliveTimeoutMs } : {}),
     });
   }
@@ -153,16 +200,9 @@ export class UpstreamClient {
     throw new UpstreamFailure({ kind: 'http', status: response.statusCode, ...(message ? { message } : {}) });
   }
 
-  /** A 2xx JSON object, read whole. */
-  async json(call: UpstreamCall): Promise<Record<string, unknown>> {
-    const response = await this.request(call);
-    let text: string;
-    try {
-      text = await response.body.text();
-    } catch (err) {
-      throw toUpstreamFailure(err, call.signal);
-    }
-    return parseJsonBody(text);
+  /** A 2xx JSON object of at most `cap` bytes. */
+  async json(call: UpstreamCall, cap = UPSTREAM_JSON_CAP): Promise<Record<string, unknown>> {
+    return readJsonBody(await this.request(call), call.signal, cap);
   }
 
   /** A 2xx whose body does not matter (probes); the body is drained so the socket is reused. */
@@ -186,76 +226,25 @@ export class UpstreamClient {
   }
 }
 
-export interface SseEvent {
-  event: string;
-  data: string;
-}
-
-/**
- * Server-sent events from a byte stream: events split across chunks, CRLF / CR / LF line ends,
- * `:` comments, multi-line `data:` joined by `\n`. An unterminated last line is dropped (truncated).
- */
-export async function* sseEvents(source: AsyncIterable<Uint8Array | string>): AsyncGenerator<SseEvent> {
-  const decoder = new TextDecoder();
-  const lineEnd = /\r\n|\r|\n/g;
-  // the unterminated line so far, in pieces: only new text is scanned, so a long line costs O(n), not O(n²)
-  let partial: string[] = [];
-  let skipLeadingLf = false;
-  let event = '';
-  let data: string[] = [];
-  for await (const chunk of source) {
-    let text = typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true });
-    if (skipLeadingLf && text.length > 0) {
-      if (text.startsWith('\n')) text = text.slice(1);
-      skipLeadingLf = false;
-    }
-    let start = 0;
-    lineEnd.lastIndex = 0;
-    for (let match = lineEnd.exec(text); match; match = lineEnd.exec(text)) {
-      const piece = text.slice(start, match.index);
-      const line = partial.length > 0 ? partial.join('') + piece : piece;
-      partial = [];
-      start = lineEnd.lastIndex;
-      // a CR ending this chunk may be the first half of a CRLF split across chunks
-      if (match[0] === '\r' && start === text.length) skipLeadingLf = true;
-      if (line === '') {
-        if (data.length > 0) yield { event: event || 'message', data: data.join('\n') };
-        event = '';
-        data = [];
-        continue;
-      }
-      if (line.startsWith(':')) continue;
-      const colon = line.indexOf(':');
-      const field = colon < 0 ? line : line.slice(0, colon);
-      let value = colon < 0 ? '' : line.slice(colon + 1);
-      if (value.startsWith(' ')) value = value.slice(1);
-      if (field === 'data') data.push(value);
-      else if (field === 'event') event = value;
-    }
-    if (start < text.length) partial.push(text.slice(start));
-  }
-  // complete lines of an event the server never closed with a blank line still count (lenient servers)
-  if (data.length > 0) yield { event: event || 'message', data: data.join('\n') };
-}
-
 /** What a stream translator makes of one SSE event: a chunk to yield, nothing, or the end marker. */
 export type StreamStep<T> = T | undefined | 'end';
 
 /**
  * Relays an SSE body as translated chunks. Ends at the translator's end marker (the rest of the
  * body is drained for reuse); an early exit destroys the body, closing the upstream socket; a
- * body that ends before the marker, or breaks, throws UpstreamFailure.
+ * body that ends before the marker, breaks, or sends a line over `maxLineChars`, throws UpstreamFailure.
  */
 export async function* relaySse<T>(
   body: UpstreamBody,
   signal: AbortSignal,
   translate: (event: SseEvent) => StreamStep<T>,
+  maxLineChars = SSE_LINE_CAP,
 ): AsyncGenerator<T> {
   let complete = false;
   // our finally decides between draining and destroying, so the iterator must not destroy on return
   const source: AsyncIterable<Buffer> = { [Symbol.asyncIterator]: () => body.iterator({ destroyOnReturn: false }) };
   try {
-    for await (const event of sseEvents(source)) {
+    for await (const event of sseEvents(source, maxLineChars)) {
       const step = translate(event);
       if (step === 'end') {
         complete = true;

@@ -12,6 +12,7 @@ import {
   UpstreamFailure,
   UpstreamVoice,
   VoiceCloneCall,
+  SpeechOutput,
   VoiceDesignCall,
   VoiceInfo,
   VoiceSampleRules,
@@ -20,15 +21,17 @@ import { multipartBody } from './multipart';
 import {
   isRecord,
   parseJsonBody,
+  providerClientOptions,
+  readJsonBody,
   relaySse,
   requireBaseUrl,
   SseEvent,
   StreamStep,
-  toUpstreamFailure,
   UpstreamBody,
   UpstreamClient,
   UpstreamClientOptions,
   UpstreamResponse,
+  UPSTREAM_JSON_CAP,
 } from './http';
 
 /**
@@ -129,7 +132,7 @@ function replyAudio(reply: Record<string, unknown>): Buffer {
  * Stream events: `status` 1 carries a hex chunk; `status` 2 (with `extra_info`) ends the stream and, unless
  * `exclude_aggregated_audio` took effect, repeats the whole clip, which is only used when no chunk came before.
  */
-async function* streamedAudio(body: UpstreamBody, signal: AbortSignal): AsyncGenerator<Buffer> {
+async function* streamedAudio(body: UpstreamBody, signal: AbortSignal, maxLineChars: number): AsyncGenerator<Buffer> {
   let emitted = false;
   let wholeClip: Buffer | undefined;
   const translate = (event: SseEvent): StreamStep<Buffer> => {
@@ -144,9 +147,17 @@ async function* streamedAudio(body: UpstreamBody, signal: AbortSignal): AsyncGen
     if (audio) emitted = true;
     return audio;
   };
-  yield* relaySse(body, signal, translate);
+  yield* relaySse(body, signal, translate, maxLineChars);
   if (wholeClip) yield wholeClip;
   else if (!emitted) throw noAudio();
+}
+
+/** The longest clip a reply may carry whole (hex in one JSON reply or one SSE event): the sync speech audio cap's default. */
+const WHOLE_CLIP_SECONDS = 1800;
+
+/** Bounds a MiniMax reply that may hold the whole clip in hex: that many seconds of 16-bit PCM in the requested shape. */
+export function wholeClipCap(output: SpeechOutput): number {
+  return Math.max(UPSTREAM_JSON_CAP, WHOLE_CLIP_SECONDS * output.sampleRate * output.channels * 2 * 2);
 }
 
 /** A one-chunk stream: the whole clip of a non-streaming reply. */
@@ -175,7 +186,7 @@ export class MiniMaxAdapter implements ProviderAdapter {
     readonly provider: ResolvedProvider,
     options: UpstreamClientOptions = {},
   ) {
-    this.http = new UpstreamClient(requireBaseUrl(provider), options);
+    this.http = new UpstreamClient(requireBaseUrl(provider), providerClientOptions(provider, options));
     this.authHeaders = provider.apiKey ? { authorization: `Bearer ${provider.apiKey}` } : {};
     this.headers = { 'content-type': 'application/json', ...this.authHeaders };
     this.query = provider.groupId ? `?GroupId=${encodeURIComponent(provider.groupId)}` : '';
@@ -196,8 +207,8 @@ export class MiniMaxAdapter implements ProviderAdapter {
     const { contentType } = outputShape(output);
     const response = await this.http.request({ method: 'POST', path: `/t2a_v2${this.query}`, headers: this.headers, body, signal: ctx.signal });
     // errors come back as a JSON object even when a stream was asked for
-    if (!stream || isJson(response)) return { contentType, chunks: once(replyAudio(await readReply(response, ctx.signal))) };
-    const chunks = streamedAudio(response.body, ctx.signal);
+    if (!stream || isJson(response)) return { contentType, chunks: once(replyAudio(await readJsonBody(response, ctx.signal, wholeClipCap(output)))) };
+    const chunks = streamedAudio(response.body, ctx.signal, wholeClipCap(output));
     // the first audio decides the attempt: a base_resp error before it fails the call, not the stream
     const first = await chunks.next();
     if (first.done) throw noAudio();
@@ -276,14 +287,6 @@ function mp3BitrateOf(first: Buffer): number | undefined {
 function isJson(response: UpstreamResponse): boolean {
   const type = response.headers['content-type'];
   return typeof type === 'string' && type.includes('application/json');
-}
-
-async function readReply(response: UpstreamResponse, signal: AbortSignal): Promise<Record<string, unknown>> {
-  try {
-    return parseJsonBody(await response.body.text());
-  } catch (err) {
-    throw toUpstreamFailure(err, signal);
-  }
 }
 
 @Injectable()

@@ -21,6 +21,7 @@ import { multipartBody } from './multipart';
 import {
   isRecord,
   parseJsonBody,
+  providerClientOptions,
   relaySse,
   requireBaseUrl,
   SseEvent,
@@ -93,7 +94,7 @@ export class OpenAiAdapter implements ProviderAdapter {
     readonly provider: ResolvedProvider,
     options: UpstreamClientOptions = {},
   ) {
-    this.http = new UpstreamClient(requireBaseUrl(provider), options);
+    this.http = new UpstreamClient(requireBaseUrl(provider), providerClientOptions(provider, options));
     this.official = new URL(requireBaseUrl(provider)).hostname === 'api.openai.com';
     // built once: undici takes the same object on every call
     this.probeHeaders = provider.apiKey ? { authorization: `Bearer ${provider.apiKey}` } : {};
