@@ -47,6 +47,13 @@ export class ProviderConfig {
   @IsOptional() @IsInt() @Min(100) @Max(3600000)
   stream_idle_timeout_ms?: number;
 
+  /**
+   * Raw voice ids of the upstream account (cloned or designed outside the gateway) that clients may name;
+   * any other id that is not a built-in voice is refused (no consent covers it).
+   */
+  @IsOptional() @IsArray() @ArrayUnique() @IsString({ each: true }) @MinLength(1, { each: true })
+  allowed_voice_ids?: string[];
+
   /** Restricts what the provider is used for (default: everything its kind can do). */
   @IsOptional() @IsArray() @ArrayUnique() @IsIn(['chat', 'speech'], { each: true })
   capabilities?: Capability[];
@@ -82,6 +89,8 @@ export interface ResolvedProvider {
   capabilities: Capability[];
   /** `stream_idle_timeout_ms` when the YAML sets it; the HTTP adapters' default (60 s) otherwise. */
   streamIdleTimeoutMs?: number;
+  /** Raw upstream voice ids (not built-in) that requests may name (`allowed_voice_ids`); none when unset. */
+  allowedVoiceIds?: string[];
 }
 
 /** The validated gateway configuration. Injected wherever providers or bootstrap keys are needed. */
@@ -150,6 +159,7 @@ export function parseGatewayConfig(text: string, source: string, env: NodeJS.Pro
       timeoutMs: p.timeout_ms ?? null,
       capabilities: p.capabilities ?? traits.capabilities,
       ...(p.stream_idle_timeout_ms !== undefined ? { streamIdleTimeoutMs: p.stream_idle_timeout_ms } : {}),
+      ...(p.allowed_voice_ids ? { allowedVoiceIds: p.allowed_voice_ids } : {}),
     });
   });
   const declared = new Set(file.providers.map((p) => p.name));

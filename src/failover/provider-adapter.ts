@@ -15,6 +15,9 @@ export class UpstreamFailure extends Error {
 }
 
 /** What one attempt on one chain step gets from the core. */
+/** Who named a voice id: the client in its request, or the operator (a chain step's voice_map). */
+export type VoiceOrigin = 'client' | 'operator';
+
 export interface CallContext {
   /** The model this step sends (each fallback step has its own). */
   model: string;
@@ -165,8 +168,12 @@ export interface ProviderAdapter {
   readonly defaultVoice?: string;
   /** The provider's built-in voices (known system voices for upstreams that have no list call). */
   voices?(): Promise<VoiceInfo[]>;
-  /** True when the provider can speak with `voiceId` (its own id); unknown custom ids may be accepted. */
-  acceptsVoice?(voiceId: string): Promise<boolean>;
+  /**
+   * True when a request may have the provider speak with `voiceId` (its own id). A raw custom id of the
+   * upstream account is accepted only when the operator allowed it: in the provider's `allowed_voice_ids`,
+   * or as a chain step's voice_map target (`origin: 'operator'`).
+   */
+  acceptsVoice?(voiceId: string, origin?: VoiceOrigin): Promise<boolean>;
   /** Sample limits of `cloneVoice` (format, size, duration). */
   readonly voiceSampleRules?: VoiceSampleRules;
   /** Clones a voice from a sample; resolves with the provider's ids once the voice can speak. */

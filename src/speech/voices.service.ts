@@ -88,8 +88,9 @@ export class VoicesService {
   /** The entry step must be able to speak the voice, or the request is the client's error (no upstream call). */
   async assertEntryVoice(entry: PlannedStep, requested: string): Promise<void> {
     const adapter = this.adapters.get(entry.provider);
-    const voice = mapped(entry, requested) ?? requested;
-    if (adapter?.acceptsVoice && !(await adapter.acceptsVoice(voice))) {
+    const fromMap = mapped(entry, requested);
+    // a voice_map target is the operator's choice; an id the client sends must be one the provider allows it
+    if (adapter?.acceptsVoice && !(await adapter.acceptsVoice(fromMap ?? requested, fromMap ? 'operator' : 'client'))) {
       throw new DomainError('voice_not_found', `The voice '${requested}' is not a voice of ${entry.provider} and its chain step has no voice_map entry for it; GET /v1/audio/voices lists the voices this key can use.`, {
         param: 'voice_setting.voice_id',
       });

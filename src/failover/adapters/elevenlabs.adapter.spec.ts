@@ -120,10 +120,14 @@ describe('ElevenLabsAdapter against a real streaming TTS server', () => {
     expect(await outcomeOf(() => adapter.probe(AbortSignal.timeout(2000)))).toMatchObject({ kind: 'http', status: 401 });
   });
 
-  it('accepts any well-formed voice id, since ElevenLabs ids are opaque and per account', async () => {
+  it('accepts premade voices, and other ids of the account only when the operator allowed them', async () => {
     expect((await adapter.voices()).map((v) => v.name)).toEqual(['Rachel', 'Sarah', 'George', 'Adam']);
-    expect(await adapter.acceptsVoice('someClonedVoice123')).toBe(true);
-    expect(await adapter.acceptsVoice('')).toBe(false);
-    expect(await adapter.acceptsVoice('../user')).toBe(false);
+    expect(await adapter.acceptsVoice('21m00Tcm4TlvDq8ikWAM')).toBe(true);
+    expect(await adapter.acceptsVoice('someClonedVoice123')).toBe(false);
+    expect(await adapter.acceptsVoice('someClonedVoice123', 'operator')).toBe(true);
+    const allowing = new ElevenLabsAdapterFactory().create({ ...adapter.provider, allowedVoiceIds: ['someClonedVoice123'] });
+    expect(await allowing.acceptsVoice('someClonedVoice123')).toBe(true);
+    expect(await adapter.acceptsVoice('', 'operator')).toBe(false);
+    expect(await adapter.acceptsVoice('../user', 'operator')).toBe(false);
   });
 });

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { ResolvedProvider } from '../../config/gateway-config';
 import { transcodeStream } from '../../audio/pool/pool-jobs';
 import { outputShape } from '../../audio/transcoder';
-import { AdapterFactory, AudioStream, CallContext, ProviderAdapter, SpeechCall, VoiceInfo } from '../provider-adapter';
+import { AdapterFactory, AudioStream, CallContext, ProviderAdapter, SpeechCall, VoiceInfo, VoiceOrigin } from '../provider-adapter';
 import { providerClientOptions, requireBaseUrl, UpstreamClient, UpstreamClientOptions } from './http';
 import { relayBody } from './openai.adapter';
 
@@ -21,6 +21,7 @@ const PREMADE_VOICES: VoiceInfo[] = [
   { id: 'JBFqnCBsd6RMkjVDRZzb', name: 'George', languages: ['en'] },
   { id: 'pNInz6obpgDQGcFmaJgB', name: 'Adam', languages: ['en'] },
 ];
+const PREMADE_VOICE_IDS = new Set(PREMADE_VOICES.map((voice) => voice.id));
 
 /** The upstream rate to ask for: the nearest at or above the requested one (resampling down loses nothing), else the highest. */
 export function elevenLabsPcmRate(requested: number): number {
@@ -60,8 +61,9 @@ export class ElevenLabsAdapter implements ProviderAdapter {
   }
 
   /** Any well-formed id: library, cloned and designed voices are per account and only the upstream knows them. */
-  acceptsVoice(voiceId: string): Promise<boolean> {
-    return Promise.resolve(VOICE_ID.test(voiceId));
+  acceptsVoice(voiceId: string, origin: VoiceOrigin = 'client'): Promise<boolean> {
+    if (PREMADE_VOICE_IDS.has(voiceId) || (this.provider.allowedVoiceIds ?? []).includes(voiceId)) return Promise.resolve(true);
+    return Promise.resolve(origin === 'operator' && VOICE_ID.test(voiceId));
   }
 
   /** Listing models synthesises nothing, so it costs no characters, and it checks the key. */

@@ -159,11 +159,19 @@ describe('MiniMaxAdapter against a real T2A v2 server', () => {
     expect(await outcomeOf(() => adapter.probe(AbortSignal.timeout(2000)))).toMatchObject({ kind: 'provider_error', code: 1004 });
   });
 
-  it('lists system voices and accepts system and well-formed custom voice ids', async () => {
+  it('lists system voices; accepts system voices from a client, and raw custom ids only when the operator allowed them', async () => {
     const voices = await adapter.voices();
     expect(voices).toEqual(expect.arrayContaining([{ id: 'male-qn-qingse', name: expect.any(String), languages: ['zh'] }]));
     expect(voices.find((v) => v.id === 'English_Graceful_Lady')?.languages).toEqual(['en']);
-    for (const id of ['female-shaonv', 'Chinese (Mandarin)_News_Anchor', 'MyVoice001', 'ttv-voice-2025082011321125-2uEN0X1S']) expect(await adapter.acceptsVoice(id)).toBe(true);
-    for (const id of ['', 'short1', '1starts-with-digit', 'ends-with-dash-', 'has space inside']) expect(await adapter.acceptsVoice(id)).toBe(false);
+    for (const id of ['female-shaonv', 'Chinese (Mandarin)_News_Anchor']) expect(await adapter.acceptsVoice(id)).toBe(true);
+    // a raw custom id of the account: no consent covers it unless the operator says so
+    for (const id of ['MyVoice001', 'ttv-voice-2025082011321125-2uEN0X1S']) {
+      expect(await adapter.acceptsVoice(id)).toBe(false);
+      expect(await adapter.acceptsVoice(id, 'operator')).toBe(true);
+    }
+    const allowing = new MiniMaxAdapterFactory().create({ ...adapter.provider, allowedVoiceIds: ['MyVoice001'] });
+    expect(await allowing.acceptsVoice('MyVoice001')).toBe(true);
+    expect(await allowing.acceptsVoice('MyVoice002')).toBe(false);
+    for (const id of ['', 'short1', '1starts-with-digit', 'ends-with-dash-', 'has space inside']) expect(await adapter.acceptsVoice(id, 'operator')).toBe(false);
   });
 });

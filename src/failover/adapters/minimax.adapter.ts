@@ -15,6 +15,7 @@ import {
   SpeechOutput,
   VoiceDesignCall,
   VoiceInfo,
+  VoiceOrigin,
   VoiceSampleRules,
 } from '../provider-adapter';
 import { multipartBody } from './multipart';
@@ -260,8 +261,9 @@ export class MiniMaxAdapter implements ProviderAdapter {
   }
 
   /** System ids, and any well-formed custom id: cloned and designed voices live upstream, per account. */
-  acceptsVoice(voiceId: string): Promise<boolean> {
-    return Promise.resolve(SYSTEM_VOICE_IDS.has(voiceId) || CUSTOM_VOICE_ID.test(voiceId));
+  acceptsVoice(voiceId: string, origin: VoiceOrigin = 'client'): Promise<boolean> {
+    if (SYSTEM_VOICE_IDS.has(voiceId) || (this.provider.allowedVoiceIds ?? []).includes(voiceId)) return Promise.resolve(true);
+    return Promise.resolve(origin === 'operator' && CUSTOM_VOICE_ID.test(voiceId));
   }
 
   /** Listing the system voices is free (nothing is synthesised) and checks the key: a bad one is base_resp 1004. */
