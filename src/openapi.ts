@@ -1,5 +1,6 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import { ERROR_CODES, ErrorCode } from './common/errors/error-codes';
 import { isProxiedPath } from './common/http/proxied-routes';
 
 type OperationObject = NonNullable<OpenAPIObject['paths'][string]['get']>;
@@ -9,7 +10,59 @@ type HeaderObject = { description: string; schema: { type: string } };
 const SSE_DESCRIPTION =
   'Server-sent events: `data: {chat.completion.chunk with "provider"}` lines, then `data: [DONE]`; an upstream fault after the first ' +
   'byte ends the stream with `data: {"error":{…}}` and no `[DONE]`.';
-const ERROR_SCHEMA = { $ref: '#/components/schemas/ErrorResponseDto' };
+const ERROR_SCHEMA = { $ref: '#/components/schemas/ErrorResponse' };
+
+/** A realistic error body per code, shown as the examples of each error status (type and status from the code table). */
+const ERROR_SAMPLES: Partial<Record<ErrorCode, { message: string; param?: string }>> = {
+  invalid_json: { message: 'The body is not valid JSON: Unexpected end of JSON input.' },
+  missing_field: { message: "'model' is required.", param: 'model' },
+  invalid_value: { message: "'voice_setting.speed' must not be greater than 2.", param: 'voice_setting.speed' },
+  model_not_supported: { message: "The model 'gpt-9' is not served by any chat step of this key's chain. Its chat models: echo-1. GET /v1/models lists them.", param: 'model' },
+  voice_not_found: { message: "The voice 'nobody' is not a voice of espeak and its chain step has no voice_map entry for it; GET /v1/audio/voices lists the voices this key can use.", param: 'voice_setting.voice_id' },
+  missing_api_key: { message: 'Missing API key: send the header `Authorization: Bearer <API_KEY>`.' },
+  invalid_api_key: { message: 'Incorrect API key provided.' },
+  admin_token_required: { message: 'This route needs the admin token, not a proxy key.' },
+  resource_not_found: { message: "No voice consent found with id 'vc_0000000000000000000000'.", param: 'consent_id' },
+  task_not_completed: { message: "The task 'task_0000000000000000000000' is still processing; download it once its status is completed." },
+  consent_in_use: { message: 'The consent is used by a custom voice; delete the voice first.' },
+  task_expired: { message: "The audio of task 'task_0000000000000000000000' has expired." },
+  text_too_long: { message: "'text' has 10001 characters; the limit is 10000.", param: 'text' },
+  audio_too_long: { message: 'The audio of this request would exceed 1800 s.', param: 'text' },
+  file_too_large: { message: 'The uploaded file is larger than the 10 MiB limit.', param: 'recording' },
+  body_too_large: { message: 'The JSON body is larger than 1 MiB.' },
+  unsupported_media_type: { message: 'Send the request body as application/json (uploads: multipart/form-data).' },
+  rate_limited: { message: 'Rate limit reached for this key; retry in 12 s.' },
+  all_providers_failed: { message: 'Every provider failed: openai (HTTP 503), anthropic (timeout).' },
+  no_provider_available: { message: 'Every provider of this request is unavailable (open circuit or usage cap); retry later.' },
+  database_unavailable: { message: 'The database is unavailable; retry shortly.' },
+};
+
+/** The examples of one error status: every sampled code with that status, named by code. */
+function errorExamples(status: number): Record<string, { summary: string; value: unknown }> {
+  const entries = (Object.entries(ERROR_SAMPLES) as Array<[ErrorCode, { message: string; param?: string }]>)
+    .filter(([code]) => ERROR_CODES[code].status === status)
+    .map(([code, sample]) => [code, { summary: code, value: { error: { message: sample.message, type: ERROR_CODES[code].type, param: sample.param ?? null, code } } }]);
+  return Object.fromEntries(entries) as Record<string, { summary: string; value: unknown }>;
+}
+
+/** Schema names as a client sees them (`ChatCompletion`, not the class name `ChatCompletionDto`), $refs rewritten. */
+function withoutDtoSuffix(document: OpenAPIObject): OpenAPIObject {
+  const schemas = document.components?.schemas ?? {};
+  const renames = new Map<string, string>();
+  for (const name of Object.keys(schemas)) {
+    const short = name.replace(/Dto$/, '');
+    if (short !== name && !(short in schemas)) renames.set(name, short);
+  }
+  const text = JSON.stringify(document).replace(/"#\/components\/schemas\/([A-Za-z0-9_]+)"/g, (ref: string, name: string) =>
+    renames.has(name) ? `"#/components/schemas/${renames.get(name)}"` : ref,
+  );
+  const renamed = JSON.parse(text) as OpenAPIObject;
+  renamed.components = {
+    ...renamed.components,
+    schemas: Object.fromEntries(Object.entries(renamed.components?.schemas ?? {}).map(([name, schema]) => [renames.get(name) ?? name, schema])),
+  };
+  return renamed;
+}
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
 
 const header = (description: string, type: 'string' | 'boolean' | 'integer'): HeaderObject => ({ description, schema: { type } });
@@ -42,7 +95,10 @@ function completeDocument(document: OpenAPIObject): OpenAPIObject {
       if (proxyKey) operation.responses['429'] ??= { description: 'Rate limited (`SVC_RATE_LIMIT_RPM`); `Retry-After` says when to retry.' };
       if (jsonBody) operation.responses['415'] ??= { description: 'The body is not JSON (`unsupported_media_type`).' };
       for (const [status, response] of Object.entries(operation.responses) as Array<[string, ResponseObject]>) {
-        if (Number(status) >= 400) response.content = { 'application/json': { schema: ERROR_SCHEMA } };
+        if (Number(status) >= 400) {
+          const examples = errorExamples(Number(status));
+          response.content = { 'application/json': Object.keys(examples).length > 0 ? { schema: ERROR_SCHEMA, examples } : { schema: ERROR_SCHEMA } };
+        }
         // an event stream is text, not one JSON document: its events are described by the response's text
         const events = response.content?.['text/event-stream'];
         if (events) events.schema = { type: 'string', description: SSE_DESCRIPTION };
@@ -69,6 +125,6 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'opaque token', description: 'Operator admin token (SVC_ADMIN_TOKEN)' }, 'admin')
     .build();
   return completeDocument(
-    SwaggerModule.createDocument(app, config, { operationIdFactory: (controller, method) => `${controller.replace(/Controller$/, '')}_${method}` }),
+    withoutDtoSuffix(SwaggerModule.createDocument(app, config, { operationIdFactory: (controller, method) => `${controller.replace(/Controller$/, '')}_${method}` })),
   );
 }

@@ -228,6 +228,14 @@ describe('bad input', () => {
     expect(res.body).toEqual({ error: { message: expect.stringMatching(says), type: 'invalid_request_error', param, code } });
   });
 
+  it('says an admin route needs the admin token when no credential comes (as Swagger UI sends none for a scheme not authorized)', async () => {
+    const res = await c.http.get('/v1/admin/keys');
+    expect(res.status).toBe(401);
+    expect(res.body.error).toMatchObject({ code: 'missing_api_key', message: expect.stringContaining('needs the admin token') });
+    const proxy = await c.http.get(BASE);
+    expect(proxy.body.error.message).toMatch(/^Missing API key/);
+  });
+
   it("answers another key's consent id exactly as an id that never existed", async () => {
     const foreign = await c.http.get(`${BASE}/${c.otherConsentId}`).set('Authorization', c.auth);
     const unknownId = `vc_${'x'.repeat(c.otherConsentId.length - 3)}`;

@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { ERROR_CODES, ErrorCode } from '../src/common/errors/error-codes';
 import { projectRoot } from '../src/common/paths';
 import { startApp, TestApp } from './support/app';
 
@@ -26,7 +27,37 @@ describe('OpenAPI document', () => {
     expect(res.body.components.securitySchemes).toMatchObject({ 'proxy-key': { scheme: 'bearer' }, admin: { scheme: 'bearer' } });
     const create = res.body.paths['/v1/audio/voice_consents'].post;
     expect(Object.keys(create.requestBody.content)).toEqual(['multipart/form-data']);
-    expect(create.responses['415'].content['application/json'].schema.$ref).toBe('#/components/schemas/ErrorResponseDto');
+    expect(create.responses['415'].content['application/json'].schema.$ref).toBe('#/components/schemas/ErrorResponse');
+  });
+
+  it('names schemas as a client sees them (no Dto suffix) and every $ref resolves', async () => {
+    const doc = (await t.http.get('/openapi.json')).body as { components: { schemas: Record<string, unknown> } };
+    const names = Object.keys(doc.components.schemas);
+    expect(names).toEqual(expect.arrayContaining(['ErrorResponse', 'VoiceConsent']));
+    expect(names.filter((name) => name.endsWith('Dto'))).toEqual([]);
+    const refs = [...JSON.stringify(doc).matchAll(/"#\/components\/schemas\/([A-Za-z0-9_]+)"/g)].map((m) => m[1]);
+    expect(refs.length).toBeGreaterThan(20);
+    for (const ref of refs) expect(names).toContain(ref);
+  });
+
+  it('gives each error status examples whose type and status match the error code table', async () => {
+    const doc = (await t.http.get('/openapi.json')).body as { paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { examples?: Record<string, { value: { error: { type: string; code: ErrorCode } } }> }> }> }>> };
+    const seen = new Set<string>();
+    for (const item of Object.values(doc.paths)) {
+      for (const operation of Object.values(item)) {
+        for (const [status, response] of Object.entries(operation.responses ?? {})) {
+          if (Number(status) < 400) continue;
+          const examples = response.content?.['application/json']?.examples ?? {};
+          for (const example of Object.values(examples)) {
+            const { type, code } = example.value.error;
+            expect({ status: ERROR_CODES[code].status, type: ERROR_CODES[code].type }).toEqual({ status: Number(status), type });
+            seen.add(`${status} ${code}`);
+          }
+        }
+      }
+    }
+    // a 401 no longer shows an invalid_request_error: it shows the authentication errors
+    expect([...seen]).toEqual(expect.arrayContaining(['401 missing_api_key', '401 invalid_api_key', '404 resource_not_found', '413 text_too_long', '429 rate_limited', '502 all_providers_failed', '503 no_provider_available']));
   });
 
   it('serves Swagger UI at /docs', async () => {

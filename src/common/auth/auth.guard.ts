@@ -42,7 +42,8 @@ export class AuthGuard implements CanActivate {
 
     if (this.reflector.getAllAndOverride<boolean>(ADMIN_ROUTE, targets)) {
       if (!this.admin.value) throw adminApiDisabled();
-      if (!token) throw missing();
+      // Swagger UI sends only the scheme an operation names: say which credential this route wants
+      if (!token) throw new DomainError('missing_api_key', 'This route needs the admin token: send `Authorization: Bearer <SVC_ADMIN_TOKEN>`.');
       if (this.admin.matches(token)) return true;
       if (await this.keys.authenticate(token)) {
         throw new DomainError('admin_token_required', 'This route needs the admin token, not a proxy key.');
