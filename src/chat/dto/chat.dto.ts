@@ -2,16 +2,20 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 
 export class ChatMessageDto {
   /** `system`, `user`, `assistant` or `tool`. */
+  @ApiProperty({ example: 'user' })
   role!: string;
   /** Text, or an array of content parts. */
-  @ApiProperty({ oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'object' } }] })
+  @ApiProperty({ oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'object' } }], example: 'Say hello in five words.' })
   content!: unknown;
 }
 
 /** An OpenAI chat completions request; every other OpenAI field is passed through to the provider. */
 export class ChatCompletionRequestDto {
   /** Selects the entry step of the key's chain (the first chat step with this model). */
+  // the demo key's chat model on a fresh start (the offline echo provider)
+  @ApiProperty({ example: 'echo-1' })
   model!: string;
+  @ApiProperty({ type: [ChatMessageDto], example: [{ role: 'user', content: 'Say hello in five words.' }] })
   messages!: ChatMessageDto[];
   /** Server-sent events, OpenAI style (`data: {...}` chunks, then `data: [DONE]`). */
   @ApiPropertyOptional()

@@ -28,10 +28,12 @@ export class UsageCapDto {
 /** One step of a key's failover chain. */
 export class ChainStepDto {
   /** Name of a provider declared in the gateway configuration. */
+  @ApiProperty({ example: 'echo' })
   @IsString() @Matches(/^[a-z0-9][a-z0-9_-]{0,62}$/, { message: 'provider must be a provider name' })
   provider!: string;
 
   /** Model this step sends to its provider. */
+  @ApiProperty({ example: 'echo-1' })
   @IsString() @MinLength(1) @MaxLength(200)
   model!: string;
 

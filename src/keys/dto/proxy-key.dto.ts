@@ -8,10 +8,13 @@ export const CHAIN_NOT_EMPTY = 'chain must have at least one step';
 
 export class CreateProxyKeyDto {
   /** Label of the key (the tenant). */
+  @ApiProperty({ example: 'team-a' })
   @IsString() @MinLength(1) @MaxLength(256)
   name!: string;
 
   /** Ordered failover chain: 1 to 32 steps. */
+  // the offline providers every fresh start has, so Swagger UI's first Execute succeeds
+  @ApiProperty({ type: [ChainStepDto], example: [{ provider: 'echo', model: 'echo-1' }, { provider: 'espeak', model: 'speech-02-hd' }] })
   @IsArray() @ArrayMinSize(1, { message: CHAIN_NOT_EMPTY }) @ArrayMaxSize(32) @ValidateNested({ each: true }) @Type(() => ChainStepDto)
   chain!: ChainStepDto[];
 }
