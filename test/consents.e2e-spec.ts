@@ -150,6 +150,8 @@ describe('voice consents', () => {
       expect(res.status).toBe(200);
       expect(res.headers['content-type']).toBe('audio/wav');
       expect(res.headers['content-length']).toBe(String(wav.length));
+      // a download with a name (named by the id and the sniffed type, never the uploaded file name)
+      expect(res.headers['content-disposition']).toBe(`attachment; filename="${(created.body as Consent).id}.wav"`);
       expect(Buffer.compare(res.body as Buffer, wav)).toBe(0);
     });
   });

@@ -2,6 +2,7 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Streamable
 import { ApiBearerAuth, ApiBody, ApiConsumes, ApiOkResponse, ApiProduces, ApiTags } from '@nestjs/swagger';
 import { CurrentKey } from '../common/auth/auth.decorators';
 import { ApiErrors } from '../common/http/api-errors.decorator';
+import { audioAttachment } from '../common/http/attachment';
 import { DEFAULT_PAGE_SIZE, ListQueryDto } from '../common/http/pagination.dto';
 import { RequireMultipart } from '../common/http/require-multipart.interceptor';
 import { UploadRoute } from '../common/http/upload-route';
@@ -80,6 +81,6 @@ export class ConsentsController {
   @ApiErrors(404)
   async content(@CurrentKey() key: AuthenticatedKey, @Param('consent_id') id: string): Promise<StreamableFile> {
     const recording = await this.consents.recording(key.id, id);
-    return new StreamableFile(recording.data, { type: recording.type, length: recording.data.length });
+    return new StreamableFile(recording.data, { type: recording.type, length: recording.data.length, disposition: audioAttachment(id, recording.type) });
   }
 }
