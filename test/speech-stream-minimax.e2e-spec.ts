@@ -196,13 +196,16 @@ describe('speech WebSocket: MiniMax clients, tickets, revocation', () => {
   });
 
   describe('revocation', () => {
-    it('refuses the next message of an open stream whose key was deleted: task_failed key_revoked, close 1008, no audio', async () => {
+    it.each([
+      ['task_continue', { event: 'task_continue', text: 'Should never be spoken.' }],
+      ['task_finish', { event: 'task_finish' }],
+    ])('refuses the next message (%s) of an open stream whose key was deleted: task_failed key_revoked, close 1008, no audio', async (_, next) => {
       const key = await t.createKey('revoked idle', [{ provider: 'espeak', model: MODEL }]);
       const client = await StreamClient.connect(`${ws}${PATHS[0]}`, bearer(key.secret));
       client.send({ event: 'task_start', model: MODEL, voice_setting: { voice_id: 'en-us' } });
       await client.waitFor((m) => m.event === 'task_started');
       expect((await t.http.delete(`/v1/admin/keys/${key.id}`).set(admin)).status).toBe(200);
-      client.send({ event: 'task_continue', text: 'Should never be spoken.' });
+      client.send(next);
       const failed = await client.waitFor((m) => m.event === 'task_failed');
       expect(failed.error).toMatchObject({ code: 'key_revoked' });
       expect(failed.base_resp).toMatchObject({ status_code: 1004 });
