@@ -1,13 +1,13 @@
 import type { NestApplicationOptions } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { Server } from 'node:http';
-import { WsAdapter } from '@nestjs/platform-ws';
 import { SwaggerModule } from '@nestjs/swagger';
 import { Logger } from 'nestjs-pino';
 import { AdminToken } from './common/auth/admin-token';
 import { credentialBeforeBody } from './common/auth/credential-before-body';
 import { parserErrorMiddleware } from './common/errors/api-error.filter';
 import { answerMalformedRequests } from './common/http/client-error';
+import { GatewayWsAdapter } from './common/http/gateway-ws-adapter';
 import { jsonBody } from './common/http/json-body';
 import { requestIdMiddleware } from './common/http/request-id';
 import { refuseUnreadBody } from './common/http/unread-body';
@@ -15,6 +15,7 @@ import { installChatFastPath } from './chat/chat-fast-path';
 import { EnvironmentVariables } from './config/env.schema';
 import { KeyDirectory } from './keys/key-directory';
 import { MetricsService } from './metrics/metrics.service';
+import { MINIMAX_STREAM_PATH, STREAM_PATH } from './speech/stream/speech-stream.gateway';
 import { buildOpenApiDocument } from './openapi';
 
 export { JSON_BODY_LIMIT } from './common/http/json-body';
@@ -48,7 +49,8 @@ export function setupApp(app: NestExpressApplication): NestExpressApplication {
   app.use(refuseUnreadBody);
   answerMalformedRequests(app.getHttpServer());
   installChatFastPath(app);
-  app.useWebSocketAdapter(new WsAdapter(app));
+  // MiniMax's own clients open /ws/v1/t2a_v2: the same stream (decisions §10)
+  app.useWebSocketAdapter(new GatewayWsAdapter(app, { [MINIMAX_STREAM_PATH]: STREAM_PATH }));
   if (app.get(EnvironmentVariables).SVC_DOCS) {
     SwaggerModule.setup('docs', app, () => buildOpenApiDocument(app), { jsonDocumentUrl: 'openapi.json', swaggerOptions: { persistAuthorization: true } });
   }

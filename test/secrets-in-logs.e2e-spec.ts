@@ -93,6 +93,17 @@ describe('secrets in logs, errors, lists and the OpenAPI document', () => {
       expect(unknown.status).toBe(404);
       expect(unknown.body.error.message).toBe('Unknown route: GET /v1/nope.');
     }
+    // a browser's single-use ticket on the upgrade, and an unknown WebSocket path with the key in its query
+    const ticket = (await http.post('/v1/audio/speech/stream/tickets').set(...auth)).body.ticket as string;
+    expect(ticket).toMatch(/^wst_/);
+    issued.push(ticket);
+    const viaTicket = await StreamClient.connect(`${wsUrl}?ticket=${ticket}`);
+    viaTicket.ws.close();
+    await viaTicket.closed;
+    expect((await refusedUpgrade(`${wsUrl}?ticket=${ticket}`)).status).toBe(401);
+    const wrongPath = await refusedUpgrade(`${url.replace(/^http/, 'ws')}/v1/nope?api_key=${secret}`);
+    expect(wrongPath.status).toBe(404);
+    expect(wrongPath.body).not.toContain(secret);
 
     // a write that fails while it holds a new endpoint secret: the key was deleted behind the service's back
     const doomed = await http.post('/v1/admin/keys').set(...admin).send({ name: 'doomed', chain: [{ provider: 'echo', model: 'echo-1' }] });

@@ -48,13 +48,14 @@ describe('speech WebSocket stream', () => {
     expect(started).toMatchObject({ session_id: hello.session_id, provider: 'espeak', fallback_level: 0 });
     client.send({ event: 'task_continue', text: 'Hello from the stream. This is the second sentence, still' });
     const first = await client.waitFor((m) => m.event === 'task_continued');
-    expect(first).toMatchObject({ is_final: false, provider: 'espeak', fallback_level: 0 });
+    expect(first).toMatchObject({ provider: 'espeak', fallback_level: 0 });
     client.send({ event: 'task_continue', text: ' going on.' });
     client.send({ event: 'task_finish' });
     await client.waitFor((m) => m.event === 'task_finished');
     expect(await client.closed).toBe(1000);
+    // one is_final per task_continue: the last audio of its text
     const audioMessages = client.messages.filter((m) => m.event === 'task_continued');
-    expect(audioMessages.filter((m) => m.is_final)).toHaveLength(1);
+    expect(audioMessages.filter((m) => m.is_final)).toHaveLength(2);
     expect(audioMessages[audioMessages.length - 1].is_final).toBe(true);
     const pcm = client.audio();
     expect(pcm.length % 2).toBe(0);
@@ -74,7 +75,7 @@ describe('speech WebSocket stream', () => {
     expect(rateOf(client.audio())).toBe(22050);
   });
 
-  it.each(['pcm', 'mp3', 'flac'])('puts is_final on the last %s message that carries audio, right before task_finished', async (format) => {
+  it.each(['pcm', 'mp3', 'flac'])('puts is_final on the last %s message of each task_continue, the last one right before task_finished', async (format) => {
     const client = await connect();
     client.send({ ...START, audio_setting: { format, sample_rate: 16000 } });
     await client.waitFor((m) => m.event === 'task_started');
@@ -85,12 +86,17 @@ describe('speech WebSocket stream', () => {
     expect(await client.closed).toBe(1000);
     const audio = audioMessages(client);
     expect(audio.length).toBeGreaterThan(1);
-    expect(audio.filter((m) => m.is_final)).toEqual([audio[audio.length - 1]]);
+    const finals = audio.filter((m) => m.is_final);
+    expect(finals).toHaveLength(2);
+    expect(finals[1]).toBe(audio[audio.length - 1]);
+    // each final message is its own text's last: the second text's audio all comes after the first final
+    expect(audio.filter((m) => m.request_id === finals[0].request_id).pop()).toBe(finals[0]);
+    expect(finals[1].request_id).not.toBe(finals[0].request_id);
     const finished = client.messages.findIndex((m) => m.event === 'task_finished');
     expect(client.messages[finished - 1]).toBe(audio[audio.length - 1]);
   });
 
-  it('ends a task that had no text with task_finished alone, no audio message', async () => {
+  it('answers a text that makes no audio with one empty is_final message, then task_finished', async () => {
     const client = await connect();
     client.send({ ...START, audio_setting: { format: 'mp3' } });
     await client.waitFor((m) => m.event === 'task_started');
@@ -98,7 +104,8 @@ describe('speech WebSocket stream', () => {
     client.send({ event: 'task_finish' });
     await client.waitFor((m) => m.event === 'task_finished');
     expect(await client.closed).toBe(1000);
-    expect(client.messages.map((m) => m.event)).toEqual(['connected_success', 'task_started', 'task_finished']);
+    expect(client.messages.map((m) => m.event)).toEqual(['connected_success', 'task_started', 'task_continued', 'task_finished']);
+    expect(client.messages[2]).toMatchObject({ data: { audio: '' }, is_final: true, extra_info: { audio_size: 0, audio_length: 0, usage_characters: 0 } });
   });
 
   it('sends no empty audio message when task_finish comes after all the audio went out', async () => {
@@ -113,11 +120,10 @@ describe('speech WebSocket stream', () => {
     client.send({ event: 'task_finish' });
     await client.waitFor((m) => m.event === 'task_finished');
     expect(await client.closed).toBe(1000);
-    // nothing was left to send: the flag cannot go on audio already sent, and never goes on an empty message
+    // the text's audio ended with its is_final message before task_finish: nothing more, no empty message
     const audio = audioMessages(client);
     expect(audio).toHaveLength(before);
-    expect(audio.filter((m) => m.is_final).length).toBeLessThanOrEqual(1);
-    if (audio.some((m) => m.is_final)) expect(audio[audio.length - 1].is_final).toBe(true);
+    expect(audio.filter((m) => m.is_final)).toEqual([audio[audio.length - 1]]);
   });
 
   it('puts x-svc-request-id (and x-request-id) on the 101 of every accepted upgrade', async () => {
@@ -211,8 +217,8 @@ describe('speech WebSocket stream', () => {
     client.send({ ...START, audio_setting: { format: 'mp3' } });
     await client.waitFor((m) => m.event === 'task_started');
     client.send({ event: 'task_continue', text: 'Hello there, this clause has no end' });
-    const audio = await client.waitFor((m) => m.event === 'task_continued');
-    expect(audio).toMatchObject({ is_final: false, provider: 'espeak' });
+    const audio = await client.waitFor((m) => m.event === 'task_continued' && m.is_final === true);
+    expect(audio).toMatchObject({ provider: 'espeak' });
     client.send({ event: 'task_finish' });
     await client.waitFor((m) => m.event === 'task_finished');
     expect(await client.closed).toBe(1000);

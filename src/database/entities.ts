@@ -4,6 +4,7 @@ import { ProviderCircuitEntity } from '../failover/provider-circuit.entity';
 import { UsageCounterEntity } from '../failover/usage-counter.entity';
 import { ProxyKeyEntity } from '../keys/proxy-key.entity';
 import { RateLimitCounterEntity } from '../limits/rate-limit-counter.entity';
+import { StreamTicketEntity } from '../speech/stream/tickets/stream-ticket.entity';
 import { SpeechTaskChunkEntity, SpeechTaskEntity, SpeechTaskResultEntity } from '../speech/tasks/speech-task.entity';
 import { UsageRecordEntity } from '../usage/usage-record.entity';
 import { CustomVoiceEntity } from '../voices/custom-voice.entity';
@@ -29,4 +30,5 @@ export const ENTITIES = [
   WebhookAttemptEntity,
   WebhookFanoutStateEntity,
   CustomVoiceEntity,
+  StreamTicketEntity,
 ];

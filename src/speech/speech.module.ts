@@ -5,6 +5,10 @@ import { LimitsModule } from '../limits/limits.module';
 import { SpeechController } from './speech.controller';
 import { SpeechService } from './speech.service';
 import { SpeechStreamGateway } from './stream/speech-stream.gateway';
+import { StreamTicketEntity } from './stream/tickets/stream-ticket.entity';
+import { StreamTicketsController } from './stream/tickets/stream-tickets.controller';
+import { StreamTicketsRepository } from './stream/tickets/stream-tickets.repository';
+import { StreamTicketsService } from './stream/tickets/stream-tickets.service';
 import { SpeechTaskChunkEntity, SpeechTaskEntity, SpeechTaskResultEntity } from './tasks/speech-task.entity';
 import { SpeechTaskScheduler } from './tasks/speech-task.scheduler';
 import { SpeechTaskWorker } from './tasks/speech-task.worker';
@@ -17,12 +21,14 @@ import { VoicesService } from './voices.service';
 import { VoicesModule } from '../voices/voices.module';
 
 @Module({
-  imports: [KeysModule, LimitsModule, VoicesModule, TypeOrmModule.forFeature([SpeechTaskEntity, SpeechTaskChunkEntity, SpeechTaskResultEntity])],
-  controllers: [SpeechController, SpeechTasksController],
+  imports: [KeysModule, LimitsModule, VoicesModule, TypeOrmModule.forFeature([SpeechTaskEntity, SpeechTaskChunkEntity, SpeechTaskResultEntity, StreamTicketEntity])],
+  controllers: [SpeechController, SpeechTasksController, StreamTicketsController],
   providers: [
     SpeechService,
     VoicesService,
     SpeechStreamGateway,
+    StreamTicketsRepository,
+    StreamTicketsService,
     SpeechTasksRepository,
     SpeechTasksService,
     TaskAssembler,

@@ -12,10 +12,20 @@ export class UsageService {
     private readonly writer: UsageWriter,
   ) {}
 
-  /** The key's own records of one request (this replica's buffer is flushed first). */
+  /**
+   * The key's own records of one request (this replica's buffer is flushed first), and of the requests made
+   * under it: `<id>_<n>` (a stream's texts, an async task's chunks). Ids are base62 joined by `_`, so the
+   * prefix only needs `_` escaped for LIKE.
+   */
   async byRequest(keyId: string, requestId: string): Promise<UsageListDto> {
     await this.writer.flush();
-    const rows = await this.records.find({ where: { keyId, requestId }, order: { id: 'ASC' } });
+    const prefix = `${requestId.replace(/_/g, '\\_')}\\_%`;
+    const rows = await this.records
+      .createQueryBuilder('r')
+      .where('r.keyId = :keyId', { keyId })
+      .andWhere('(r.requestId = :requestId OR r.requestId LIKE :prefix)', { requestId, prefix })
+      .orderBy('r.id', 'ASC')
+      .getMany();
     return {
       object: 'list',
       data: rows.map((r) => ({

@@ -23,6 +23,8 @@ export const ERROR_CODES = {
   webhook_limit_reached: { status: 400, type: 'invalid_request_error' },
   missing_api_key: { status: 401, type: 'authentication_error' },
   invalid_api_key: { status: 401, type: 'authentication_error' },
+  invalid_ticket: { status: 401, type: 'authentication_error' },
+  key_revoked: { status: 401, type: 'authentication_error' },
   admin_api_disabled: { status: 403, type: 'permission_error' },
   admin_token_required: { status: 403, type: 'permission_error' },
   route_not_found: { status: 404, type: 'not_found_error' },

@@ -14,8 +14,12 @@ import { RateLimiter } from '../../limits/rate-limiter.service';
 import { MetricsService } from '../../metrics/metrics.service';
 import { SpeechService } from '../speech.service';
 import { SpeechStreamSession } from './speech-stream.session';
+import { taskFailed } from './stream-replies';
+import { StreamTicketsService } from './tickets/stream-tickets.service';
 
 export const STREAM_PATH = '/v1/audio/speech/stream';
+/** MiniMax's own path of the same stream (decisions §10): MiniMax's clients connect here unchanged. */
+export const MINIMAX_STREAM_PATH = '/ws/v1/t2a_v2';
 /**
  * Largest client frame; larger → close 1009. A legal task_continue holds 10,000 characters, and JSON-escaped
  * (`\ud83d\ude00`, Python's json.dumps default) one can take 12 bytes: 120,000 bytes, plus the JSON around it.
@@ -32,8 +36,9 @@ type VerifyCallback = (result: boolean, code?: number, message?: string, headers
 const keyOfUpgrade = new WeakMap<IncomingMessage, AuthenticatedKey>();
 
 /**
- * WebSocket speech stream on the HTTP port. The key is checked on the upgrade (Authorization
- * header, or `?api_key=` for browsers), so a bad key gets an HTTP 401 and never a socket.
+ * WebSocket speech stream on the HTTP port (also served at MINIMAX_STREAM_PATH, see GatewayWsAdapter). The
+ * key is checked on the upgrade (Authorization header; for browsers a single-use `?ticket=`, or the
+ * discouraged `?api_key=`), so a bad key gets an HTTP 401 and never a socket; then on every client message.
  */
 @WebSocketGateway({ path: STREAM_PATH, maxPayload: MAX_MESSAGE_BYTES })
 export class SpeechStreamGateway implements OnGatewayInit<WebSocketServer>, OnGatewayConnection<WebSocket>, BeforeApplicationShutdown {
@@ -49,6 +54,7 @@ export class SpeechStreamGateway implements OnGatewayInit<WebSocketServer>, OnGa
     private readonly env: EnvironmentVariables,
     private readonly rateLimiter: RateLimiter,
     private readonly metrics: MetricsService,
+    private readonly tickets: StreamTicketsService,
   ) {}
 
   afterInit(server: WebSocketServer): void {
@@ -66,14 +72,16 @@ export class SpeechStreamGateway implements OnGatewayInit<WebSocketServer>, OnGa
       ws.close(1008, 'unauthenticated');
       return;
     }
+    const sessionId = newId('sess');
     // upgrades checked at the same time may all have passed verify: the count here is the exact one
     if (this.openStreams(key.id) >= this.env.SVC_WS_MAX_STREAMS_PER_KEY) {
       const error = this.tooManyStreams();
-      ws.send(JSON.stringify({ event: 'task_failed', error: { code: error.code, message: error.message } }));
+      ws.send(JSON.stringify(taskFailed(sessionId, requestIdOf(request), error)));
       ws.close(1008, error.code);
       return;
     }
-    const session = new SpeechStreamSession(ws, newId('sess'), requestIdOf(request), key, this.speech, this.failover, {
+    const currentKey = (): AuthenticatedKey | null => this.keys.byId(key.id);
+    const session = new SpeechStreamSession(ws, sessionId, requestIdOf(request), currentKey, this.speech, this.failover, {
       idleMs: this.env.SVC_WS_IDLE_MS,
       highWaterBytes: SEND_HIGH_WATER_BYTES,
       stalledMs: this.env.SVC_WS_STALL_MS,
@@ -123,6 +131,16 @@ export class SpeechStreamGateway implements OnGatewayInit<WebSocketServer>, OnGa
     return new DomainError('too_many_streams', `This key already has ${max} open speech streams (the limit); close one first.`);
   }
 
+  /** The bearer header first; then a single-use `?ticket=` (browsers); then `?api_key=` (kept for compatibility, discouraged: URLs end up in logs). */
+  private async authenticate(request: IncomingMessage, url: URL): Promise<AuthenticatedKey | DomainError> {
+    const bearer = bearerToken(request.headers.authorization);
+    const ticket = bearer ? null : url.searchParams.get('ticket');
+    if (ticket) return (await this.tickets.redeem(ticket)) ?? new DomainError('invalid_ticket', 'The ticket is unknown, already used or expired: get a new one from POST /v1/audio/speech/stream/tickets.');
+    const token = bearer ?? url.searchParams.get('api_key');
+    if (!token) return new DomainError('missing_api_key', 'Missing API key: send `Authorization: Bearer <API_KEY>`, or `?ticket=` from POST /v1/audio/speech/stream/tickets.');
+    return (await this.keys.authenticate(token)) ?? new DomainError('invalid_api_key', 'Incorrect API key provided.');
+  }
+
   private async verify(request: IncomingMessage, done: VerifyCallback): Promise<void> {
     // the upgrade's id, on the request as the HTTP chain puts it (requestIdOf): the 101 or the refusal carries it
     const requestId = newRequestId();
@@ -131,10 +149,8 @@ export class SpeechStreamGateway implements OnGatewayInit<WebSocketServer>, OnGa
     const refuse = (error: DomainError): void => done(false, error.status, JSON.stringify(error.toBody()), { ...error.headers, 'Content-Type': 'application/json', ...idHeaders });
     try {
       const url = new URL(request.url ?? '/', 'http://localhost');
-      const token = bearerToken(request.headers.authorization) ?? url.searchParams.get('api_key');
-      if (!token) return refuse(new DomainError('missing_api_key', 'Missing API key: send `Authorization: Bearer <API_KEY>` or `?api_key=`.'));
-      const key = await this.keys.authenticate(token);
-      if (!key) return refuse(new DomainError('invalid_api_key', 'Incorrect API key provided.'));
+      const key = await this.authenticate(request, url);
+      if (key instanceof DomainError) return refuse(key);
       if (this.openStreams(key.id) >= this.env.SVC_WS_MAX_STREAMS_PER_KEY) return refuse(this.tooManyStreams());
       this.rateLimiter.admit(key.id);
       keyOfUpgrade.set(request, key);

@@ -3,7 +3,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { WebSocket } from 'ws';
 import { toDomainError } from '../../common/errors/api-error.filter';
 import { DomainError } from '../../common/errors/domain-error';
-import { newRequestId } from '../../common/ids';
 import type { PlannedStep } from '../../failover/chain';
 import type { FailoverService } from '../../failover/failover.service';
 import type { AuthenticatedKey } from '../../keys/key-directory';
@@ -11,6 +10,7 @@ import { openEncoder, type StreamEncoder } from '../../audio/pool/pool-jobs';
 import { audioTooLong, minimumAudioSeconds } from '../audio-cap';
 import { ASYNC_TEXT_LIMIT, characterCount, SYNC_TEXT_LIMIT, SpeechJob, toSpeechJob } from '../speech-job';
 import { CLIENT_CLOSED_REQUEST, type PrimedAudio, type SpeechService } from '../speech.service';
+import { ExtraInfo, SUCCESS, taskFailed } from './stream-replies';
 import { textPieces } from './text-pieces';
 import { ClientMessage, parseClientMessage, TaskStartMessage } from './stream-messages';
 
@@ -33,6 +33,18 @@ const FASTEST_SPEED = 2;
 /** Text received and not yet spoken, at most: a client sending faster than synthesis gets text_too_long, not an unbounded queue. */
 export const MAX_QUEUED_CHARS = ASYNC_TEXT_LIMIT;
 
+/** The text of one `task_continue`: its audio ends with one `is_final` message, and its usage is recorded under its own request id. */
+interface Turn {
+  /** `<trace_id>_<n>` for the n-th task_continue: every usage record of its pieces has this id. */
+  requestId: string;
+  characters: number;
+  /** Pieces not yet spoken: the chunks of the last one are held back so the last is known. */
+  piecesLeft: number;
+  /** Audio bytes sent for this text, and seconds of audio made for it. */
+  bytes: number;
+  seconds: number;
+}
+
 /** One WebSocket connection speaking MiniMax's event protocol (decisions §7). */
 export class SpeechStreamSession {
   private readonly logger = new Logger('SpeechStream');
@@ -51,27 +63,33 @@ export class SpeechStreamSession {
   private readonly inFlight = new Set<AbortController>();
   private pendingBytes = Buffer.alloc(0);
   private queuedChars = 0;
-  /** Text pieces queued or being spoken: the one running is the task's last once task_finish came and this is 1. */
-  private queuedPieces = 0;
+  /** `task_continue` messages received so far: the number in each one's request id. */
+  private turns = 0;
+  /** Turns queued or being spoken: the one running is the task's last once task_finish came and this is 1. */
+  private queuedTurns = 0;
   /**
-   * The newest audio of the task's last piece, not yet sent: only once task_finish was received can a chunk be
-   * known to be the last, and `is_final` goes on that chunk (with the encoder's tail), never on an empty message.
+   * The newest audio of a turn's last piece, not yet sent: a chunk is known to be its turn's last only when the
+   * piece ends, and `is_final` goes on that chunk (with MiniMax's `extra_info`).
    */
-  private held: Buffer | null = null;
+  private held: { audio: Buffer; turn: Turn } | null = null;
 
   constructor(
     private readonly ws: WebSocket,
     readonly sessionId: string,
-    /** The upgrade's `req_` id (on its 101 and in this stream's logs). */
+    /** The upgrade's `req_` id (on its 101, in this stream's logs, and as `trace_id` on every message). */
     readonly requestId: string,
-    private readonly key: AuthenticatedKey,
+    /**
+     * The stream's key as the key directory knows it now (in memory): looked up on every client message and
+     * before every audio message, so a deleted key stops the stream, and a changed chain serves the next task_start.
+     */
+    private readonly currentKey: () => AuthenticatedKey | null,
     private readonly speech: SpeechService,
     private readonly failover: FailoverService,
     private readonly limits: StreamLimits,
   ) {
     ws.on('message', (data, isBinary) => this.onMessage(data as Buffer, isBinary));
     ws.on('close', () => this.onClose());
-    this.send({ event: 'connected_success', session_id: sessionId });
+    this.send({ event: 'connected_success' });
     this.touch();
   }
 
@@ -91,6 +109,7 @@ export class SpeechStreamSession {
     // frames that arrive after we closed are dropped (and must not re-arm the idle timer)
     if (this.state === 'closed') return;
     this.touch();
+    if (!this.currentKey()) return this.fail(this.revoked(), 1008);
     let message: ClientMessage;
     try {
       message = parseClientMessage(data, isBinary);
@@ -113,7 +132,7 @@ export class SpeechStreamSession {
         // predictable: even the shortest reading of the task's text is over the cap, so none of this text is spoken
         this.promisedSeconds += minimumAudioSeconds(message.body.text, this.job?.speed ?? FASTEST_SPEED);
         if (this.promisedSeconds > this.limits.maxAudioSeconds) return this.fail(audioTooLong(this.limits.maxAudioSeconds, 'of this stream task'), 1008);
-        for (const piece of textPieces(message.body.text)) this.enqueue(piece);
+        this.enqueue(message.body.text);
         return;
       case 'task_finish':
         if (!this.accepting) return this.fail(new DomainError('invalid_value', 'Send task_start before task_finish.', { param: 'event' }), 1008);
@@ -133,24 +152,37 @@ export class SpeechStreamSession {
     if (job.output.format === 'wav') {
       throw new DomainError('invalid_value', 'wav cannot be streamed (its header needs the length): use mp3, pcm or flac.', { param: 'audio_setting.format' });
     }
-    // checks the model and the entry voice now, so a bad task_start fails before any text arrives
-    this.planned = await this.speech.route(this.failover.openScope(this.requestId, this.key, 'speech'), job);
+    // checks the model and the entry voice now, so a bad task_start fails before any text arrives; the chain is the key's as it is now
+    this.planned = await this.speech.route(this.failover.openScope(this.requestId, this.key(), 'speech'), job);
     this.job = job;
     if (this.state === 'closed') return;
     if (this.state === 'starting') this.state = 'started';
     const first = this.failover.firstAvailable(this.planned);
-    this.send({ event: 'task_started', session_id: this.sessionId, provider: first.provider, fallback_level: first.level });
+    // request_id: the stream's usage records are under `<it>_<n>` for the n-th task_continue (GET /v1/usage?request_id= finds them all)
+    this.send({ event: 'task_started', request_id: this.requestId, provider: first.provider, fallback_level: first.level });
   }
 
+  /** One task_continue: its pieces, then the end of its audio (the `is_final` message). */
   private enqueue(text: string): void {
+    const pieces = textPieces(text);
+    // characters as the usage records count them: the sum over the pieces sent upstream
+    const characters = pieces.reduce((sum, piece) => sum + characterCount(piece), 0);
+    const turn: Turn = { requestId: `${this.requestId}_${++this.turns}`, characters, piecesLeft: pieces.length, bytes: 0, seconds: 0 };
     this.queuedChars += text.length;
-    this.queuedPieces += 1;
+    this.queuedTurns += 1;
+    // a failure the client caused (the audio cap, a deleted key) is 1008; the provider's is 1011
+    const closeCodeOf = (err: unknown): 1008 | 1011 => (['audio_too_long', 'key_revoked'].includes(toDomainError(err)?.code ?? '') ? 1008 : 1011);
+    for (const piece of pieces) {
+      this.work = this.work
+        .then(() => this.synthesize(piece, turn))
+        .then(() => void (turn.piecesLeft -= 1));
+    }
     this.work = this.work
-      .then(() => this.synthesize(text))
-      .catch((err: unknown) => this.fail(err, toDomainError(err)?.code === 'audio_too_long' ? 1008 : 1011))
+      .then(() => this.endTurn(turn))
+      .catch((err: unknown) => this.fail(err, closeCodeOf(err)))
       .finally(() => {
         this.queuedChars -= text.length;
-        this.queuedPieces -= 1;
+        this.queuedTurns -= 1;
       });
   }
 
@@ -160,7 +192,7 @@ export class SpeechStreamSession {
    * as on MiniMax's own stream) and relayed untouched; FLAC (one header per stream) and pcm come as pcm through
    * the session's encoder.
    */
-  private async synthesize(text: string): Promise<void> {
+  private async synthesize(text: string, turn: Turn): Promise<void> {
     if (!this.job || this.state === 'closed') return;
     const limit = this.limits.maxAudioSeconds;
     const relay = this.job.output.format === 'mp3';
@@ -168,11 +200,13 @@ export class SpeechStreamSession {
     const { sampleRate, channels, bitrate } = job.output;
     const emit = (bytes: Buffer): Promise<void> => {
       // relayed mp3 is constant-bitrate: its length in seconds follows from its bytes
-      this.audioSeconds += relay ? (bytes.length * 8) / (primed?.audio.bitrate ?? bitrate) : bytes.length / (2 * channels * sampleRate);
+      const seconds = relay ? (bytes.length * 8) / (primed?.audio.bitrate ?? bitrate) : bytes.length / (2 * channels * sampleRate);
+      this.audioSeconds += seconds;
+      turn.seconds += seconds;
       if (this.audioSeconds > limit) throw audioTooLong(limit, 'of this stream task');
-      return relay ? this.deliver(bytes) : this.emitPcm(bytes);
+      return relay ? this.deliver(bytes, turn) : this.emitPcm(bytes, turn);
     };
-    const scope = this.failover.openScope(newRequestId(), this.key, 'speech');
+    const scope = this.failover.openScope(turn.requestId, this.key(), 'speech');
     scope.streaming = true;
     const controller = new AbortController();
     this.inFlight.add(controller);
@@ -197,7 +231,7 @@ export class SpeechStreamSession {
   }
 
   /** Raw s16le from the provider → the session's one continuous pcm or FLAC encoder → hex audio messages. */
-  private async emitPcm(bytes: Buffer): Promise<void> {
+  private async emitPcm(bytes: Buffer, turn: Turn): Promise<void> {
     if (!this.job || this.state === 'closed') return;
     const { format, sampleRate, channels, bitrate } = this.job.output;
     this.encoder ??= openEncoder({ format: format === 'flac' ? 'flac' : 'pcm', sampleRate, channels, bitrate });
@@ -208,38 +242,59 @@ export class SpeechStreamSession {
     this.pendingBytes = all.subarray(usable);
     if (usable === 0) return;
     const samples = new Int16Array(all.buffer.slice(all.byteOffset, all.byteOffset + usable));
-    await this.deliver(await encoder.push(samples));
+    await this.deliver(await encoder.push(samples), turn);
   }
 
   /**
-   * Audio goes out as it is made, except in the task's last piece once task_finish was received: there each
-   * chunk waits for the next one (or for the end of the task), so the last is known and carries `is_final`.
+   * Audio goes out as it is made, except in a turn's last piece: there each chunk waits for the next one (or for
+   * the end of the piece), so the turn's last chunk is known and carries `is_final`.
    */
-  private async deliver(audio: Buffer): Promise<void> {
+  private async deliver(audio: Buffer, turn: Turn): Promise<void> {
     if (audio.length === 0) return;
-    if (this.state !== 'finishing' || this.queuedPieces > 1) return this.sendAudio(audio, false);
+    if (turn.piecesLeft > 1) return this.sendAudio(audio, turn, false);
     // the older chunk goes first: a failure or shutdown while it waits for the client must not send this one before it
     const previous = this.held;
     this.held = null;
-    if (previous) await this.sendAudio(previous, false);
-    this.held = audio;
+    if (previous) await this.sendAudio(previous.audio, previous.turn, false);
+    this.held = { audio, turn };
   }
 
-  /** The held chunk joined with the encoder's tail is the final audio message; a task without audio sends none. */
-  private async finish(): Promise<void> {
-    if (!this.job) return;
+  /**
+   * The end of one task_continue's audio: the held chunk, with `is_final` and MiniMax's `extra_info`. When it is
+   * the task's last text and task_finish came, the encoder's tail (FLAC's last block) joins it. A text that made
+   * no audio (only spaces, say) still gets its `is_final` message, with empty audio: MiniMax's clients wait for it.
+   */
+  private async endTurn(turn: Turn): Promise<void> {
+    if (!this.job || this.state === 'closed') return;
+    const held = this.held?.turn === turn ? this.held.audio : Buffer.alloc(0);
+    this.held = null;
+    const taskEnds = this.state === 'finishing' && this.queuedTurns === 1;
+    const tail = taskEnds ? await this.endEncoder() : Buffer.alloc(0);
+    await this.sendAudio(Buffer.concat([held, tail]), turn, true);
+  }
+
+  /** The encoder's last bytes (FLAC's last, short block); the encoder is gone after. */
+  private async endEncoder(): Promise<Buffer> {
     const encoder = this.encoder;
     this.encoder = null;
-    const last = Buffer.concat([this.held ?? Buffer.alloc(0), encoder ? await encoder.end() : Buffer.alloc(0)]);
-    this.held = null;
-    if (last.length > 0) await this.sendAudio(last, true);
-    this.send({ event: 'task_finished', session_id: this.sessionId });
+    return encoder ? await encoder.end() : Buffer.alloc(0);
+  }
+
+  /**
+   * After the last turn. Its `is_final` went out before task_finish arrived, so the encoder may still hold
+   * FLAC's last block: it follows in one more audio message (is_final false), then task_finished.
+   */
+  private async finish(): Promise<void> {
+    if (!this.job) return;
+    const tail = await this.endEncoder();
+    if (tail.length > 0) await this.sendAudio(tail, null, false);
+    this.send({ event: 'task_finished' });
     this.close(1000, 'task finished');
   }
 
   /** Waits while the client's buffer is full; a client that stops reading is closed, not buffered without bound. */
-  private async sendAudio(audio: Buffer, isFinal: boolean): Promise<void> {
-    if (audio.length === 0) return;
+  private async sendAudio(audio: Buffer, turn: Turn | null, isFinal: boolean): Promise<void> {
+    if (audio.length === 0 && !isFinal) return;
     const started = Date.now();
     while (this.ws.bufferedAmount > this.limits.highWaterBytes && this.state !== 'closed') {
       if (Date.now() - started > this.limits.stalledMs) {
@@ -249,19 +304,54 @@ export class SpeechStreamSession {
       }
       await sleep(10);
     }
+    // a key deleted meanwhile gets no more audio, whether or not its client sends another message
+    if (!this.currentKey()) throw this.revoked();
     this.touch();
-    this.sendNow(audio, isFinal);
+    this.sendNow(audio, turn, isFinal);
   }
 
   /** A task cut short (failure, shutdown) still delivers the audio it held back, not as the final message. */
   private releaseHeld(): void {
-    if (this.held && this.state !== 'closed') this.sendNow(this.held, false);
+    if (this.held && this.state !== 'closed' && this.currentKey()) this.sendNow(this.held.audio, this.held.turn, false);
     this.held = null;
   }
 
-  private sendNow(audio: Buffer, isFinal: boolean): void {
+  private sendNow(audio: Buffer, turn: Turn | null, isFinal: boolean): void {
     const served = this.step;
-    this.send({ event: 'task_continued', data: { audio: audio.toString('hex') }, is_final: isFinal, provider: served?.provider ?? null, fallback_level: served?.level ?? null });
+    if (turn) turn.bytes += audio.length;
+    this.send({
+      event: 'task_continued',
+      request_id: turn?.requestId ?? null,
+      data: { audio: audio.toString('hex') },
+      is_final: isFinal,
+      ...(isFinal && turn && this.job ? { extra_info: this.extraInfo(turn, this.job) } : {}),
+      provider: served?.provider ?? null,
+      fallback_level: served?.level ?? null,
+    });
+  }
+
+  private extraInfo(turn: Turn, job: SpeechJob): ExtraInfo {
+    const { format, sampleRate, channels, bitrate } = job.output;
+    return {
+      audio_length: Math.round(turn.seconds * 1000),
+      audio_sample_rate: sampleRate,
+      audio_size: turn.bytes,
+      audio_format: format,
+      audio_channel: channels,
+      usage_characters: turn.characters,
+      ...(format === 'mp3' ? { bitrate } : {}),
+    };
+  }
+
+  /** The key as it is now; a deleted key throws key_revoked (the stream ends with 1008). */
+  private key(): AuthenticatedKey {
+    const key = this.currentKey();
+    if (!key) throw this.revoked();
+    return key;
+  }
+
+  private revoked(): DomainError {
+    return new DomainError('key_revoked', 'The API key of this stream was deleted.');
   }
 
   private fail(err: unknown, code: 1008 | 1011): void {
@@ -271,12 +361,13 @@ export class SpeechStreamSession {
     // a client mistake is 1008; an upstream failure after the task started is 1011
     const closeCode = error.status >= 500 ? 1011 : code;
     this.releaseHeld();
-    this.send({ event: 'task_failed', session_id: this.sessionId, error: { code: error.code, message: error.message } });
+    if (this.ws.readyState === this.ws.OPEN) this.ws.send(JSON.stringify(taskFailed(this.sessionId, this.requestId, error)));
     this.close(closeCode, error.code);
   }
 
-  private send(message: object): void {
-    if (this.ws.readyState === this.ws.OPEN) this.ws.send(JSON.stringify(message));
+  /** Every server message carries session_id, trace_id (the upgrade's request id) and base_resp (decisions §7). */
+  private send(message: { event: string } & Record<string, unknown>): void {
+    if (this.ws.readyState === this.ws.OPEN) this.ws.send(JSON.stringify({ ...message, session_id: this.sessionId, trace_id: this.requestId, base_resp: SUCCESS }));
   }
 
   private close(code: number, reason: string, terminate = false): void {

@@ -1,10 +1,19 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { IsString, Matches } from 'class-validator';
+import { IsOptional, IsString, Matches } from 'class-validator';
 
+/** Give one of the two. */
 export class UsageQueryDto {
-  /** The `x-svc-request-id` of the request. */
-  @IsString() @Matches(/^req_[0-9A-Za-z]{1,64}$/, { message: 'request_id must be a req_… id' })
-  request_id!: string;
+  /**
+   * A request id: an HTTP request's `x-svc-request-id`; a speech stream's `trace_id` (every record of the
+   * stream) or the `request_id` of one of its `task_continued` messages (that text's records); an async
+   * task's chunk id (`req_task_…_<n>`).
+   */
+  @IsOptional() @IsString() @Matches(/^req_[0-9A-Za-z]{1,64}(_[0-9A-Za-z]{1,64}){0,2}$/, { message: 'request_id must be a req_… id' })
+  request_id?: string;
+
+  /** An async speech task's id (`task_…`): the records of every chunk of the task. */
+  @IsOptional() @IsString() @Matches(/^task_[0-9A-Za-z]{1,64}$/, { message: 'task_id must be a task_… id' })
+  task_id?: string;
 }
 
 export class UsageAttemptDto {
