@@ -90,8 +90,8 @@ describe('provider circuit breaker', () => {
 
     expect(first.overall).toBe('degraded');
     expect(first.providers).toEqual([
-      { provider: a.name, status: 'down', consecutive_failures: 5, cooldown_remaining_secs: expect.any(Number) },
-      { provider: b.name, status: 'healthy', consecutive_failures: 0, cooldown_remaining_secs: 0 },
+      { provider: a.name, status: 'down', consecutive_failures: 5, cooldown_remaining_secs: expect.any(Number), configured: true },
+      { provider: b.name, status: 'healthy', consecutive_failures: 0, cooldown_remaining_secs: 0, configured: true },
     ]);
     const before = entryOf(first, a.name)!.cooldown_remaining_secs;
     const after = entryOf(second, a.name)!.cooldown_remaining_secs;
@@ -111,7 +111,7 @@ describe('provider circuit breaker', () => {
       await failOn(a, b, key.secret, 1);
       const h = await health(t, key.secret);
       expect(h.overall).toBe('degraded');
-      expect(entryOf(h, a.name)).toEqual({ provider: a.name, status: 'degraded', consecutive_failures: failures, cooldown_remaining_secs: 0 });
+      expect(entryOf(h, a.name)).toEqual({ provider: a.name, status: 'degraded', consecutive_failures: failures, cooldown_remaining_secs: 0, configured: true });
     }
     expect(a.fake.count(CHAT_PATH)).toBe(4);
 
@@ -130,7 +130,7 @@ describe('provider circuit breaker', () => {
     expect((await post(key.secret, chatBody('m-a'))).headers['x-svc-provider-used']).toBe(a.name);
     const healed = await health(t, key.secret);
     expect(healed.overall).toBe('operational');
-    expect(entryOf(healed, a.name)).toEqual({ provider: a.name, status: 'healthy', consecutive_failures: 0, cooldown_remaining_secs: 0 });
+    expect(entryOf(healed, a.name)).toEqual({ provider: a.name, status: 'healthy', consecutive_failures: 0, cooldown_remaining_secs: 0, configured: true });
 
     // four more failures after the success are 4 in a row, not 8: still degraded, still called
     a.fake.setMode('error500');
@@ -214,7 +214,7 @@ describe('provider circuit breaker', () => {
 
     await a.fake.waitUntil(() => a.fake.count(MODELS_PATH) >= 1, PROBE_DEADLINE_MS);
     const during = await health(t, key.secret);
-    expect(entryOf(during, a.name)).toEqual({ provider: a.name, status: 'recovering', consecutive_failures: 5, cooldown_remaining_secs: 0 });
+    expect(entryOf(during, a.name)).toEqual({ provider: a.name, status: 'recovering', consecutive_failures: 5, cooldown_remaining_secs: 0, configured: true });
     expect(during.overall).toBe('degraded');
     // a half-open circuit takes no traffic but the probe
     expect((await post(key.secret, chatBody('m-a'))).headers['x-svc-provider-used']).toBe(b.name);
@@ -304,7 +304,7 @@ describe('provider circuit breaker', () => {
       `${a.name} healthy after its probe`,
     );
     expect(healed.overall).toBe('operational');
-    expect(entryOf(healed, a.name)).toEqual({ provider: a.name, status: 'healthy', consecutive_failures: 0, cooldown_remaining_secs: 0 });
+    expect(entryOf(healed, a.name)).toEqual({ provider: a.name, status: 'healthy', consecutive_failures: 0, cooldown_remaining_secs: 0, configured: true });
 
     const recovered = await eventually(
       () => eventsWhere(t, "type = 'provider_recovered' AND provider = $1", [a.name]),

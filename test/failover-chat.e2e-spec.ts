@@ -245,7 +245,7 @@ describe('chat completion failover', () => {
     for (let i = 0; i < 6; i++) expect((await post(key.secret, chatBody('m-a'))).status).toBe(400);
 
     expect(a.fake.count(CHAT_PATH)).toBe(6);
-    expect(entryOf(await health(t, key.secret), a.name)).toEqual({ provider: a.name, status: 'healthy', consecutive_failures: 0, cooldown_remaining_secs: 0 });
+    expect(entryOf(await health(t, key.secret), a.name)).toEqual({ provider: a.name, status: 'healthy', consecutive_failures: 0, cooldown_remaining_secs: 0, configured: true });
   });
 
   it('relays a rejection from a fallback step with the headers of that step and the alert', async () => {
@@ -409,7 +409,7 @@ describe('chat completion failover', () => {
     expect(a.fake.count(CHAT_PATH)).toBe(2);
     expect(modelsSent(b.fake)).toEqual(['m-b', 'm-b', 'm-b', 'm-b', 'm-b']);
     // five skips in a row are not five failures: the circuit stays closed
-    expect(entryOf(await health(t, key.secret), a.name)).toEqual({ provider: a.name, status: 'healthy', consecutive_failures: 0, cooldown_remaining_secs: 0 });
+    expect(entryOf(await health(t, key.secret), a.name)).toEqual({ provider: a.name, status: 'healthy', consecutive_failures: 0, cooldown_remaining_secs: 0, configured: true });
   });
 
   it('counts a usage cap per key: another key on the same provider is not capped', async () => {

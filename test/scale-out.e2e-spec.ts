@@ -106,7 +106,7 @@ describe('two replicas over one database', () => {
 
     const seen = await eventually(() => health(b, key.secret), (h) => statusOf(h, trip.name) === 'down', PROPAGATION_MS, `${trip.name} down on B`);
     expect(seen.overall).toBe('degraded');
-    expect(seen.providers[0]).toEqual({ provider: trip.name, status: 'down', consecutive_failures: 5, cooldown_remaining_secs: expect.any(Number) });
+    expect(seen.providers[0]).toEqual({ provider: trip.name, status: 'down', consecutive_failures: 5, cooldown_remaining_secs: expect.any(Number), configured: true });
     const skipped = await chat(b, key.secret, 'm-trip');
     expect(skipped.status).toBe(200);
     expect(skipped.headers['x-svc-provider-used']).toBe(backup.name);

@@ -178,6 +178,10 @@ describe('async speech tasks', () => {
     expect(progress).toEqual([...progress].sort((a, b) => a - b));
     expect(progress.some((done) => done > 0 && done < 20000)).toBe(true);
     expect(rest.task.characters_done).toBe(20000);
+    // 100 % only when the audio is ready: joining the chunks into the file counts too (issue 17.6)
+    const unfinished = [...seen, ...rest.seen].filter((task) => task.status !== 'completed');
+    expect(unfinished.length).toBeGreaterThan(0);
+    expect(unfinished.every((task) => task.characters_done < 20000)).toBe(true);
     expect(rest.task.audio).toMatchObject({ format: 'flac', sample_rate: 16000, channel: 1 });
 
     const res = await download(id);
@@ -261,7 +265,8 @@ describe('async speech tasks', () => {
   it.each([
     ['no model', { text: 'Hi.', voice_setting: { voice_id: 'en-us' } }],
     ['no text', { model: MODEL, voice_setting: { voice_id: 'en-us' } }],
-    ['an unknown field', { model: MODEL, text: 'Hi.', voice_setting: { voice_id: 'en-us' }, stream: true }],
+    ['an unknown field', { model: MODEL, text: 'Hi.', voice_setting: { voice_id: 'en-us' }, streaming: true }],
+    ['a voice_modify out of range', { model: MODEL, text: 'Hi.', voice_setting: { voice_id: 'en-us' }, voice_modify: { pitch: 120 } }],
     ['a sample rate MiniMax lacks', { model: MODEL, text: 'Hi.', voice_setting: { voice_id: 'en-us' }, audio_setting: { sample_rate: 48000 } }],
     ['a speed out of range', { model: MODEL, text: 'Hi.', voice_setting: { voice_id: 'en-us', speed: 3 } }],
     ['a model no step serves', { model: 'speech-01', text: 'Hi.', voice_setting: { voice_id: 'en-us' } }],

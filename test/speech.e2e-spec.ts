@@ -175,7 +175,8 @@ describe('synchronous speech with the offline engine', () => {
       ['pitch 1.5 (not an integer)', withVoice({ pitch: 1.5 }), 400, 'invalid_value', 'voice_setting.pitch'],
       ['pitch 13', withVoice({ pitch: 13 }), 400, 'invalid_value', 'voice_setting.pitch'],
       ['pitch -13', withVoice({ pitch: -13 }), 400, 'invalid_value', 'voice_setting.pitch'],
-      ['an unknown voice_setting field', withVoice({ emotion: 'happy' }), 400, 'unknown_field', 'voice_setting.emotion'],
+      ['a voice_setting field MiniMax does not define', withVoice({ mood: 'happy' }), 400, 'unknown_field', 'voice_setting.mood'],
+      ['an emotion MiniMax does not define', withVoice({ emotion: 'elated' }), 400, 'invalid_value', 'voice_setting.emotion'],
       ['sample_rate 48000', withAudio({ sample_rate: 48000 }), 400, 'invalid_value', 'audio_setting.sample_rate'],
       ['bitrate 96000', withAudio({ bitrate: 96000 }), 400, 'invalid_value', 'audio_setting.bitrate'],
       ['format ogg', withAudio({ format: 'ogg' }), 400, 'invalid_value', 'audio_setting.format'],
@@ -183,7 +184,7 @@ describe('synchronous speech with the offline engine', () => {
       ['channel 0', withAudio({ channel: 0 }), 400, 'invalid_value', 'audio_setting.channel'],
       ['an unknown audio_setting field', withAudio({ format: 'mp3', volume: 2 }), 400, 'unknown_field', 'audio_setting.volume'],
       ['audio_setting that is not an object', { ...valid, audio_setting: 'mp3' }, 400, 'invalid_value', 'audio_setting'],
-      ['an unknown top-level field', { ...valid, stream: true }, 400, 'unknown_field', 'stream'],
+      ['a top-level field MiniMax does not define', { ...valid, streaming: true }, 400, 'unknown_field', 'streaming'],
       ['malformed JSON', '{"model": "speech-02-hd", "text": ', 400, 'invalid_json', null],
     ])('refuses %s', async (_, body, status, code, param) => {
       const res = await speak(t, minimaxSecret, body);

@@ -49,7 +49,15 @@ describe('gateway configuration', () => {
       'providers:\n  - { name: oa, kind: openai, api_key: "" }\n  - { name: e, kind: echo }\nkeys:\n  - { name: k, secret: sk-svc-0123456789abcdef0123456789abcdef, chain: [{ provider: oa, model: gpt }, { provider: e, model: echo-1 }] }\n';
     const config = parse(yaml);
     expect(config.bootstrapKeys[0].chain.map((s) => s.provider)).toEqual(['e']);
-    expect(config.warnings).toContain("key 'k': steps of left-out providers dropped from its chain");
+    expect(config.warnings).toContain("key 'k': chain[0] (oa) dropped from its chain: the provider is left out");
+  });
+
+  it('remembers why a left-out provider is not configured, for the chain steps that name it', () => {
+    const config = parse('providers:\n  - { name: mm, kind: minimax, api_key: "${UNSET_KEY}" }\n  - { name: e, kind: espeak }\n');
+    expect(config.leftOut).toEqual([{ name: 'mm', kind: 'minimax', reason: 'its api_key is empty' }]);
+    expect(config.whyNotConfigured('mm')).toBe('its api_key is empty');
+    expect(config.whyNotConfigured('gone')).toBe('it is not in the gateway configuration');
+    expect(config.whyNotConfigured('e')).toBeNull();
   });
 
   it('leaves out, with a warning, a bootstrap key whose every step is a left-out provider', () => {

@@ -93,16 +93,31 @@ export interface ResolvedProvider {
   allowedVoiceIds?: string[];
 }
 
+/** A provider the file declares but the gateway left out (its api_key interpolated to nothing). */
+export interface LeftOutProvider {
+  name: string;
+  kind: ProviderKind;
+  reason: string;
+}
+
 /** The validated gateway configuration. Injected wherever providers or bootstrap keys are needed. */
 export class GatewayConfig {
   constructor(
     readonly providers: ResolvedProvider[],
     readonly bootstrapKeys: BootstrapKeyConfig[],
     readonly warnings: string[] = [],
+    readonly leftOut: LeftOutProvider[] = [],
   ) {}
 
   provider(name: string): ResolvedProvider | undefined {
     return this.providers.find((p) => p.name === name);
+  }
+
+  /** Why a provider a chain step names is not configured (left out, or not in the file at all); null when it is. */
+  whyNotConfigured(name: string): string | null {
+    if (this.provider(name)) return null;
+    const leftOut = this.leftOut.find((p) => p.name === name);
+    return leftOut ? leftOut.reason : 'it is not in the gateway configuration';
   }
 }
 
@@ -139,6 +154,7 @@ export function parseGatewayConfig(text: string, source: string, env: NodeJS.Pro
   const warnings: string[] = [];
   const seen = new Set<string>();
   const providers: ResolvedProvider[] = [];
+  const leftOut: LeftOutProvider[] = [];
   file.providers.forEach((p, i) => {
     if (seen.has(p.name)) fail(`providers[${i}].name: duplicate provider name '${p.name}'`);
     seen.add(p.name);
@@ -146,6 +162,7 @@ export function parseGatewayConfig(text: string, source: string, env: NodeJS.Pro
     const apiKey = p.api_key?.trim() ? p.api_key.trim() : null;
     if (traits.needsApiKey && !apiKey) {
       warnings.push(`provider '${p.name}' (${p.kind}) left out: its api_key is empty`);
+      leftOut.push({ name: p.name, kind: p.kind, reason: 'its api_key is empty' });
       return;
     }
     const unsupported = (p.capabilities ?? []).filter((c) => !traits.capabilities.includes(c));
@@ -173,10 +190,13 @@ export function parseGatewayConfig(text: string, source: string, env: NodeJS.Pro
       warnings.push(`key '${key.name}' left out: every step of its chain names a left-out provider`);
       return [];
     }
-    if (chain.length < key.chain.length) warnings.push(`key '${key.name}': steps of left-out providers dropped from its chain`);
+    if (chain.length < key.chain.length) {
+      const dropped = key.chain.flatMap((step, j) => (chain.includes(step) ? [] : [`chain[${j}] (${step.provider})`]));
+      warnings.push(`key '${key.name}': ${dropped.join(', ')} dropped from its chain: the provider is left out`);
+    }
     return [Object.assign(key, { chain })];
   });
-  return new GatewayConfig(providers, keys, warnings);
+  return new GatewayConfig(providers, keys, warnings, leftOut);
 }
 
 export function loadGatewayConfig(path: string, env: NodeJS.ProcessEnv = process.env): GatewayConfig {

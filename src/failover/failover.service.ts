@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DomainError } from '../common/errors/domain-error';
 import { GatewayConfig } from '../config/gateway-config';
-import type { Capability } from '../config/provider-kinds';
+import { KIND_TRAITS, type Capability } from '../config/provider-kinds';
 import type { AuthenticatedKey } from '../keys/key-directory';
 import { MetricsService } from '../metrics/metrics.service';
 import { modelIdsFor } from '../models/models';
@@ -15,6 +15,21 @@ import { FailoverScope, ScopeResult } from './failover-scope';
 import { CallContext, ProviderAdapter, UpstreamFailure } from './provider-adapter';
 import { UsageCaps } from './usage-caps.service';
 import { secondsLeftInWindow } from './usage-window';
+
+/** A chain step whose provider this gateway does not have (left out of the YAML for an empty api_key, or removed). */
+export interface UnconfiguredStep {
+  chainIndex: number;
+  provider: string;
+  model: string;
+  why: string;
+}
+
+/** e.g. `Step chain[0] (provider 'minimax', model 'speech-02-hd') was skipped: its provider is not configured (its api_key is empty).` */
+export function describeUnconfigured(steps: UnconfiguredStep[]): string {
+  return steps
+    .map((s) => `Step chain[${s.chainIndex}] (provider '${s.provider}', model '${s.model}') was skipped: its provider is not configured (${s.why}).`)
+    .join(' ');
+}
 
 /** One attempt on one step; for streams it resolves once the first chunk is in hand. */
 export type Attempt<T> = (adapter: ProviderAdapter, ctx: CallContext, step: PlannedStep) => Promise<T>;
@@ -59,11 +74,25 @@ export class FailoverService {
     if (!planned) {
       const offered = modelIdsFor(key.chain, this.gateway, capability);
       const choices = offered.length > 0 ? `Its ${capability} models: ${offered.join(', ')}.` : `It has no ${capability} model.`;
-      throw new DomainError('model_not_supported', `The model '${model}' is not served by any ${capability} step of this key's chain. ${choices} GET /v1/models lists them.`, {
+      // a step the key still lists but whose provider is gone is named, not skipped in silence (issue 17.5)
+      const unconfigured = this.unconfiguredSteps(key, capability).filter((step) => step.model === model);
+      const why = unconfigured.length > 0 ? ` ${describeUnconfigured(unconfigured)}` : '';
+      throw new DomainError('model_not_supported', `The model '${model}' is not served by any ${capability} step of this key's chain.${why} ${choices} GET /v1/models lists them.`, {
         param: 'model',
       });
     }
     return planned;
+  }
+
+  /** The key's steps of `capability` (as far as the provider's kind tells) whose provider is not configured on this gateway. */
+  unconfiguredSteps(key: AuthenticatedKey, capability: Capability): UnconfiguredStep[] {
+    return key.chain.flatMap((step, chainIndex) => {
+      const why = this.gateway.whyNotConfigured(step.provider);
+      if (why === null) return [];
+      const leftOut = this.gateway.leftOut.find((p) => p.name === step.provider);
+      if (leftOut && !KIND_TRAITS[leftOut.kind].capabilities.includes(capability)) return [];
+      return [{ chainIndex, provider: step.provider, model: step.model, why }];
+    });
   }
 
   /** The step a request would try first now: the first whose circuit is not open (what a stream announces before its first call). */
@@ -140,11 +169,15 @@ export class FailoverService {
       }
     }
     const headers = exhaustedHeaders(failures);
+    // the steps this request would have tried but for their provider not being configured: fallbacks, and earlier entries of the model
+    const entryIndex = planned[0]?.chainIndex ?? 0;
+    const unconfigured = this.unconfiguredSteps(scope.key, scope.capability).filter((step) => step.chainIndex > entryIndex || step.model === model);
+    const why = unconfigured.length > 0 ? ` ${describeUnconfigured(unconfigured)}` : '';
     if (attempted === 0) {
       if (Number.isFinite(retryAfter)) headers['Retry-After'] = String(retryAfter);
-      throw new DomainError('no_provider_available', 'Every provider of this request is unavailable (open circuit or usage cap); retry later.', { headers });
+      throw new DomainError('no_provider_available', `Every provider of this request is unavailable (open circuit or usage cap); retry later.${why}`, { headers });
     }
-    throw new DomainError('all_providers_failed', `Every provider failed: ${failures.map((f) => `${f.provider} (${f.reason})`).join(', ')}.`, {
+    throw new DomainError('all_providers_failed', `Every provider failed: ${failures.map((f) => `${f.provider} (${f.reason})`).join(', ')}.${why}`, {
       headers,
     });
   }

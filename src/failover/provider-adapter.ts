@@ -1,6 +1,7 @@
 import type { ResolvedProvider } from '../config/gateway-config';
 import type { ProviderKind } from '../config/provider-kinds';
 import type { UpstreamOutcome } from './chain';
+import type { SpeechOptions } from './speech-fields';
 
 /** How an upstream attempt failed; adapters throw it, the failover core classifies `outcome`. */
 export class UpstreamFailure extends Error {
@@ -82,6 +83,8 @@ export interface SpeechCall {
   customVoice?: boolean;
   /** Style instructions (OpenAI's `instructions`); providers without an equivalent ignore them. */
   instructions?: string;
+  /** MiniMax's optional fields as the client sent them: a MiniMax step forwards them, others use what they can (HONOURED_FIELDS). */
+  options?: SpeechOptions;
   /** Seconds of output past which the call fails with `audio_too_long` (counted where the gateway makes or transcodes the audio). */
   maxSeconds?: number;
 }

@@ -2,6 +2,7 @@ import { Controller, Get } from '@nestjs/common';
 import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
 import { CurrentKey } from '../common/auth/auth.decorators';
 import { ApiErrors } from '../common/http/api-errors.decorator';
+import { GatewayConfig } from '../config/gateway-config';
 import { overallStatus } from '../failover/circuit-breaker';
 import { CircuitRegistry } from '../failover/circuit-registry';
 import type { AuthenticatedKey } from '../keys/key-directory';
@@ -12,13 +13,23 @@ import { ProviderHealthDto } from './dto/provider-health.dto';
 @ApiErrors(401)
 @Controller('v1/providers/health')
 export class ProviderHealthController {
-  constructor(private readonly circuits: CircuitRegistry) {}
+  constructor(
+    private readonly circuits: CircuitRegistry,
+    private readonly gateway: GatewayConfig,
+  ) {}
 
-  /** Live health of the providers in the bearer key's chain (from memory: no database round trip). */
+  /**
+   * Live health of the providers in the bearer key's chain (from memory: no database round trip). A provider the
+   * chain names but this gateway does not have configured (e.g. its api_key unset) is `down` with `configured: false`.
+   */
   @Get()
   health(@CurrentKey() key: AuthenticatedKey): ProviderHealthDto {
     const now = Date.now();
-    const providers = [...new Set(key.chain.map((step) => step.provider))].map((provider) => ({ provider, ...this.circuits.view(provider, now) }));
+    const providers = [...new Set(key.chain.map((step) => step.provider))].map((provider) =>
+      this.gateway.provider(provider)
+        ? { provider, ...this.circuits.view(provider, now), configured: true }
+        : { provider, status: 'down' as const, consecutive_failures: 0, cooldown_remaining_secs: 0, configured: false },
+    );
     return { overall: overallStatus(providers.map((p) => p.status)), providers };
   }
 }

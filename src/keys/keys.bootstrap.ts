@@ -39,6 +39,7 @@ export class KeysBootstrap implements OnApplicationBootstrap {
       await this.keys.create(key.name, key.chain, key.secret);
       this.logger.log(`bootstrap key '${key.name}' created from the gateway configuration`);
     }
+    await this.warnUnconfiguredSteps();
     const wantDemo = this.env.SVC_DEMO_KEY ?? this.endpoint.isEmbedded;
     if (wantDemo && (await this.repository.count()) === 0) {
       const chain = demoChain(this.gateway);
@@ -49,6 +50,18 @@ export class KeysBootstrap implements OnApplicationBootstrap {
       }
       const created = await this.keys.create('demo', chain);
       this.demoSecret = created.secret;
+    }
+  }
+
+  /** A stored key's step whose provider is no longer configured is skipped by every request: say so once at boot, by key and step. */
+  private async warnUnconfiguredSteps(): Promise<void> {
+    for (const key of await this.repository.findAll()) {
+      key.chain.forEach((step, i) => {
+        const why = this.gateway.whyNotConfigured(step.provider);
+        if (why !== null) {
+          this.logger.warn(`key '${key.name}' (${key.id}): step chain[${i}] (provider '${step.provider}', model '${step.model}') is skipped: its provider is not configured (${why})`);
+        }
+      });
     }
   }
 }

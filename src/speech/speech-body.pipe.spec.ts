@@ -18,7 +18,13 @@ describe('the synchronous speech body', () => {
     expect(body).toEqual({
       request: { model: 'tts-1', text: 'Hello.', voice_setting: { voice_id: 'alloy', speed: 1.5 }, audio_setting: { format: 'pcm', sample_rate: 24000, channel: 1 } },
       instructions: 'Cheerful.',
+      shape: 'openai',
+      streamFormat: 'audio',
     });
+  });
+
+  it("takes OpenAI's stream_format sse", async () => {
+    expect(await pipe.transform({ model: 'm', input: 'Hi.', voice: 'alloy', stream_format: 'sse' })).toMatchObject({ shape: 'openai', streamFormat: 'sse' });
   });
 
   it("takes OpenAI's custom voice object and defaults to mp3", async () => {
@@ -31,7 +37,7 @@ describe('the synchronous speech body', () => {
   it("refuses what OpenAI's shape may carry but the gateway cannot honour, naming the field", async () => {
     expect(await refusal({ model: 'm', input: 'Hi.', voice: 'alloy', speed: 4 })).toMatchObject({ param: 'speed' });
     expect(await refusal({ model: 'm', input: 'Hi.', voice: 'alloy', response_format: 'aac' })).toMatchObject({ param: 'response_format' });
-    expect(await refusal({ model: 'm', input: 'Hi.', voice: 'alloy', stream_format: 'sse' })).toMatchObject({ param: 'stream_format' });
+    expect(await refusal({ model: 'm', input: 'Hi.', voice: 'alloy', stream_format: 'events' })).toMatchObject({ param: 'stream_format' });
     expect(await refusal({ model: 'm', input: 'x'.repeat(10_001), voice: 'alloy' })).toMatchObject({ code: 'text_too_long', param: 'input' });
     expect(await refusal({ model: 'm', voice: 'alloy' })).toMatchObject({ code: 'missing_field', param: 'input' });
   });

@@ -16,6 +16,6 @@ export class SpeechBodyPipe implements PipeTransform<unknown, Promise<SpeechBody
       const dto = (await this.validation.transform(flattenVoice(value), { type: 'body', metatype: OpenAiSpeechRequestDto })) as OpenAiSpeechRequestDto;
       return fromOpenAi(dto);
     }
-    return { request: (await this.validation.transform(value, { type: 'body', metatype: SpeechRequestDto })) as SpeechRequestDto };
+    return { request: (await this.validation.transform(value, { type: 'body', metatype: SpeechRequestDto })) as SpeechRequestDto, shape: 'minimax' };
   }
 }

@@ -1,6 +1,7 @@
 import { DomainError } from '../common/errors/domain-error';
 import type { SpeechOutput } from '../failover/provider-adapter';
-import type { SpeechRequestDto } from './dto/speech-request.dto';
+import type { SpeechOptions } from '../failover/speech-fields';
+import type { MiniMaxOptionsDto, SpeechRequestDto, VoiceSettingDto } from './dto/speech-request.dto';
 
 export const SYNC_TEXT_LIMIT = 10_000;
 export const ASYNC_TEXT_LIMIT = 200_000;
@@ -17,6 +18,52 @@ export interface SpeechJob {
   output: SpeechOutput;
   /** OpenAI's `instructions` (OpenAI request shape only). */
   instructions?: string;
+  /** MiniMax's optional fields that shape the speech, as sent (absent when none was). */
+  options?: SpeechOptions;
+  /** MiniMax's fields about how the answer travels (`stream`, `stream_options`, `output_format`): the route's concern. */
+  transport?: SpeechTransport;
+}
+
+export interface SpeechTransport {
+  stream?: boolean;
+  stream_options?: { exclude_aggregated_audio?: boolean };
+  output_format?: 'hex' | 'url';
+}
+
+/** Copies only the fields present (a DTO instance → plain JSON, as the task row stores it). */
+function defined<T extends object>(source: T): Partial<T> {
+  const out: Partial<T> = {};
+  for (const [name, value] of Object.entries(source) as Array<[keyof T, T[keyof T]]>) {
+    if (value === undefined) continue;
+    out[name] = Array.isArray(value) ? (value.map((item: unknown) => (typeof item === 'object' && item !== null ? { ...item } : item)) as T[keyof T]) : value;
+  }
+  return out;
+}
+
+const nested = <T extends object>(value: T | undefined): T | undefined => (value === undefined ? undefined : (defined(value) as T));
+
+/** MiniMax's optional fields of a request, split into what shapes the speech and what shapes the answer. */
+export function optionalFieldsOf(dto: MiniMaxOptionsDto & { voice_setting?: VoiceSettingDto }): { options?: SpeechOptions; transport?: SpeechTransport } {
+  const voice = dto.voice_setting;
+  const voiceOptions = voice
+    ? defined({ emotion: voice.emotion, text_normalization: voice.text_normalization, english_normalization: voice.english_normalization, latex_read: voice.latex_read })
+    : {};
+  const options: SpeechOptions = defined({
+    voice_setting: Object.keys(voiceOptions).length > 0 ? voiceOptions : undefined,
+    language_boost: dto.language_boost,
+    pronunciation_dict: nested(dto.pronunciation_dict),
+    timbre_weights: dto.timbre_weights?.map((w) => ({ voice_id: w.voice_id, weight: w.weight })),
+    voice_modify: nested(dto.voice_modify),
+    subtitle_enable: dto.subtitle_enable,
+    subtitle_type: dto.subtitle_type,
+    continuous_sound: dto.continuous_sound,
+    aigc_watermark: dto.aigc_watermark,
+  });
+  const transport: SpeechTransport = defined({ stream: dto.stream, stream_options: nested(dto.stream_options), output_format: dto.output_format });
+  return {
+    ...(Object.keys(options).length > 0 ? { options } : {}),
+    ...(Object.keys(transport).length > 0 ? { transport } : {}),
+  };
 }
 
 /**
@@ -64,5 +111,6 @@ export function toSpeechJob(dto: SpeechRequestDto, textLimit: number): SpeechJob
       bitrate: audio.bitrate ?? 128000,
       channels: audio.channel ?? 1,
     },
+    ...optionalFieldsOf(dto),
   };
 }

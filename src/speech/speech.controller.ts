@@ -6,7 +6,7 @@ import { ApiErrors } from '../common/http/api-errors.decorator';
 import type { FailoverScope } from '../failover/failover-scope';
 import { Proxied, ProxyScope } from '../failover/failover.interceptor';
 import type { AuthenticatedKey } from '../keys/key-directory';
-import { OpenAiSpeechRequestDto, type SpeechBody } from './dto/openai-speech-request.dto';
+import { OpenAiSpeechRequestDto, type SpeechBody, withOpenAiFieldNames } from './dto/openai-speech-request.dto';
 import { SpeechRequestDto } from './dto/speech-request.dto';
 import { VoiceListDto } from './dto/voice.dto';
 import { SpeechBodyPipe } from './speech-body.pipe';
@@ -28,7 +28,11 @@ export class SpeechController {
    * OpenAI's (`model`, `input`, `voice`, `response_format`, `speed`, `instructions`: the official SDK's
    * `audio.speech.create` works unchanged). The answer is the audio in the requested format (`audio/mpeg`,
    * `audio/wav`, `audio/flac`, or `audio/L16;rate=…;channels=…` for pcm), streamed as it is produced, with
-   * the x-svc-* failover headers; mp3 answers also carry `x-svc-audio-bitrate`.
+   * the x-svc-* failover headers; mp3 answers also carry `x-svc-audio-bitrate`. MiniMax's optional fields
+   * (`voice_setting.emotion`, `language_boost`, `pronunciation_dict`, …) are accepted: a MiniMax step receives
+   * them as sent, and `x-svc-ignored-fields` lists what the serving step (or this audio answer) did not use.
+   * OpenAI's `stream_format: "sse"` answers `text/event-stream`: `speech.audio.delta` events (base64 audio),
+   * then `speech.audio.done`.
    */
   @Post('speech')
   @HttpCode(200)
@@ -42,12 +46,20 @@ export class SpeechController {
       openai: { summary: 'OpenAI shape', value: { model: 'speech-02-hd', input: 'Hello from the gateway.', voice: 'en-us', response_format: 'mp3' } },
     },
   })
-  @ApiProduces('audio/mpeg', 'audio/wav', 'audio/flac', 'audio/L16')
-  @ApiOkResponse({ description: 'Audio bytes in the requested format.', schema: { type: 'string', format: 'binary' } })
+  @ApiProduces('audio/mpeg', 'audio/wav', 'audio/flac', 'audio/L16', 'text/event-stream')
+  @ApiOkResponse({
+    description: 'Audio bytes in the requested format (OpenAI `stream_format: "sse"`: its speech events).',
+    schema: { type: 'string', format: 'binary' },
+    headers: { 'x-svc-ignored-fields': { description: 'Request fields the serving step (or this audio answer) did not use, comma-separated; absent when none.', schema: { type: 'string' } } },
+  })
   @ApiErrors(400, 401, 413, 502, 503)
   async create(@ProxyScope() scope: FailoverScope, @Body(SpeechBodyPipe) body: SpeechBody, @Res() res: Response): Promise<void> {
-    const job = toSpeechJob(body.request, SYNC_TEXT_LIMIT);
-    await this.speech.respond(scope, body.instructions ? { ...job, instructions: body.instructions } : job, res);
+    try {
+      const job = toSpeechJob(body.request, SYNC_TEXT_LIMIT);
+      await this.speech.respond(scope, body.instructions ? { ...job, instructions: body.instructions } : job, res, body.streamFormat === 'sse' ? 'openai-sse' : 'audio');
+    } catch (err) {
+      throw body.shape === 'openai' ? withOpenAiFieldNames(err) : err;
+    }
   }
 
   /** The key's custom voices (newest first), then the built-in voices of the speech providers in its chain. */

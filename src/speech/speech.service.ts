@@ -7,6 +7,7 @@ import { DomainError } from '../common/errors/domain-error';
 import { EnvironmentVariables } from '../config/env.schema';
 import { FailoverService } from '../failover/failover.service';
 import { AudioStream, UpstreamFailure } from '../failover/provider-adapter';
+import { ignoredBy, ignoredFieldsHeader, IGNORED_FIELDS_HEADER, SpeechField } from '../failover/speech-fields';
 import { assertAudioFits, audioTooLong, encodedSeconds } from './audio-cap';
 import { characterCount } from './speech-job';
 import type { SpeechJob } from './speech-job';
@@ -17,7 +18,23 @@ export interface PrimedAudio {
   audio: AudioStream;
   first: IteratorResult<Buffer>;
   rest: AsyncIterator<Buffer>;
+  /** The request's fields the serving step's provider kind does not express (HONOURED_FIELDS). */
+  ignored: SpeechField[];
 }
+
+/** How `respond` sends the audio: the bytes themselves, or OpenAI's speech SSE events (`stream_format: "sse"`). */
+export type SpeechAnswer = 'audio' | 'openai-sse';
+
+/** Fields `/v1/audio/speech` cannot honour whatever the step: its answer is the audio bytes, with no subtitle file. */
+export function routeIgnoredFields(job: SpeechJob): string[] {
+  return [
+    ...(job.transport?.output_format !== undefined ? ['output_format'] : []),
+    ...(job.options?.subtitle_enable !== undefined ? ['subtitle_enable'] : []),
+    ...(job.options?.subtitle_type !== undefined ? ['subtitle_type'] : []),
+  ];
+}
+
+const sseEvent = (event: object): Buffer => Buffer.from(`data: ${JSON.stringify(event)}\n\n`);
 
 /** nginx's status for a request whose client closed the connection first (usage records only), as chat records it. */
 export const CLIENT_CLOSED_REQUEST = 499;
@@ -55,32 +72,43 @@ export class SpeechService {
         // attempts run one after another: the serving one's note is the one left
         scope.alertNote = voice.substitution;
         const call = { text: job.text, voiceId: voice.voiceId, speed: job.speed, vol: job.vol, pitch: job.pitch, output: job.output, ...(maxSeconds !== undefined ? { maxSeconds } : {}) };
-        const audio = await adapter.speech({ ...call, ...(voice.custom ? { customVoice: true } : {}), ...(job.instructions ? { instructions: job.instructions } : {}) }, ctx);
+        const extra = { ...(voice.custom ? { customVoice: true } : {}), ...(job.instructions ? { instructions: job.instructions } : {}), ...(job.options ? { options: job.options } : {}) };
+        const audio = await adapter.speech({ ...call, ...extra }, ctx);
         const rest = audio.chunks[Symbol.asyncIterator]();
-        return { audio, first: await rest.next(), rest };
+        return { audio, first: await rest.next(), rest, ignored: ignoredBy(adapter.kind, job) };
       },
       planned,
     );
   }
 
-  /** Synchronous speech: bytes go to the client as the provider produces them. */
-  async respond(scope: FailoverScope, job: SpeechJob, res: Response): Promise<void> {
+  /**
+   * Synchronous speech: bytes go to the client as the provider produces them (`openai-sse`: each as a
+   * `speech.audio.delta` event, then `speech.audio.done`). `x-svc-ignored-fields` names what was not used.
+   */
+  async respond(scope: FailoverScope, job: SpeechJob, res: Response, answer: SpeechAnswer = 'audio'): Promise<void> {
     scope.streaming = true;
     const limit = this.env.SVC_MAX_AUDIO_SECONDS;
     assertAudioFits(job.text, job.speed, limit);
     const primed = await this.start(scope, job, undefined, limit);
+    const sse = answer === 'openai-sse';
     res.status(200);
-    res.setHeader('Content-Type', primed.audio.contentType);
+    res.setHeader('Content-Type', sse ? 'text/event-stream' : primed.audio.contentType);
+    if (sse) res.setHeader('Cache-Control', 'no-cache');
     if (job.output.format === 'mp3') res.setHeader('x-svc-audio-bitrate', String(primed.audio.bitrate ?? job.output.bitrate));
+    const ignored = ignoredFieldsHeader([...primed.ignored, ...routeIgnoredFields(job)]);
+    if (ignored) res.setHeader(IGNORED_FIELDS_HEADER, ignored);
     scope.applyHeaders(res);
     let sent = 0;
     const bitrate = primed.audio.bitrate ?? job.output.bitrate;
+    const write = async (bytes: Buffer): Promise<void> => {
+      // a client that leaves while its socket is full never drains: its abort ends the wait
+      if (!res.write(bytes)) await once(res, 'drain', { signal: scope.signal });
+    };
     const send = async (bytes: Buffer): Promise<void> => {
       // the cap also holds for audio an upstream sends as it is (counted by the worker where the gateway makes it)
       sent += bytes.length;
       if ((encodedSeconds(sent, job.output, bitrate) ?? 0) > limit) throw audioTooLong(limit, 'of this request');
-      // a client that leaves while its socket is full never drains: its abort ends the wait
-      if (bytes.length > 0 && !res.write(bytes)) await once(res, 'drain', { signal: scope.signal });
+      if (bytes.length > 0) await write(sse ? sseEvent({ type: 'speech.audio.delta', audio: bytes.toString('base64') }) : bytes);
     };
     try {
       if (!primed.first.done) await send(primed.first.value);
@@ -90,8 +118,11 @@ export class SpeechService {
         scope.finish({ status: CLIENT_CLOSED_REQUEST, characters: characterCount(job.text) });
         return;
       }
+      // OpenAI counts tokens; the gateway's unit is characters, reported as input tokens
+      const characters = characterCount(job.text);
+      if (sse) await write(sseEvent({ type: 'speech.audio.done', usage: { input_tokens: characters, output_tokens: 0, total_tokens: characters } }));
       res.end();
-      scope.finish({ status: 200, characters: characterCount(job.text) });
+      scope.finish({ status: 200, characters });
     } catch (err) {
       if (scope.aborted) {
         scope.finish({ status: CLIENT_CLOSED_REQUEST, characters: characterCount(job.text) });
@@ -99,6 +130,13 @@ export class SpeechService {
       }
       const reason = this.failover.streamFailed(scope, err);
       this.logger.warn(`speech from ${scope.served?.provider ?? '?'} broke after the first byte (${reason}) for ${scope.requestId}`);
+      if (sse) {
+        // SSE's explicit end (decisions §3): an error event, and no speech.audio.done
+        const domain = err instanceof DomainError ? err : new DomainError('all_providers_failed', `${scope.served?.provider ?? 'The provider'} failed mid-stream: ${reason}.`);
+        res.end(sseEvent(domain.toBody()));
+        scope.finish({ status: domain.status, characters: characterCount(job.text) });
+        return;
+      }
       // never a silent truncation: the chunked body is cut without its terminator, which clients report as an error;
       // on the next turn, once Node has uncorked the status, headers and audio already written (else the client sees none of them)
       setImmediate(() => res.destroy(new Error(`upstream failed mid-stream: ${reason}`)));

@@ -49,7 +49,14 @@ export class ElevenLabsAdapter implements ProviderAdapter {
     const rate = elevenLabsPcmRate(call.output.sampleRate);
     const speed = Math.min(MAX_SPEED, Math.max(MIN_SPEED, call.speed));
     // voice_settings left out at speed 1: an object sent would replace the voice's stored settings for this call
-    const body = JSON.stringify({ text: call.text, model_id: ctx.model, ...(speed !== 1 ? { voice_settings: { speed } } : {}) });
+    const normalization = call.options?.voice_setting?.text_normalization;
+    const body = JSON.stringify({
+      text: call.text,
+      model_id: ctx.model,
+      ...(speed !== 1 ? { voice_settings: { speed } } : {}),
+      // MiniMax's text_normalization, as ElevenLabs says it
+      ...(normalization !== undefined ? { apply_text_normalization: normalization ? 'on' : 'off' } : {}),
+    });
     const path = `/text-to-speech/${encodeURIComponent(call.voiceId)}/stream?output_format=pcm_${rate}`;
     const response = await this.http.request({ method: 'POST', path, headers: this.headers, body, signal: ctx.signal });
     const chunks = transcodeStream(relayBody(response.body, ctx.signal), { sampleRate: rate, channels: 1 }, call.output, { gain: call.vol, maxSeconds: call.maxSeconds });

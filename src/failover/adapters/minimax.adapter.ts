@@ -18,6 +18,7 @@ import {
   VoiceOrigin,
   VoiceSampleRules,
 } from '../provider-adapter';
+import type { SpeechOptions } from '../speech-fields';
 import { multipartBody } from './multipart';
 import {
   isRecord,
@@ -196,14 +197,17 @@ export class MiniMaxAdapter implements ProviderAdapter {
   async speech(call: SpeechCall, ctx: CallContext): Promise<AudioStream> {
     const { output } = call;
     const stream = output.format !== 'wav';
+    const { voice_setting: voiceOptions, ...options }: SpeechOptions = call.options ?? {};
     const body = JSON.stringify({
       model: ctx.model,
       text: call.text,
       stream,
       // the final event would otherwise repeat the whole clip: double the bytes for nothing
       ...(stream ? { stream_options: { exclude_aggregated_audio: true } } : {}),
-      voice_setting: { voice_id: call.voiceId, speed: call.speed, vol: call.vol, pitch: call.pitch },
+      // MiniMax's own optional fields go as the client sent them (decisions §7); the audio always comes back as hex
+      voice_setting: { voice_id: call.voiceId, speed: call.speed, vol: call.vol, pitch: call.pitch, ...voiceOptions },
       audio_setting: { sample_rate: output.sampleRate, bitrate: output.bitrate, format: output.format, channel: output.channels },
+      ...options,
     });
     const { contentType } = outputShape(output);
     const response = await this.http.request({ method: 'POST', path: `/t2a_v2${this.query}`, headers: this.headers, body, signal: ctx.signal });

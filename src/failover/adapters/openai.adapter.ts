@@ -17,6 +17,7 @@ import {
   VoiceInfo,
   VoiceSampleRules,
 } from '../provider-adapter';
+import { emotionInstruction } from '../speech-fields';
 import { multipartBody } from './multipart';
 import {
   isRecord,
@@ -116,9 +117,13 @@ export class OpenAiAdapter implements ProviderAdapter {
 
   /**
    * Asks for `pcm`, the one format whose rate and channels OpenAI pins down, and makes the requested format here,
-   * so rate and channels are exactly as asked. `vol` becomes a gain here; `pitch` has no OpenAI equivalent and is ignored.
+   * so rate and channels are exactly as asked. `vol` becomes a gain here; `pitch` has no OpenAI equivalent and is ignored;
+   * MiniMax's `emotion` becomes a sentence of `instructions`.
    */
   async speech(call: SpeechCall, ctx: CallContext): Promise<AudioStream> {
+    const emotion = call.options?.voice_setting?.emotion;
+    // MiniMax's emotion in words: OpenAI's speech models take style as instructions
+    const instructions = [call.instructions, emotion ? emotionInstruction(emotion) : undefined].filter(Boolean).join(' ');
     // speed is only sent when it changes something: some compatible servers and models reject the field
     const body = JSON.stringify({
       model: ctx.model,
@@ -127,7 +132,7 @@ export class OpenAiAdapter implements ProviderAdapter {
       voice: call.customVoice ? { id: call.voiceId } : call.voiceId,
       response_format: 'pcm',
       ...(call.speed !== 1 ? { speed: call.speed } : {}),
-      ...(call.instructions ? { instructions: call.instructions } : {}),
+      ...(instructions ? { instructions } : {}),
     });
     const response = await this.http.request({ method: 'POST', path: '/audio/speech', headers: this.headers, body, signal: ctx.signal });
     return { ...outputShape(call.output), chunks: transcodeStream(relayBody(response.body, ctx.signal), OPENAI_PCM, call.output, { gain: call.vol, maxSeconds: call.maxSeconds }) };

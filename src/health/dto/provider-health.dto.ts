@@ -11,6 +11,8 @@ export class ProviderHealthEntryDto {
   /** Seconds until the next probe; counts down while the status is `down`, 0 otherwise. */
   @ApiProperty({ type: 'integer' })
   cooldown_remaining_secs!: number;
+  /** False when the chain names a provider this gateway does not have configured (e.g. its api_key is unset): it is then `down`. */
+  configured!: boolean;
 }
 
 export class ProviderHealthDto {

@@ -40,16 +40,43 @@ export class OpenAiSpeechRequestDto {
   @IsOptional() @IsString() @MaxLength(4096)
   instructions?: string;
 
-  /** Only `audio` (the raw audio body, streamed as it is made); OpenAI's `sse` is not offered. */
-  @ApiPropertyOptional({ enum: ['audio'], default: 'audio' })
-  @IsOptional() @IsIn(['audio'])
-  stream_format?: 'audio';
+  /** `audio` (the raw audio body, streamed as it is made) or `sse`: OpenAI's `speech.audio.delta` events (base64 audio), then `speech.audio.done`. */
+  @ApiPropertyOptional({ enum: ['audio', 'sse'], default: 'audio' })
+  @IsOptional() @IsIn(['audio', 'sse'])
+  stream_format?: 'audio' | 'sse';
 }
 
 /** A synchronous speech body of either shape, as the MiniMax request plus what only OpenAI's shape carries. */
 export interface SpeechBody {
   request: SpeechRequestDto;
   instructions?: string;
+  /** Which shape the client sent: errors of an OpenAI-shaped request name OpenAI's fields (decisions §10). */
+  shape?: 'openai' | 'minimax';
+  /** OpenAI's `stream_format`. */
+  streamFormat?: 'audio' | 'sse';
+}
+
+/** The MiniMax field each OpenAI field maps onto, for errors found after the mapping (e.g. voice_not_found). */
+export const OPENAI_FIELD_NAMES: Readonly<Record<string, string>> = {
+  text: 'input',
+  'voice_setting.voice_id': 'voice',
+  voice_setting: 'voice',
+  'voice_setting.speed': 'speed',
+  'audio_setting.format': 'response_format',
+};
+
+/** The same error, naming OpenAI's fields instead of the MiniMax ones its request was mapped onto. */
+export function withOpenAiFieldNames(err: unknown): unknown {
+  if (!(err instanceof DomainError) || err.param === null) return err;
+  const param = OPENAI_FIELD_NAMES[err.param];
+  if (!param) return err;
+  // longest first (`voice_setting.voice_id` before `voice_setting`); a plain word like "text" only where it is quoted as a field
+  const names = Object.keys(OPENAI_FIELD_NAMES).sort((a, b) => b.length - a.length);
+  const message = names.reduce((text, name) => {
+    const quoted = text.split(`'${name}'`).join(`'${OPENAI_FIELD_NAMES[name]}'`);
+    return name.includes('.') ? quoted.split(name).join(OPENAI_FIELD_NAMES[name]) : quoted;
+  }, err.message);
+  return new DomainError(err.code, message, { param, status: err.status, headers: err.headers });
 }
 
 /** OpenAI's body has `input`/`voice`; MiniMax's has `text`/`voice_setting`. Anything else is judged as MiniMax's (the default). */
@@ -78,5 +105,5 @@ export function fromOpenAi(dto: OpenAiSpeechRequestDto): SpeechBody {
     voice_setting: { voice_id: dto.voice, ...(dto.speed !== undefined ? { speed: dto.speed } : {}) },
     audio_setting: { format: dto.response_format ?? 'mp3', sample_rate: OPENAI_SAMPLE_RATE, channel: 1 },
   };
-  return { request, ...(dto.instructions ? { instructions: dto.instructions } : {}) };
+  return { request, shape: 'openai', streamFormat: dto.stream_format ?? 'audio', ...(dto.instructions ? { instructions: dto.instructions } : {}) };
 }

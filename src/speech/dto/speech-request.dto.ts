@@ -1,6 +1,24 @@
-import { ApiPropertyOptional, OmitType } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, OmitType } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsDefined, IsIn, IsInt, IsNumber, IsOptional, IsPositive, IsString, Max, MaxLength, Min, MinLength, ValidateNested } from 'class-validator';
+import {
+  ArrayMaxSize,
+  ArrayMinSize,
+  IsArray,
+  IsBoolean,
+  IsDefined,
+  IsIn,
+  IsInt,
+  IsNumber,
+  IsOptional,
+  IsPositive,
+  IsString,
+  Max,
+  MaxLength,
+  Min,
+  MinLength,
+  ValidateNested,
+} from 'class-validator';
+import { EMOTIONS, LANGUAGE_BOOSTS, SOUND_EFFECTS, SUBTITLE_TYPES } from '../../failover/speech-fields';
 
 export const SAMPLE_RATES = [8000, 16000, 22050, 24000, 32000, 44100] as const;
 export const BITRATES = [32000, 64000, 128000, 256000] as const;
@@ -25,6 +43,119 @@ export class VoiceSettingDto {
   @ApiPropertyOptional({ default: 0, minimum: -12, maximum: 12, type: 'integer' })
   @IsOptional() @IsInt() @Min(-12) @Max(12)
   pitch?: number;
+
+  /** MiniMax's emotion for the voice (`fluent` and `whisper` only on MiniMax's newer models). Other providers: see docs/providers.md. */
+  @ApiPropertyOptional({ enum: EMOTIONS })
+  @IsOptional() @IsIn(EMOTIONS)
+  emotion?: (typeof EMOTIONS)[number];
+
+  /** MiniMax: normalise Chinese and English text (numbers, dates) before speaking. */
+  @IsOptional() @IsBoolean()
+  text_normalization?: boolean;
+
+  /** MiniMax: normalise English text (better number reading, a little more latency). */
+  @IsOptional() @IsBoolean()
+  english_normalization?: boolean;
+
+  /** MiniMax: read LaTeX formulas aloud (formulas between `$`). */
+  @IsOptional() @IsBoolean()
+  latex_read?: boolean;
+}
+
+export class StreamOptionsDto {
+  /** MiniMax: leave the whole clip out of the stream's final chunk (the gateway's audio answer never repeats it anyway). */
+  @IsOptional() @IsBoolean()
+  exclude_aggregated_audio?: boolean;
+}
+
+export class PronunciationDictDto {
+  /** Replacements such as `"omg/oh my god"`, or Chinese tones as digits (`"处理/(chu3)(li3)"`). */
+  @ApiPropertyOptional({ type: [String] })
+  @IsOptional() @IsArray() @ArrayMaxSize(1000) @IsString({ each: true }) @MinLength(1, { each: true }) @MaxLength(1000, { each: true })
+  tone?: string[];
+}
+
+export class TimbreWeightDto {
+  /** A voice to mix. */
+  @IsString() @MinLength(1) @MaxLength(256)
+  voice_id!: string;
+
+  /** Its weight in the mix, an integer 1 to 100. */
+  @ApiProperty({ type: 'integer', minimum: 1, maximum: 100 })
+  @IsDefined() @IsInt() @Min(1) @Max(100)
+  weight!: number;
+}
+
+export class VoiceModifyDto {
+  /** Deeper (-100) to brighter (100). */
+  @ApiPropertyOptional({ type: 'integer', minimum: -100, maximum: 100 })
+  @IsOptional() @IsInt() @Min(-100) @Max(100)
+  pitch?: number;
+
+  /** Stronger (-100) to softer (100). */
+  @ApiPropertyOptional({ type: 'integer', minimum: -100, maximum: 100 })
+  @IsOptional() @IsInt() @Min(-100) @Max(100)
+  intensity?: number;
+
+  /** Fuller (-100) to crisper (100). */
+  @ApiPropertyOptional({ type: 'integer', minimum: -100, maximum: 100 })
+  @IsOptional() @IsInt() @Min(-100) @Max(100)
+  timbre?: number;
+
+  @ApiPropertyOptional({ enum: SOUND_EFFECTS })
+  @IsOptional() @IsIn(SOUND_EFFECTS)
+  sound_effects?: (typeof SOUND_EFFECTS)[number];
+}
+
+/**
+ * MiniMax's optional T2A v2 fields (decisions §7), accepted on every speech path. A MiniMax step receives them
+ * as sent; other providers use what they can express (docs/providers.md) and the answer's `x-svc-ignored-fields`
+ * names the rest.
+ */
+export class MiniMaxOptionsDto {
+  /** `/v1/audio/speech` always sends the audio as it is made (chunked); `true` or `false` changes nothing there. */
+  @IsOptional() @IsBoolean()
+  stream?: boolean;
+
+  @IsOptional() @ValidateNested() @Type(() => StreamOptionsDto)
+  stream_options?: StreamOptionsDto;
+
+  /** How MiniMax's JSON carries the audio (`hex` or `url`); `/v1/audio/speech` answers with the audio bytes whatever it says. */
+  @ApiPropertyOptional({ enum: ['hex', 'url'] })
+  @IsOptional() @IsIn(['hex', 'url'])
+  output_format?: 'hex' | 'url';
+
+  /** MiniMax: the language (or `auto`) to favour. */
+  @ApiPropertyOptional({ enum: LANGUAGE_BOOSTS })
+  @IsOptional() @IsIn(LANGUAGE_BOOSTS)
+  language_boost?: (typeof LANGUAGE_BOOSTS)[number];
+
+  @IsOptional() @ValidateNested() @Type(() => PronunciationDictDto)
+  pronunciation_dict?: PronunciationDictDto;
+
+  /** MiniMax: a mix of up to 4 voices. */
+  @ApiPropertyOptional({ type: [TimbreWeightDto], minItems: 1, maxItems: 4 })
+  @IsOptional() @IsArray() @ArrayMinSize(1) @ArrayMaxSize(4) @ValidateNested({ each: true }) @Type(() => TimbreWeightDto)
+  timbre_weights?: TimbreWeightDto[];
+
+  @IsOptional() @ValidateNested() @Type(() => VoiceModifyDto)
+  voice_modify?: VoiceModifyDto;
+
+  /** MiniMax: make subtitles (their file is not part of an audio answer). */
+  @IsOptional() @IsBoolean()
+  subtitle_enable?: boolean;
+
+  @ApiPropertyOptional({ enum: SUBTITLE_TYPES })
+  @IsOptional() @IsIn(SUBTITLE_TYPES)
+  subtitle_type?: (typeof SUBTITLE_TYPES)[number];
+
+  /** MiniMax (speech-2.8 models): smoother joins between sentences. */
+  @IsOptional() @IsBoolean()
+  continuous_sound?: boolean;
+
+  /** MiniMax: add its AIGC watermark to the audio. */
+  @IsOptional() @IsBoolean()
+  aigc_watermark?: boolean;
 }
 
 export class AudioSettingDto {
@@ -49,7 +180,7 @@ export class AudioSettingDto {
 }
 
 /** MiniMax's T2A request shape (the documented default). */
-export class SpeechRequestDto {
+export class SpeechRequestDto extends MiniMaxOptionsDto {
   /** `speech-02-hd`: selects the entry step of the key's chain. */
   @IsString() @MinLength(1) @MaxLength(200)
   model!: string;

@@ -3,10 +3,11 @@ import { IsDefined, IsOptional, IsString, MaxLength, MinLength, ValidateNested, 
 import { DomainError } from '../../common/errors/domain-error';
 import { inputProblem } from '../../common/http/input-scan';
 import { validationErrorToDomain } from '../../common/http/validation';
-import { AudioSettingDto, VoiceSettingDto } from '../dto/speech-request.dto';
+import { AudioSettingDto, MiniMaxOptionsDto, VoiceSettingDto } from '../dto/speech-request.dto';
 import { assertTextLimit, SYNC_TEXT_LIMIT } from '../speech-job';
 
-export class TaskStartMessage {
+/** MiniMax's `task_start`, with MiniMax's optional fields (decisions §7) validated as on the HTTP routes. */
+export class TaskStartMessage extends MiniMaxOptionsDto {
   @IsString()
   event!: 'task_start';
 

@@ -4,6 +4,7 @@ import type { Response } from 'express';
 import { Readable } from 'node:stream';
 import { CurrentKey } from '../../common/auth/auth.decorators';
 import { ApiErrors } from '../../common/http/api-errors.decorator';
+import { ignoredFieldsHeader, IGNORED_FIELDS_HEADER } from '../../failover/speech-fields';
 import type { AuthenticatedKey } from '../../keys/key-directory';
 import { AsyncSpeechRequestDto } from '../dto/speech-request.dto';
 import { SpeechTaskDto } from './dto/speech-task.dto';
@@ -21,15 +22,25 @@ export class SpeechTasksController {
   /**
    * Start speech for a long text (up to 200,000 characters; the body of synchronous speech, with
    * `voice_setting` optional: the entry step's default voice without it). The model and voice are
-   * checked now; the audio is made in the background. Poll the `Location`.
+   * checked now; the audio is made in the background. Poll the `Location`. MiniMax's optional fields are
+   * accepted as on synchronous speech; `x-svc-ignored-fields` lists those the entry step will not use, and
+   * `stream`, `stream_options`, `output_format` and subtitles (the task's file is the audio).
    */
   @Post()
   @HttpCode(202)
-  @ApiAcceptedResponse({ type: SpeechTaskDto, headers: { Location: { description: 'Path of the task: /v1/audio/speech/async/{id}', schema: { type: 'string' } } } })
+  @ApiAcceptedResponse({
+    type: SpeechTaskDto,
+    headers: {
+      Location: { description: 'Path of the task: /v1/audio/speech/async/{id}', schema: { type: 'string' } },
+      'x-svc-ignored-fields': { description: 'Request fields that will not be used, comma-separated; absent when none.', schema: { type: 'string' } },
+    },
+  })
   @ApiErrors(400, 413)
   async create(@CurrentKey() key: AuthenticatedKey, @Body() body: AsyncSpeechRequestDto, @Res({ passthrough: true }) res: Response): Promise<SpeechTaskDto> {
-    const task = await this.tasks.create(key, body);
+    const { task, ignored } = await this.tasks.submit(key, body);
     res.setHeader('Location', `/${TASKS_PATH}/${task.id}`);
+    const header = ignoredFieldsHeader(ignored);
+    if (header) res.setHeader(IGNORED_FIELDS_HEADER, header);
     return task;
   }
 

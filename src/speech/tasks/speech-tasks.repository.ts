@@ -22,6 +22,7 @@ export interface StoredChunk {
   pcm: Buffer;
   provider: string;
   level: number;
+  /** What the chunk adds to `characters_done` (its characters times the synthesis share: see task-progress.ts). */
   chars: number;
 }
 
@@ -132,6 +133,17 @@ export class SpeechTasksRepository {
              FROM ins WHERE t.id = ins.task_id RETURNING t.id)
        SELECT id FROM u`,
       [id, workerId, chunk.idx, chunk.pcm, chunk.provider, chunk.level, chunk.chars],
+    );
+    return rows.length > 0;
+  }
+
+  /** Assembly's progress: never backwards (a resumed assembly starts over), never all characters before `complete`. */
+  async assemblyProgress(id: string, workerId: string, charactersDone: number): Promise<boolean> {
+    const rows = await this.rows(
+      `WITH o AS (${OWNED}),
+       u AS (UPDATE speech_tasks t SET characters_done = GREATEST(t.characters_done, LEAST(t.characters - 1, $3)) FROM o WHERE t.id = o.id RETURNING t.id)
+       SELECT id FROM u`,
+      [id, workerId, charactersDone],
     );
     return rows.length > 0;
   }

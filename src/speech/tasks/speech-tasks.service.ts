@@ -2,12 +2,14 @@ import { Injectable } from '@nestjs/common';
 import { DomainError, notFound } from '../../common/errors/domain-error';
 import { newId } from '../../common/ids';
 import { EnvironmentVariables } from '../../config/env.schema';
+import { GatewayConfig } from '../../config/gateway-config';
+import { ignoredBy } from '../../failover/speech-fields';
 import { JobQueue } from '../../database/job-queue';
 import type { AuthenticatedKey } from '../../keys/key-directory';
 import { contentTypeFor } from '../../audio/encoders';
 import type { AsyncSpeechRequestDto } from '../dto/speech-request.dto';
 import { assertAudioFits } from '../audio-cap';
-import { ASYNC_TEXT_LIMIT, characterCount, toSpeechJob } from '../speech-job';
+import { ASYNC_TEXT_LIMIT, characterCount, type SpeechTransport, toSpeechJob } from '../speech-job';
 import { VoicesService } from '../voices.service';
 import { planChunks } from './chunk-plan';
 import { SpeechTaskDto } from './dto/speech-task.dto';
@@ -57,15 +59,32 @@ export class SpeechTasksService {
     private readonly queue: JobQueue,
     private readonly voices: VoicesService,
     private readonly env: EnvironmentVariables,
+    private readonly gateway: GatewayConfig,
   ) {}
 
   /** The task row and its job are committed together: a 202 always means a worker will run it. */
   async create(key: AuthenticatedKey, dto: AsyncSpeechRequestDto): Promise<SpeechTaskDto> {
+    return (await this.submit(key, dto)).task;
+  }
+
+  /**
+   * `create`, and the request's fields that will not be used (the `x-svc-ignored-fields` of the 202): those the
+   * entry step's provider kind cannot express, and those of how the answer travels (the task's file is the audio).
+   */
+  async submit(key: AuthenticatedKey, dto: AsyncSpeechRequestDto): Promise<{ task: SpeechTaskDto; ignored: string[] }> {
     const voice = dto.voice_setting ?? { voice_id: await this.voices.defaultVoice(key, dto.model) };
     const job = toSpeechJob({ ...dto, voice_setting: voice }, ASYNC_TEXT_LIMIT);
     assertAudioFits(job.text, job.speed, this.env.SVC_MAX_TASK_AUDIO_SECONDS, 'SVC_MAX_TASK_AUDIO_SECONDS');
     // the same 400s as sync speech, before anything is stored
-    await this.voices.route(key, job);
+    const planned = await this.voices.route(key, job);
+    const entry = this.gateway.provider(planned[0].provider);
+    const transport: SpeechTransport = job.transport ?? {};
+    const ignored = [
+      ...(entry ? ignoredBy(entry.kind, job) : []),
+      ...(Object.keys(transport) as Array<keyof typeof transport>),
+      ...(job.options?.subtitle_enable !== undefined ? ['subtitle_enable'] : []),
+      ...(job.options?.subtitle_type !== undefined ? ['subtitle_type'] : []),
+    ];
     const plan = planChunks(job.text);
     const id = newId('task');
     const max = this.env.SVC_TASKS_MAX_PENDING_PER_KEY;
@@ -76,7 +95,7 @@ export class SpeechTasksService {
     );
     // one key's backlog must not hold every worker of every replica
     if (!row) throw new DomainError('too_many_tasks', `This key already has ${max} async speech tasks queued or processing (the limit); wait for one to finish.`);
-    return toDto(row);
+    return { task: toDto(row), ignored };
   }
 
   async get(keyId: string, id: string): Promise<SpeechTaskDto> {

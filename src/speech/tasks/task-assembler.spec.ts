@@ -17,14 +17,21 @@ const task: ClaimedTask = {
   error: null,
 };
 
-/** Stored chunks as the repository gives them; `chunkPcm` is what a test makes fail. */
-function assembler(chunkPcm: (idx: number) => Promise<Buffer | null>): TaskAssembler {
+/** Stored chunks as the repository gives them; `chunkPcm` is what a test makes fail; `progress` records what assembly reports. */
+function assembler(chunkPcm: (idx: number) => Promise<Buffer | null>, progress: number[] = [], completed: string[] = []): TaskAssembler {
   const repository = {
     chunkSummary: () => Promise.resolve({ count: CHUNKS, bytes: CHUNKS * pcm.length, providers: [{ provider: 'espeak', level: 0 }] }),
     clearResult: () => Promise.resolve(true),
     insertPart: () => Promise.resolve(true),
     chunkPcm: (_task: string, idx: number) => chunkPcm(idx),
-    complete: () => Promise.resolve(true),
+    assemblyProgress: (_task: string, _worker: string, done: number) => {
+      progress.push(done);
+      return Promise.resolve(true);
+    },
+    complete: (id: string) => {
+      completed.push(id);
+      return Promise.resolve(true);
+    },
   };
   return new TaskAssembler(repository as unknown as SpeechTasksRepository, { SVC_TASK_TTL: 3600, SVC_MAX_TASK_AUDIO_SECONDS: 3600 } as EnvironmentVariables);
 }
@@ -70,5 +77,18 @@ describe('TaskAssembler: the audio cap of an async task', () => {
     const capped = new TaskAssembler(repository as unknown as SpeechTasksRepository, { SVC_TASK_TTL: 3600, SVC_MAX_TASK_AUDIO_SECONDS: 1 } as EnvironmentVariables);
     // three half-second chunks: 1.5 s
     await expect(capped.assemble(task, 'worker_1', new AbortController().signal)).rejects.toMatchObject({ code: 'audio_too_long', status: 413 });
+  });
+});
+
+describe('TaskAssembler: progress counts the assembly (issue 17.6)', () => {
+  it('reports rising progress between chunks, below every character, and only completion reaches all of them', async () => {
+    const longTask: ClaimedTask = { ...task, plan: Array.from({ length: CHUNKS }, () => ({ text: 'A sentence.', chars: 300 })) };
+    const progress: number[] = [];
+    const completed: string[] = [];
+    await assembler(() => Promise.resolve(pcm), progress, completed).assemble(longTask, 'worker_1', new AbortController().signal);
+    // after each chunk but the last (the last one's count is the completion itself)
+    expect(progress).toEqual([700, 800]);
+    expect(progress.every((done) => done < 900)).toBe(true);
+    expect(completed).toEqual(['task_1']);
   });
 });

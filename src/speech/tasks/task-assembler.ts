@@ -11,6 +11,7 @@ import { PartWriter } from './result-parts';
 import type { TaskAudio } from './speech-task.entity';
 import { ClaimedTask, SpeechTasksRepository } from './speech-tasks.repository';
 import { TaskLost, throwIfAborted } from './task-interruptions';
+import { assemblyProgress } from './task-progress';
 
 /** Seconds of audio sent to the encoding worker at a time: each answer comes back before the next is read from the database. */
 const SLICE_SECONDS = 1;
@@ -55,6 +56,8 @@ export class TaskAssembler {
       if (output.format === 'wav') await parts.write(wavHeader(output.sampleRate, output.channels, frames * frameBytes));
 
       const sliceBytes = SLICE_SECONDS * output.sampleRate * frameBytes;
+      const characters = task.plan.reduce((sum, chunk) => sum + chunk.chars, 0);
+      let assembled = 0;
       for (let idx = 0; idx < task.plan.length; idx++) {
         throwIfAborted(signal);
         const pcm = await this.repository.chunkPcm(task.id, idx);
@@ -63,6 +66,11 @@ export class TaskAssembler {
           const slice = pcm.subarray(at, Math.min(pcm.length, at + sliceBytes));
           await parts.write(raw ? slice : await encoder.push(decodePcm16le(slice)));
           await nextTurn();
+        }
+        // joining counts towards progress too: a task reads 100 % only once its file is ready (issue 17.6)
+        assembled += task.plan[idx].chars;
+        if (idx < task.plan.length - 1 && !(await this.repository.assemblyProgress(task.id, workerId, assemblyProgress(characters, assembled, output.format)))) {
+          throw new TaskLost(task.id);
         }
       }
       ended = true;

@@ -12,6 +12,7 @@ import type { TaskAudio } from './speech-task.entity';
 import { ClaimedTask, SpeechTasksRepository } from './speech-tasks.repository';
 import { TaskAssembler } from './task-assembler';
 import { TaskLost, throwIfAborted } from './task-interruptions';
+import { synthesisProgress } from './task-progress';
 import { chunkRequestId } from './task-queue';
 
 /** Chunks of one task synthesised at the same time (an upstream's latency overlaps; the offline engine runs one at a time anyway). */
@@ -89,7 +90,7 @@ export class TaskRunner {
       const served = scope.served;
       if (!served) throw new Error(`chunk ${idx} of task ${task.id} has audio but no serving step`);
       scope.finish({ status: 200, characters: characterCount(chunk.text) });
-      const stored = await this.repository.storeChunk(task.id, workerId, { idx, pcm, provider: served.provider, level: served.level, chars: chunk.chars });
+      const stored = await this.repository.storeChunk(task.id, workerId, { idx, pcm, provider: served.provider, level: served.level, chars: synthesisProgress(chunk.chars, task.job.output.format) });
       // nothing stored: another worker took the task over, or already stored this chunk while we did too
       if (!stored && !(await this.repository.isOwner(task.id, workerId))) throw new TaskLost(task.id);
     } catch (err) {

@@ -50,7 +50,7 @@ export class SpeechTaskDto {
   /** Characters of the submitted text. */
   @ApiProperty({ type: 'integer' })
   characters!: number;
-  /** Characters synthesised so far. */
+  /** Progress in characters, joining the chunks into the file included: equal to `characters` only once the audio is ready. */
   @ApiProperty({ type: 'integer' })
   characters_done!: number;
   /** Provider of the deepest fallback level among the chunks done so far (the entry step's when no chunk failed over). */
