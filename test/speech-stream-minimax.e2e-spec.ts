@@ -56,6 +56,21 @@ describe('speech WebSocket: MiniMax clients, tickets, revocation', () => {
 
   const usage = (secret: string, query: string) => t.http.get(`/v1/usage?${query}`).set(bearer(secret));
 
+  it("sends MiniMax's optional task_start fields to a MiniMax step as the client sent them", async () => {
+    minimax.reset();
+    const extra = { language_boost: 'English', voice_modify: { pitch: 10, intensity: -5 }, aigc_watermark: true };
+    const { client } = await speakLikeMiniMaxClient(
+      `${ws}${PATHS[1]}`,
+      bearer(minimaxKey.secret),
+      { event: 'task_start', model: MODEL, voice_setting: { voice_id: 'male-qn-qingse', emotion: 'calm' }, ...extra },
+      ['Fields travel with every text.'],
+    );
+    expect(client.closeCode).toBe(1000);
+    const sent = minimax.requests.filter((r) => r.path === '/v1/t2a_v2').map((r) => r.body as Record<string, unknown>);
+    expect(sent.length).toBeGreaterThan(0);
+    for (const body of sent) expect(body).toMatchObject({ ...extra, voice_setting: { voice_id: 'male-qn-qingse', emotion: 'calm' } });
+  });
+
   describe.each([
     ['espeak', () => espeakKey],
     ['the MiniMax upstream', () => minimaxKey],

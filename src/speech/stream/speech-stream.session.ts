@@ -148,7 +148,8 @@ export class SpeechStreamSession {
   }
 
   private async start(body: TaskStartMessage): Promise<void> {
-    const job = toSpeechJob({ model: body.model, text: ' ', voice_setting: body.voice_setting, audio_setting: body.audio_setting }, SYNC_TEXT_LIMIT);
+    // every field of task_start but the text: MiniMax's optional fields go to a MiniMax step as sent
+    const job = toSpeechJob({ ...body, text: ' ' }, SYNC_TEXT_LIMIT);
     if (job.output.format === 'wav') {
       throw new DomainError('invalid_value', 'wav cannot be streamed (its header needs the length): use mp3, pcm or flac.', { param: 'audio_setting.format' });
     }
