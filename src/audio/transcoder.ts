@@ -90,7 +90,7 @@ async function* wholeFrames(source: AsyncIterable<Buffer>, frameBytes: number): 
 }
 
 /** WAV's header carries the data length, so the PCM is kept and sent whole at the end. */
-function wavSink(output: TranscodeOutput): AudioEncoder {
+export function wavSink(output: TranscodeOutput): AudioEncoder {
   const parts: Buffer[] = [];
   return {
     contentType: contentTypeFor('wav', output.sampleRate, output.channels),

@@ -1,10 +1,9 @@
 import { releaseEncoder, type AudioEncoder } from '../encoder';
-import { contentTypeFor, createStreamingEncoder } from '../encoders';
+import { createStreamingEncoder } from '../encoders';
 import { EspeakEngine, EspeakVoiceNotFoundError, type SynthesizedAudio } from '../engines/espeak/espeak-engine';
 import { createFlacEncoder } from '../flac';
-import { decodePcm16le, encodePcm16le } from '../pcm';
-import { createTranscoder, type TranscodeOutput, type Transcoder } from '../transcoder';
-import { wavHeader } from '../wav';
+import { decodePcm16le } from '../pcm';
+import { createTranscoder, wavSink, type TranscodeOutput, type Transcoder } from '../transcoder';
 import type { EncodeJobSpec, FromWorker, JobErrorCode, JobSpec, SpeechJobSpec, TranscodeJobSpec } from './protocol';
 import { SLICE_BYTES } from './protocol';
 
@@ -59,16 +58,7 @@ export function createJob(id: number, spec: JobSpec, credit: number, send: Send)
 
 /** A whole-file sink: mp3/flac/pcm stream as they go, wav is held until its length is known. */
 async function createSink(output: TranscodeOutput): Promise<AudioEncoder> {
-  if (output.format !== 'wav') return createStreamingEncoder(output.format, output);
-  const parts: Buffer[] = [];
-  return {
-    contentType: contentTypeFor('wav', output.sampleRate, output.channels),
-    push: (samples) => (parts.push(encodePcm16le(samples)), Buffer.alloc(0)),
-    end: () => {
-      const data = Buffer.concat(parts.splice(0));
-      return Buffer.concat([wavHeader(output.sampleRate, output.channels, data.length), data]);
-    },
-  };
+  return output.format === 'wav' ? wavSink(output) : createStreamingEncoder(output.format, output);
 }
 
 /** Synthesis → encoding, one sentence group per step; output leaves in slices of at most SLICE_BYTES, `credit` at a time. */
