@@ -19,6 +19,17 @@ export interface PrimedAudio {
   rest: AsyncIterator<Buffer>;
 }
 
+/** Where the audio of a synchronous speech request goes, in whatever wire format its route answers. */
+export interface AudioSink {
+  /** The first audio is in hand (the provider is fixed): the answer's status and headers. */
+  open(audio: AudioStream): void;
+  write(bytes: Buffer): Promise<void>;
+  /** Every chunk was written. */
+  end(): void | Promise<void>;
+  /** The provider failed after the first byte (`status`: what usage records); the answer must not look complete. */
+  broke(reason: string, status: number): void;
+}
+
 /** nginx's status for a request whose client closed the connection first (usage records only), as chat records it. */
 export const CLIENT_CLOSED_REQUEST = 499;
 
@@ -65,22 +76,44 @@ export class SpeechService {
 
   /** Synchronous speech: bytes go to the client as the provider produces them. */
   async respond(scope: FailoverScope, job: SpeechJob, res: Response): Promise<void> {
+    await this.deliver(scope, job, {
+      open: (audio) => {
+        res.status(200);
+        res.setHeader('Content-Type', audio.contentType);
+        if (job.output.format === 'mp3') res.setHeader('x-svc-audio-bitrate', String(audio.bitrate ?? job.output.bitrate));
+        scope.applyHeaders(res);
+      },
+      // a client that leaves while its socket is full never drains: its abort ends the wait
+      write: async (bytes) => {
+        if (!res.write(bytes)) await once(res, 'drain', { signal: scope.signal });
+      },
+      end: () => {
+        res.end();
+      },
+      // never a silent truncation: the chunked body is cut without its terminator, which clients report as an error;
+      // on the next turn, once Node has uncorked the status, headers and audio already written (else the client sees none of them)
+      broke: (reason) => setImmediate(() => res.destroy(new Error(`upstream failed mid-stream: ${reason}`))),
+    });
+  }
+
+  /**
+   * The life of one synchronous speech request, whatever carries its audio (the audio body, MiniMax's JSON or
+   * SSE): the cap, the chain until the first audio, then every chunk to `sink`, the client's departure and a
+   * failure after the first byte, and the request's usage, recorded once.
+   */
+  async deliver(scope: FailoverScope, job: SpeechJob, sink: AudioSink): Promise<void> {
     scope.streaming = true;
     const limit = this.env.SVC_MAX_AUDIO_SECONDS;
     assertAudioFits(job.text, job.speed, limit);
     const primed = await this.start(scope, job, undefined, limit);
-    res.status(200);
-    res.setHeader('Content-Type', primed.audio.contentType);
-    if (job.output.format === 'mp3') res.setHeader('x-svc-audio-bitrate', String(primed.audio.bitrate ?? job.output.bitrate));
-    scope.applyHeaders(res);
+    sink.open(primed.audio);
     let sent = 0;
     const bitrate = primed.audio.bitrate ?? job.output.bitrate;
     const send = async (bytes: Buffer): Promise<void> => {
       // the cap also holds for audio an upstream sends as it is (counted by the worker where the gateway makes it)
       sent += bytes.length;
       if ((encodedSeconds(sent, job.output, bitrate) ?? 0) > limit) throw audioTooLong(limit, 'of this request');
-      // a client that leaves while its socket is full never drains: its abort ends the wait
-      if (bytes.length > 0 && !res.write(bytes)) await once(res, 'drain', { signal: scope.signal });
+      if (bytes.length > 0) await sink.write(bytes);
     };
     try {
       if (!primed.first.done) await send(primed.first.value);
@@ -90,7 +123,7 @@ export class SpeechService {
         scope.finish({ status: CLIENT_CLOSED_REQUEST, characters: characterCount(job.text) });
         return;
       }
-      res.end();
+      await sink.end();
       scope.finish({ status: 200, characters: characterCount(job.text) });
     } catch (err) {
       if (scope.aborted) {
@@ -99,10 +132,9 @@ export class SpeechService {
       }
       const reason = this.failover.streamFailed(scope, err);
       this.logger.warn(`speech from ${scope.served?.provider ?? '?'} broke after the first byte (${reason}) for ${scope.requestId}`);
-      // never a silent truncation: the chunked body is cut without its terminator, which clients report as an error;
-      // on the next turn, once Node has uncorked the status, headers and audio already written (else the client sees none of them)
-      setImmediate(() => res.destroy(new Error(`upstream failed mid-stream: ${reason}`)));
-      scope.finish({ status: err instanceof DomainError ? err.status : 502, characters: characterCount(job.text) });
+      const status = err instanceof DomainError ? err.status : 502;
+      sink.broke(reason, status);
+      scope.finish({ status, characters: characterCount(job.text) });
     } finally {
       // a stream cut short closes the provider call and ends its encoder (a no-op on one that ran to its end)
       await primed.rest.return?.().catch(() => undefined);
