@@ -39,8 +39,10 @@ function completeDocument(document: OpenAPIObject): OpenAPIObject {
       if (!operation) continue;
       const proxyKey = (operation.security ?? []).some((requirement: Record<string, string[]>) => 'proxy-key' in requirement);
       const jsonBody = operation.requestBody && 'content' in operation.requestBody && 'application/json' in operation.requestBody.content;
-      if (proxyKey) operation.responses['429'] ??= { description: 'Rate limited (`SVC_RATE_LIMIT_RPM`); `Retry-After` says when to retry.' };
-      if (jsonBody) operation.responses['415'] ??= { description: 'The body is not JSON (`unsupported_media_type`).' };
+      // MiniMax's own routes answer every error with HTTP 200 and a non-zero base_resp, as MiniMax does
+      const minimaxNative = operation.tags?.includes('minimax') ?? false;
+      if (proxyKey && !minimaxNative) operation.responses['429'] ??= { description: 'Rate limited (`SVC_RATE_LIMIT_RPM`); `Retry-After` says when to retry.' };
+      if (jsonBody && !minimaxNative) operation.responses['415'] ??= { description: 'The body is not JSON (`unsupported_media_type`).' };
       for (const [status, response] of Object.entries(operation.responses) as Array<[string, ResponseObject]>) {
         if (Number(status) >= 400) response.content = { 'application/json': { schema: ERROR_SCHEMA } };
         // an event stream is text, not one JSON document: its events are described by the response's text

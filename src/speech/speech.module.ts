@@ -30,6 +30,6 @@ import { VoicesModule } from '../voices/voices.module';
     SpeechTaskWorker,
     SpeechTaskScheduler,
   ],
-  exports: [SpeechService, VoicesService],
+  exports: [SpeechService, VoicesService, SpeechTasksService],
 })
 export class SpeechModule {}
