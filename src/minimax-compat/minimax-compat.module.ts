@@ -7,7 +7,7 @@ import { MINIMAX_ERROR_DIALECT } from './minimax-errors';
 import { MiniMaxFileEntity } from './minimax-file.entity';
 import { MiniMaxFilesRepository } from './minimax-files.repository';
 import { MiniMaxFilesService } from './minimax-files.service';
-import { MiniMaxSpeechController } from './minimax-speech.controller';
+import { MiniMaxAudioLinksController, MiniMaxSpeechController } from './minimax-speech.controller';
 import { MiniMaxSpeechService } from './minimax-speech.service';
 import { MiniMaxVoicesController } from './minimax-voices.controller';
 import { MiniMaxVoicesService } from './minimax-voices.service';
@@ -22,7 +22,7 @@ import { MiniMaxVoicesService } from './minimax-voices.service';
  */
 @Module({
   imports: [SpeechModule, VoicesModule, TypeOrmModule.forFeature([MiniMaxFileEntity])],
-  controllers: [MiniMaxSpeechController, MiniMaxVoicesController],
+  controllers: [MiniMaxSpeechController, MiniMaxVoicesController, MiniMaxAudioLinksController],
   providers: [MiniMaxFilesRepository, MiniMaxFilesService, MiniMaxSpeechService, MiniMaxVoicesService],
 })
 export class MiniMaxCompatModule {

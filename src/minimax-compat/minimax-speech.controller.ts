@@ -49,16 +49,6 @@ export class MiniMaxSpeechController {
     await this.speech.t2a(scope, job, answer, res);
   }
 
-  /** The audio behind a `t2a_v2` link (`output_format: "url"`): no key needed, 404 once the 24 h are over. */
-  @Get(`${AUDIO_LINK_PATH.slice('v1/'.length)}/:token`)
-  @Public()
-  @ApiProduces('audio/mpeg', 'audio/wav', 'audio/flac', 'audio/L16')
-  @ApiOkResponse({ description: 'The audio file.', schema: { type: 'string', format: 'binary' } })
-  async audio(@Param('token') token: string): Promise<StreamableFile> {
-    const file = await this.files.download(token);
-    return new StreamableFile(file.data, { type: file.contentType, length: file.data.length, disposition: `attachment; filename="${file.filename}"` });
-  }
-
   /** MiniMax's async T2A: the gateway's async task (up to 200,000 characters); `task_id` and `file_id` are its `task_…` id. */
   @Post('t2a_async_v2')
   @HttpCode(200)
@@ -80,5 +70,22 @@ export class MiniMaxSpeechController {
   async retrieve(@CurrentKey() key: AuthenticatedKey, @Query() query: FileQueryDto, @Req() req: Request): Promise<FileRetrieveResponse> {
     if (isTaskId(query.file_id)) return taskFile(await this.tasks.get(key.id, query.file_id), baseUrlOf(req));
     return { file: await this.files.describe(key.id, query.file_id), base_resp: MINIMAX_OK };
+  }
+}
+
+/** The links of `output_format: "url"`: whoever holds one downloads its audio, without a key, for 24 h. */
+@ApiTags('minimax')
+@Controller('v1')
+export class MiniMaxAudioLinksController {
+  constructor(private readonly files: MiniMaxFilesService) {}
+
+  /** The audio behind a `t2a_v2` link (`output_format: "url"`): no key needed, 404 once the 24 h are over. */
+  @Get(`${AUDIO_LINK_PATH.slice('v1/'.length)}/:token`)
+  @Public()
+  @ApiProduces('audio/mpeg', 'audio/wav', 'audio/flac', 'audio/L16')
+  @ApiOkResponse({ description: 'The audio file.', schema: { type: 'string', format: 'binary' } })
+  async audio(@Param('token') token: string): Promise<StreamableFile> {
+    const file = await this.files.download(token);
+    return new StreamableFile(file.data, { type: file.contentType, length: file.data.length, disposition: `attachment; filename="${file.filename}"` });
   }
 }
