@@ -1,11 +1,13 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DataSource } from 'typeorm';
 import { parseFirstMp3Frame, parseWavHeader } from '../src/audio/parse';
 import { loadEsm } from '../src/common/esm';
 import { parseGatewayConfig } from '../src/config/gateway-config';
 import { FakeMiniMax, startFakeMiniMax } from './fakes/fake-minimax';
 import { startApp, TestApp } from './support/app';
+import { eventsWhere, eventually } from './support/failover';
 import { tinyWav } from './support/audio';
 
 jest.setTimeout(120000);
@@ -110,6 +112,15 @@ describe('MiniMax-native surface (the official minimax-mcp-js client, host chang
     const token = link.slice(link.lastIndexOf('/') + 1);
     const guessed = `${link.slice(0, link.lastIndexOf('/') + 1)}${token.slice(0, 10)}${'A'.repeat(33)}.mp3`;
     expect((await fetch(guessed)).status).toBe(404);
+    // 24 h later (the row's expiry moved to the past) the link is gone; only the token's hash was stored
+    const db = t.app.get(DataSource);
+    const rows = await db.query<Array<{ link_hash: string; expires_at: Date }>>(`SELECT link_hash, expires_at FROM minimax_files WHERE purpose = 't2a'`);
+    expect(rows.some((r) => link.includes(r.link_hash))).toBe(false);
+    const lasts = rows[rows.length - 1].expires_at.getTime() - Date.now();
+    expect(lasts).toBeGreaterThan(23.9 * 3600 * 1000);
+    expect(lasts).toBeLessThanOrEqual(24 * 3600 * 1000);
+    await db.query(`UPDATE minimax_files SET expires_at = now() - interval '1 second' WHERE purpose = 't2a'`);
+    expect((await fetch(link)).status).toBe(404);
   });
 
   it('the same client gets the same from the fake MiniMax itself (the reference the gateway is held to)', async () => {
@@ -133,6 +144,15 @@ describe('MiniMax-native surface (the official minimax-mcp-js client, host chang
     const pcm = Buffer.from(body.data?.audio ?? '', 'hex');
     expect(body.extra_info?.audio_size).toBe(pcm.length);
     expect(body.extra_info?.audio_length).toBe(Math.round((pcm.length / 2 / 16000) * 1000));
+
+    // the same usage record and failover event as the interface's speech
+    const requestId = String(res.headers.get('x-svc-request-id'));
+    const usage = async (): Promise<Array<Record<string, unknown>>> =>
+      ((await t.http.get('/v1/usage').query({ request_id: requestId }).set('Authorization', `Bearer ${secret}`)).body as { data: Array<Record<string, unknown>> }).data;
+    const [record] = await eventually(usage, (records) => records.length === 1, 5000, 'usage record');
+    expect(record).toMatchObject({ capability: 'speech', provider: 'espeak', fallback_level: 1, status: 200, characters: 16 });
+    const events = await eventually(() => eventsWhere(t, "data->>'request_id' = $1", [requestId]), (rows) => rows.length > 0, 5000, 'failover event');
+    expect(events.map((e) => e.type)).toContain('failover');
   });
 
   it("answers errors as MiniMax does: HTTP 200, base_resp 1004 / 2013 / 1000, and the client's error types", async () => {
@@ -258,5 +278,23 @@ describe('MiniMax-native surface (the official minimax-mcp-js client, host chang
 
     const unknown = (await (await fetch(`${t.url}/v1/query/t2a_async_query_v2?task_id=task_nope`, { headers: { Authorization: `Bearer ${espeakOnly}` } })).json()) as MiniMaxAnswer;
     expect(unknown.base_resp.status_code).toBe(2013);
+  });
+});
+
+describe('MiniMax-native rate limit', () => {
+  let t: TestApp;
+  afterAll(() => t.close());
+
+  it("answers the key's rate limit with base_resp 1002, as MiniMax does", async () => {
+    t = await startApp({ env: { SVC_RATE_LIMIT_RPM: '2' } });
+    const { secret } = await t.createKey('limited', [{ provider: 'espeak', model: MODEL }]);
+    const codes: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const res = await fetch(`${t.url}/v1/get_voice`, { method: 'POST', headers: { Authorization: `Bearer ${secret}`, 'Content-Type': 'application/json' }, body: '{}' });
+      expect(res.status).toBe(200);
+      codes.push(((await res.json()) as MiniMaxAnswer).base_resp.status_code);
+    }
+    expect(codes.slice(0, 2)).toEqual([0, 0]);
+    expect(codes.slice(2)).toEqual([1002, 1002]);
   });
 });
