@@ -5,6 +5,7 @@ import { DataSource } from 'typeorm';
 import { parseFirstMp3Frame, parseWavHeader } from '../src/audio/parse';
 import { loadEsm } from '../src/common/esm';
 import { parseGatewayConfig } from '../src/config/gateway-config';
+import { MiniMaxFilesRetention } from '../src/minimax-compat/minimax-files.retention';
 import { FakeMiniMax, startFakeMiniMax } from './fakes/fake-minimax';
 import { startApp, TestApp } from './support/app';
 import { eventsWhere, eventually } from './support/failover';
@@ -121,6 +122,8 @@ describe('MiniMax-native surface (the official minimax-mcp-js client, host chang
     expect(lasts).toBeLessThanOrEqual(24 * 3600 * 1000);
     await db.query(`UPDATE minimax_files SET expires_at = now() - interval '1 second' WHERE purpose = 't2a'`);
     expect((await fetch(link)).status).toBe(404);
+    expect(await t.app.get(MiniMaxFilesRetention).apply()).toBeGreaterThan(0);
+    expect(await db.query(`SELECT id FROM minimax_files WHERE purpose = 't2a'`)).toEqual([]);
   });
 
   it('the same client gets the same from the fake MiniMax itself (the reference the gateway is held to)', async () => {

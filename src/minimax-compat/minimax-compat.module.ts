@@ -6,6 +6,7 @@ import { VoicesModule } from '../voices/voices.module';
 import { MINIMAX_ERROR_DIALECT } from './minimax-errors';
 import { MiniMaxFileEntity } from './minimax-file.entity';
 import { MiniMaxFilesRepository } from './minimax-files.repository';
+import { MiniMaxFilesRetention } from './minimax-files.retention';
 import { MiniMaxFilesService } from './minimax-files.service';
 import { MiniMaxAudioLinksController, MiniMaxSpeechController } from './minimax-speech.controller';
 import { MiniMaxSpeechService } from './minimax-speech.service';
@@ -23,7 +24,7 @@ import { MiniMaxVoicesService } from './minimax-voices.service';
 @Module({
   imports: [SpeechModule, VoicesModule, TypeOrmModule.forFeature([MiniMaxFileEntity])],
   controllers: [MiniMaxSpeechController, MiniMaxVoicesController, MiniMaxAudioLinksController],
-  providers: [MiniMaxFilesRepository, MiniMaxFilesService, MiniMaxSpeechService, MiniMaxVoicesService],
+  providers: [MiniMaxFilesRepository, MiniMaxFilesRetention, MiniMaxFilesService, MiniMaxSpeechService, MiniMaxVoicesService],
 })
 export class MiniMaxCompatModule {
   constructor() {
