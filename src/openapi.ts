@@ -1,5 +1,6 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import { dialectFor } from './common/errors/error-dialects';
 import { isProxiedPath } from './common/http/proxied-routes';
 
 type OperationObject = NonNullable<OpenAPIObject['paths'][string]['get']>;
@@ -48,7 +49,8 @@ function completeDocument(document: OpenAPIObject): OpenAPIObject {
         // an event stream is text, not one JSON document: its events are described by the response's text
         const events = response.content?.['text/event-stream'];
         if (events) events.schema = { type: 'string', description: SSE_DESCRIPTION };
-        const names = ['x-svc-request-id', 'x-request-id', ...(isProxiedPath(path) ? Object.keys(FAILOVER_HEADERS) : [])];
+        const proxied = isProxiedPath(path) || (dialectFor(path)?.proxied(path) ?? false);
+        const names = ['x-svc-request-id', 'x-request-id', ...(proxied ? Object.keys(FAILOVER_HEADERS) : [])];
         response.headers = { ...response.headers, ...Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }])) };
       }
     }

@@ -209,6 +209,18 @@ describe('MiniMax-native surface (the official minimax-mcp-js client, host chang
     }
   });
 
+  it('ends an SSE stream whose provider fails after the first audio with an error event (base_resp 1000) and no final event', async () => {
+    minimax.setMode('midStreamBaseRespError');
+    const res = await post('/v1/t2a_v2', { model: MODEL, text: 'This stream will break.', stream: true, voice_setting: { voice_id: 'male-qn-qingse' } });
+    const events = (await res.text())
+      .split('\n\n')
+      .filter((e) => e.startsWith('data: '))
+      .map((e) => JSON.parse(e.slice(6)) as MiniMaxAnswer);
+    expect(events[0].data?.status).toBe(1);
+    expect(events.some((e) => e.data?.status === 2)).toBe(false);
+    expect(events[events.length - 1].base_resp.status_code).toBe(1000);
+  });
+
   it('lists voices with get_voice: the chain\'s system voices and the key\'s custom voices', async () => {
     const { systemVoices } = await new mcp.VoiceAPI(client('local')).listVoices({ voiceType: 'all' });
     expect(systemVoices).toEqual(expect.arrayContaining(['Name: Qingse (young man), ID: male-qn-qingse', expect.stringMatching(/ID: en-us$/)]));

@@ -26,9 +26,8 @@ import { MiniMaxVoicesService } from './minimax-voices.service';
   controllers: [MiniMaxSpeechController, MiniMaxVoicesController, MiniMaxAudioLinksController],
   providers: [MiniMaxFilesRepository, MiniMaxFilesRetention, MiniMaxFilesService, MiniMaxSpeechService, MiniMaxVoicesService],
 })
-export class MiniMaxCompatModule {
-  constructor() {
-    // every error of these routes (the body parser's and the guard's included) in MiniMax's shape
-    registerErrorDialect(MINIMAX_ERROR_DIALECT);
-  }
-}
+export class MiniMaxCompatModule {}
+
+// every error of these routes (the body parser's and the guard's included) in MiniMax's shape; registered with
+// the module's code, not its instance, so a graph only scanned (the OpenAPI writer's preview) knows it too
+registerErrorDialect(MINIMAX_ERROR_DIALECT);
