@@ -7,6 +7,7 @@ import { RateLimits1763735000000 } from './1763735000000-rate-limits';
 import { EventCursor1763740000000 } from './1763740000000-event-cursor';
 import { FairTasks1763750000000 } from './1763750000000-fair-tasks';
 import { StreamTickets1763760000000 } from './1763760000000-stream-tickets';
+import { MiniMaxFiles1763770000000 } from './1763770000000-minimax-files';
 
 /** Every migration in order; `npm run migration:generate` writes a file, add its class here. */
-export const MIGRATIONS = [Init1763683200000, Failover1763700000000, SpeechTasks1763710000000, Webhooks1763720000000, CustomVoices1763730000000, RateLimits1763735000000, EventCursor1763740000000, FairTasks1763750000000, StreamTickets1763760000000];
+export const MIGRATIONS = [Init1763683200000, Failover1763700000000, SpeechTasks1763710000000, Webhooks1763720000000, CustomVoices1763730000000, RateLimits1763735000000, EventCursor1763740000000, FairTasks1763750000000, StreamTickets1763760000000, MiniMaxFiles1763770000000];

@@ -20,6 +20,7 @@ import { HealthModule } from './health/health.module';
 import { KeysModule } from './keys/keys.module';
 import { LimitsModule } from './limits/limits.module';
 import { MetricsModule } from './metrics/metrics.module';
+import { MiniMaxCompatModule } from './minimax-compat/minimax-compat.module';
 import { ModelsModule } from './models/models.module';
 import { SpeechModule } from './speech/speech.module';
 import { UsageModule } from './usage/usage.module';
@@ -45,6 +46,7 @@ import { WebhooksModule } from './webhooks/webhooks.module';
     VoicesModule,
     HealthModule,
     WebhooksModule,
+    MiniMaxCompatModule,
   ],
   providers: [
     {

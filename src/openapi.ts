@@ -1,6 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { ERROR_CODES, ErrorCode } from './common/errors/error-codes';
+import { dialectFor } from './common/errors/error-dialects';
 import { isProxiedPath } from './common/http/proxied-routes';
 
 type OperationObject = NonNullable<OpenAPIObject['paths'][string]['get']>;
@@ -92,8 +93,10 @@ function completeDocument(document: OpenAPIObject): OpenAPIObject {
       if (!operation) continue;
       const proxyKey = (operation.security ?? []).some((requirement: Record<string, string[]>) => 'proxy-key' in requirement);
       const jsonBody = operation.requestBody && 'content' in operation.requestBody && 'application/json' in operation.requestBody.content;
-      if (proxyKey) operation.responses['429'] ??= { description: 'Rate limited (`SVC_RATE_LIMIT_RPM`); `Retry-After` says when to retry.' };
-      if (jsonBody) operation.responses['415'] ??= { description: 'The body is not JSON (`unsupported_media_type`).' };
+      // MiniMax's own routes answer every error with HTTP 200 and a non-zero base_resp, as MiniMax does
+      const minimaxNative = operation.tags?.includes('minimax') ?? false;
+      if (proxyKey && !minimaxNative) operation.responses['429'] ??= { description: 'Rate limited (`SVC_RATE_LIMIT_RPM`); `Retry-After` says when to retry.' };
+      if (jsonBody && !minimaxNative) operation.responses['415'] ??= { description: 'The body is not JSON (`unsupported_media_type`).' };
       for (const [status, response] of Object.entries(operation.responses) as Array<[string, ResponseObject]>) {
         if (Number(status) >= 400) {
           const examples = errorExamples(Number(status));
@@ -102,7 +105,8 @@ function completeDocument(document: OpenAPIObject): OpenAPIObject {
         // an event stream is text, not one JSON document: its events are described by the response's text
         const events = response.content?.['text/event-stream'];
         if (events) events.schema = { type: 'string', description: SSE_DESCRIPTION };
-        const names = ['x-svc-request-id', 'x-request-id', ...(isProxiedPath(path) ? Object.keys(FAILOVER_HEADERS) : [])];
+        const proxied = isProxiedPath(path) || (dialectFor(path)?.proxied(path) ?? false);
+        const names = ['x-svc-request-id', 'x-request-id', ...(proxied ? Object.keys(FAILOVER_HEADERS) : [])];
         response.headers = { ...response.headers, ...Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }])) };
       }
     }

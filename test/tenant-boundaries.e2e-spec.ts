@@ -28,6 +28,12 @@ interface ListBody {
 
 const pathFor = (op: Operation, ids: (name: string) => string): string => op.path.replace(/\{([^}]+)\}/g, (_, name: string) => encodeURIComponent(ids(name)));
 
+/** MiniMax's error body (its native routes answer errors in it). */
+interface MiniMaxError {
+  base_resp?: { status_code: number };
+}
+const isMiniMaxNative = (op: Operation): boolean => op.tags.includes('minimax');
+
 describe('tenant boundaries', () => {
   let t: TestApp;
   let db: DataSource;
@@ -122,6 +128,13 @@ describe('tenant boundaries', () => {
   it.each(proxyOperations.map((op) => [op.key, op] as const))('%s: no key answers 401, and the admin token is no proxy key', async (_, op) => {
     const path = pathFor(op, (name) => (ID_OF[name] ? ID_OF[name](mine) : 'xx_any'));
     const none = await send(op, path, null);
+    if (isMiniMaxNative(op)) {
+      // MiniMax's own routes refuse as MiniMax does (decisions §10): HTTP 200, base_resp 1004
+      expect([none.status, (none.body as MiniMaxError).base_resp?.status_code]).toEqual([200, 1004]);
+      const admin = await send(op, path, `Bearer ${ADMIN_TOKEN}`);
+      expect([admin.status, (admin.body as MiniMaxError).base_resp?.status_code]).toEqual([200, 1004]);
+      return;
+    }
     expect(none.status).toBe(401);
     expect(none.body.error).toMatchObject({ type: 'authentication_error', code: 'missing_api_key', param: null });
     const admin = await send(op, path, `Bearer ${ADMIN_TOKEN}`);
@@ -144,7 +157,8 @@ describe('tenant boundaries', () => {
     await deleteKey(t, ADMIN_TOKEN, doomed.id);
     for (const [op, path] of [...paths, ...adminOperations.map((op) => [op, pathFor(op, () => doomed.id)] as const)]) {
       const res = await send(op, path, `Bearer ${doomed.secret}`);
-      expect([op.key, res.status, (res.body as Partial<ErrorBody>).error?.code]).toEqual([op.key, 401, 'invalid_api_key']);
+      if (isMiniMaxNative(op)) expect([op.key, res.status, (res.body as MiniMaxError).base_resp?.status_code]).toEqual([op.key, 200, 1004]);
+      else expect([op.key, res.status, (res.body as Partial<ErrorBody>).error?.code]).toEqual([op.key, 401, 'invalid_api_key']);
     }
     for (const table of ['voice_consents', 'speech_tasks', 'webhook_endpoints']) {
       const [row] = await db.query<Array<{ n: string }>>(`SELECT count(*) AS n FROM ${table} WHERE key_id = $1`, [doomed.id]);

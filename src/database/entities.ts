@@ -3,6 +3,7 @@ import { GatewayEventEntity } from '../failover/gateway-event.entity';
 import { ProviderCircuitEntity } from '../failover/provider-circuit.entity';
 import { UsageCounterEntity } from '../failover/usage-counter.entity';
 import { ProxyKeyEntity } from '../keys/proxy-key.entity';
+import { MiniMaxFileEntity } from '../minimax-compat/minimax-file.entity';
 import { RateLimitCounterEntity } from '../limits/rate-limit-counter.entity';
 import { StreamTicketEntity } from '../speech/stream/tickets/stream-ticket.entity';
 import { SpeechTaskChunkEntity, SpeechTaskEntity, SpeechTaskResultEntity } from '../speech/tasks/speech-task.entity';
@@ -31,4 +32,5 @@ export const ENTITIES = [
   WebhookFanoutStateEntity,
   CustomVoiceEntity,
   StreamTicketEntity,
+  MiniMaxFileEntity,
 ];

@@ -36,6 +36,6 @@ import { VoicesModule } from '../voices/voices.module';
     SpeechTaskWorker,
     SpeechTaskScheduler,
   ],
-  exports: [SpeechService, VoicesService],
+  exports: [SpeechService, VoicesService, SpeechTasksService],
 })
 export class SpeechModule {}

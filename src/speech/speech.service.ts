@@ -36,6 +36,17 @@ export function routeIgnoredFields(job: SpeechJob): string[] {
 
 const sseEvent = (event: object): Buffer => Buffer.from(`data: ${JSON.stringify(event)}\n\n`);
 
+/** Where the audio of a synchronous speech request goes, in whatever wire format its route answers. */
+export interface AudioSink {
+  /** The first audio is in hand (the provider is fixed): the answer's status and headers; `ignored`: the request's fields the serving step did not use. */
+  open(audio: AudioStream, ignored: SpeechField[]): void;
+  write(bytes: Buffer): Promise<void>;
+  /** Every chunk was written; `characters`: what the request is billed. */
+  end(characters: number): void | Promise<void>;
+  /** The provider failed after the first byte (`status`: what usage records); the answer must not look complete. */
+  broke(reason: string, status: number, err: unknown): void;
+}
+
 /** nginx's status for a request whose client closed the connection first (usage records only), as chat records it. */
 export const CLIENT_CLOSED_REQUEST = 499;
 
@@ -86,29 +97,59 @@ export class SpeechService {
    * `speech.audio.delta` event, then `speech.audio.done`). `x-svc-ignored-fields` names what was not used.
    */
   async respond(scope: FailoverScope, job: SpeechJob, res: Response, answer: SpeechAnswer = 'audio'): Promise<void> {
+    const sse = answer === 'openai-sse';
+    // a client that leaves while its socket is full never drains: its abort ends the wait
+    const write = async (bytes: Buffer): Promise<void> => {
+      if (!res.write(bytes)) await once(res, 'drain', { signal: scope.signal });
+    };
+    await this.deliver(scope, job, {
+      open: (audio, ignoredFields) => {
+        res.status(200);
+        res.setHeader('Content-Type', sse ? 'text/event-stream' : audio.contentType);
+        if (sse) res.setHeader('Cache-Control', 'no-cache');
+        if (job.output.format === 'mp3') res.setHeader('x-svc-audio-bitrate', String(audio.bitrate ?? job.output.bitrate));
+        const ignored = ignoredFieldsHeader([...ignoredFields, ...routeIgnoredFields(job)]);
+        if (ignored) res.setHeader(IGNORED_FIELDS_HEADER, ignored);
+        scope.applyHeaders(res);
+      },
+      write: (bytes) => write(sse ? sseEvent({ type: 'speech.audio.delta', audio: bytes.toString('base64') }) : bytes),
+      end: async (characters) => {
+        // OpenAI counts tokens; the gateway's unit is characters, reported as input tokens
+        if (sse) await write(sseEvent({ type: 'speech.audio.done', usage: { input_tokens: characters, output_tokens: 0, total_tokens: characters } }));
+        res.end();
+      },
+      broke: (reason, status, err) => {
+        if (sse) {
+          // SSE's explicit end (decisions §3): an error event, and no speech.audio.done
+          const domain = err instanceof DomainError ? err : new DomainError('all_providers_failed', `${scope.served?.provider ?? 'The provider'} failed mid-stream: ${reason}.`);
+          res.end(sseEvent(domain.toBody()));
+          return;
+        }
+        // never a silent truncation: the chunked body is cut without its terminator, which clients report as an error;
+        // on the next turn, once Node has uncorked the status, headers and audio already written (else the client sees none of them)
+        setImmediate(() => res.destroy(new Error(`upstream failed mid-stream: ${reason}`)));
+      },
+    });
+  }
+
+  /**
+   * The life of one synchronous speech request, whatever carries its audio (the audio body, OpenAI's SSE,
+   * MiniMax's JSON or SSE): the cap, the chain until the first audio, then every chunk to `sink`, the
+   * client's departure and a failure after the first byte, and the request's usage, recorded once.
+   */
+  async deliver(scope: FailoverScope, job: SpeechJob, sink: AudioSink): Promise<void> {
     scope.streaming = true;
     const limit = this.env.SVC_MAX_AUDIO_SECONDS;
     assertAudioFits(job.text, job.speed, limit);
     const primed = await this.start(scope, job, undefined, limit);
-    const sse = answer === 'openai-sse';
-    res.status(200);
-    res.setHeader('Content-Type', sse ? 'text/event-stream' : primed.audio.contentType);
-    if (sse) res.setHeader('Cache-Control', 'no-cache');
-    if (job.output.format === 'mp3') res.setHeader('x-svc-audio-bitrate', String(primed.audio.bitrate ?? job.output.bitrate));
-    const ignored = ignoredFieldsHeader([...primed.ignored, ...routeIgnoredFields(job)]);
-    if (ignored) res.setHeader(IGNORED_FIELDS_HEADER, ignored);
-    scope.applyHeaders(res);
+    sink.open(primed.audio, primed.ignored);
     let sent = 0;
     const bitrate = primed.audio.bitrate ?? job.output.bitrate;
-    const write = async (bytes: Buffer): Promise<void> => {
-      // a client that leaves while its socket is full never drains: its abort ends the wait
-      if (!res.write(bytes)) await once(res, 'drain', { signal: scope.signal });
-    };
     const send = async (bytes: Buffer): Promise<void> => {
       // the cap also holds for audio an upstream sends as it is (counted by the worker where the gateway makes it)
       sent += bytes.length;
       if ((encodedSeconds(sent, job.output, bitrate) ?? 0) > limit) throw audioTooLong(limit, 'of this request');
-      if (bytes.length > 0) await write(sse ? sseEvent({ type: 'speech.audio.delta', audio: bytes.toString('base64') }) : bytes);
+      if (bytes.length > 0) await sink.write(bytes);
     };
     try {
       if (!primed.first.done) await send(primed.first.value);
@@ -118,10 +159,8 @@ export class SpeechService {
         scope.finish({ status: CLIENT_CLOSED_REQUEST, characters: characterCount(job.text) });
         return;
       }
-      // OpenAI counts tokens; the gateway's unit is characters, reported as input tokens
       const characters = characterCount(job.text);
-      if (sse) await write(sseEvent({ type: 'speech.audio.done', usage: { input_tokens: characters, output_tokens: 0, total_tokens: characters } }));
-      res.end();
+      await sink.end(characters);
       scope.finish({ status: 200, characters });
     } catch (err) {
       if (scope.aborted) {
@@ -130,17 +169,9 @@ export class SpeechService {
       }
       const reason = this.failover.streamFailed(scope, err);
       this.logger.warn(`speech from ${scope.served?.provider ?? '?'} broke after the first byte (${reason}) for ${scope.requestId}`);
-      if (sse) {
-        // SSE's explicit end (decisions §3): an error event, and no speech.audio.done
-        const domain = err instanceof DomainError ? err : new DomainError('all_providers_failed', `${scope.served?.provider ?? 'The provider'} failed mid-stream: ${reason}.`);
-        res.end(sseEvent(domain.toBody()));
-        scope.finish({ status: domain.status, characters: characterCount(job.text) });
-        return;
-      }
-      // never a silent truncation: the chunked body is cut without its terminator, which clients report as an error;
-      // on the next turn, once Node has uncorked the status, headers and audio already written (else the client sees none of them)
-      setImmediate(() => res.destroy(new Error(`upstream failed mid-stream: ${reason}`)));
-      scope.finish({ status: err instanceof DomainError ? err.status : 502, characters: characterCount(job.text) });
+      const status = err instanceof DomainError ? err.status : 502;
+      sink.broke(reason, status, err);
+      scope.finish({ status, characters: characterCount(job.text) });
     } finally {
       // a stream cut short closes the provider call and ends its encoder (a no-op on one that ran to its end)
       await primed.rest.return?.().catch(() => undefined);

@@ -35,6 +35,8 @@ export type FakeMiniMax = FakeUpstream<FakeMiniMaxMode> & {
   files: Map<number, FakeMiniMaxFile>;
   /** Voices made by voice_clone (`voice_cloning`) and voice_design (`voice_generation`), by voice_id; delete_voice removes them. */
   voices: Map<string, 'voice_cloning' | 'voice_generation'>;
+  /** Async T2A tasks: task_id to the file_id of their audio. */
+  tasks: Map<number, number>;
   /** While set, voice_clone waits for it before answering (a clone in flight). */
   cloneGate: Promise<void> | null;
   /** While set, a T2A request whose text matches answers HTTP 500 (some chunks of a task fail over, others not). */
@@ -56,6 +58,7 @@ interface T2aBody {
   text?: string;
   stream?: boolean;
   stream_options?: { exclude_aggregated_audio?: boolean };
+  output_format?: 'hex' | 'url';
   audio_setting?: { sample_rate?: number; bitrate?: number; format?: AudioFormat; channel?: number };
 }
 
@@ -65,7 +68,12 @@ let sequence = 0;
 /** The system voices the fake's get_voice lists (a few of MiniMax's real ids). */
 export const FAKE_MINIMAX_SYSTEM_VOICES = ['male-qn-qingse', 'female-shaonv', 'English_Graceful_Lady'];
 
-/** MiniMax's T2A v2 on 127.0.0.1: hex audio in JSON or SSE, errors as HTTP 200 with a non-zero base_resp. */
+/**
+ * MiniMax on 127.0.0.1: T2A v2 (hex audio in JSON, a link with `output_format: "url"`, or SSE), the async
+ * T2A trio, files, voices; errors as HTTP 200 with a non-zero base_resp. Shapes checked against MiniMax's
+ * public API reference (platform.minimax.io/docs/api-reference: speech-t2a-http, speech-t2a-async-query,
+ * file retrieve, voice cloning and design, errorcode).
+ */
 export async function startFakeMiniMax(options: FakeMiniMaxOptions = {}): Promise<FakeMiniMax> {
   const name = options.name ?? 'fake-minimax';
   const tag = { 'x-fake-provider': name };
@@ -73,6 +81,50 @@ export async function startFakeMiniMax(options: FakeMiniMaxOptions = {}): Promis
     trace_id: `trace-${++sequence}`,
     base_resp: { status_code: x.settings.status ?? 1004, status_msg: x.settings.message ?? 'login fail: Please carry the API secret key in the Authorization field' },
   });
+
+  /** A download link of a file the fake keeps (no key needed, as MiniMax's signed links). */
+  const linkTo = (x: FakeExchange<FakeMiniMaxMode>, fileId: number): string => `http://${x.req.headers.host ?? '127.0.0.1'}/v1/download/${fileId}`;
+  /** Keeps a file the fake made; its file_id. */
+  const store = (bytes: Buffer, filename: string, purpose: string): number => {
+    const fileId = 300000000000000 + ++sequence;
+    fake.files.set(fileId, { purpose, filename, contentType: 'application/octet-stream', bytes });
+    return fileId;
+  };
+  const queryOf = (x: FakeExchange<FakeMiniMaxMode>): URLSearchParams => new URLSearchParams((x.req.url ?? '').split('?')[1] ?? '');
+
+  /** MiniMax's async T2A (the task is done at once here): task_id and file_id are numbers. */
+  const t2aAsync = async (x: FakeExchange<FakeMiniMaxMode>): Promise<void> => {
+    const body = (x.record.body ?? {}) as T2aBody;
+    const audio = body.audio_setting ?? {};
+    const format = audio.format ?? 'mp3';
+    const bytes = await encodedTone(format, { sampleRate: audio.sample_rate ?? 32000, channels: audio.channel ?? 1, bitrate: audio.bitrate ?? 128000 }, toneSeconds(body.text ?? ''));
+    const taskId = 95157322514000 + ++sequence;
+    const fileId = store(bytes, `${taskId}.${format}`, 't2a_async');
+    fake.tasks.set(taskId, fileId);
+    sendJson(x.res, 200, { task_id: taskId, task_token: `token-${taskId}`, file_id: fileId, usage_characters: (body.text ?? '').length, base_resp: ok }, tag);
+  };
+
+  const t2aAsyncQuery = (x: FakeExchange<FakeMiniMaxMode>): void => {
+    const taskId = Number(queryOf(x).get('task_id'));
+    const fileId = fake.tasks.get(taskId);
+    if (fileId === undefined) return invalid(x, 'task_id does not exist');
+    sendJson(x.res, 200, { task_id: taskId, status: 'Success', file_id: fileId, base_resp: ok }, tag);
+  };
+
+  const retrieve = (x: FakeExchange<FakeMiniMaxMode>): void => {
+    const fileId = Number(queryOf(x).get('file_id'));
+    const file = fake.files.get(fileId);
+    if (!file) return invalid(x, 'file_id does not exist');
+    const downloadUrl = linkTo(x, fileId);
+    sendJson(x.res, 200, { file: { file_id: fileId, bytes: file.bytes.length, created_at: Math.floor(Date.now() / 1000), filename: file.filename, purpose: file.purpose, download_url: downloadUrl }, base_resp: ok }, tag);
+  };
+
+  const download = (x: FakeExchange<FakeMiniMaxMode>): void => {
+    const file = fake.files.get(Number(x.record.path.slice('/v1/download/'.length)));
+    if (!file) return sendJson(x.res, 404, { base_resp: { status_code: 404, status_msg: 'no such file' } }, tag);
+    x.res.writeHead(200, { 'Content-Type': file.contentType, 'Content-Length': String(file.bytes.length), ...tag });
+    x.res.end(file.bytes);
+  };
 
   const t2a = async (x: FakeExchange<FakeMiniMaxMode>): Promise<void> => {
     const body = (x.record.body ?? {}) as T2aBody;
@@ -94,7 +146,11 @@ export async function startFakeMiniMax(options: FakeMiniMaxOptions = {}): Promis
       audio_channel: shape.channels,
       usage_characters: (body.text ?? '').length,
     };
-    if (!body.stream) return sendJson(x.res, 200, { data: { audio: bytes.toString('hex'), status: 2 }, extra_info: extra, trace_id: traceId, base_resp: ok }, tag);
+    if (!body.stream) {
+      // output_format "url": a link to the audio (MiniMax's is signed and lasts 24 h) instead of hex
+      const audioField = body.output_format === 'url' ? linkTo(x, store(bytes, `t2a.${format}`, 't2a')) : bytes.toString('hex');
+      return sendJson(x.res, 200, { data: { audio: audioField, status: 2 }, extra_info: extra, trace_id: traceId, base_resp: ok }, tag);
+    }
 
     const send = startSse(x.res, tag);
     for (const [i, piece] of splitBytes(bytes, fake.chunkCount).entries()) {
@@ -182,6 +238,10 @@ export async function startFakeMiniMax(options: FakeMiniMaxOptions = {}): Promis
     if (route === 'POST /v1/voice_clone') return clone(x);
     if (route === 'POST /v1/voice_design') return design(x);
     if (route === 'POST /v1/delete_voice') return deleteVoice(x);
+    if (route === 'POST /v1/t2a_async_v2') return t2aAsync(x);
+    if (route === 'GET /v1/query/t2a_async_query_v2') return t2aAsyncQuery(x);
+    if (route === 'GET /v1/files/retrieve') return retrieve(x);
+    if (x.record.method === 'GET' && x.record.path.startsWith('/v1/download/')) return download(x);
     sendJson(x.res, 404, { base_resp: { status_code: 404, status_msg: `no route ${route}` } }, tag);
   };
 
@@ -198,6 +258,7 @@ export async function startFakeMiniMax(options: FakeMiniMaxOptions = {}): Promis
     voices: new Map<string, 'voice_cloning' | 'voice_generation'>(),
     cloneGate: null,
     failText: null,
+    tasks: new Map<number, number>(),
   });
   return fake.listen('/v1');
 }

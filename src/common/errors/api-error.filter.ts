@@ -6,6 +6,7 @@ import { sendJson } from '../http/send-json';
 import { pathOnly, scrubUrl } from '../http/scrub-url';
 import { BODY_NOT_OBJECT, DomainError } from './domain-error';
 import { ErrorCode } from './error-codes';
+import { dialectFor } from './error-dialects';
 
 /** body-parser and raw-body tag their errors with a `type`; map those to our codes. */
 const PARSER_ERRORS: Record<string, { code: ErrorCode; message: string }> = {
@@ -111,12 +112,15 @@ export function renderError(exception: unknown, req: IncomingMessage & { origina
     res.end();
     return;
   }
+  const url = req.originalUrl ?? req.url ?? '';
+  const dialect = dialectFor(pathOnly(url));
   // an error of a proxied route names no provider unless the failover core said who answered (or how far it got)
-  if (!error.headers['x-svc-provider-used'] && !res.hasHeader('x-svc-provider-used') && isProxiedPath(req.originalUrl ?? req.url ?? '')) {
+  if (!error.headers['x-svc-provider-used'] && !res.hasHeader('x-svc-provider-used') && (isProxiedPath(url) || dialect?.proxied(pathOnly(url)))) {
     for (const [name, value] of Object.entries(UNSERVED_HEADERS)) res.setHeader(name, value);
   }
   for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
-  sendJson(res, error.status, error.toBody());
+  const answer = dialect?.answer(error, req, res) ?? { status: error.status, body: error.toBody() };
+  sendJson(res, answer.status, answer.body);
 }
 
 @Catch()

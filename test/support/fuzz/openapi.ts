@@ -44,6 +44,8 @@ export interface Operation {
   method: string;
   path: string;
   auth: AuthKind;
+  /** The operation's OpenAPI tags (`minimax`: MiniMax's own routes, whose errors are HTTP 200 with a base_resp). */
+  tags: string[];
   pathParams: Parameter[];
   queryParams: Parameter[];
   body: { contentType: string; schema: Schema } | null;
@@ -110,6 +112,7 @@ export function loadOperations(file = join(projectRoot(), 'openapi/openapi.json'
         method: method.toUpperCase(),
         path,
         auth: authOf(op, doc),
+        tags: op.tags ?? [],
         pathParams: params.filter((p) => p.in === 'path'),
         queryParams: params.filter((p) => p.in === 'query'),
         body: contentType ? { contentType, schema: resolve(content[contentType]?.schema, doc) } : null,

@@ -1,6 +1,8 @@
 import { connect } from 'node:net';
 import { Pool } from 'undici';
-import { ERROR_CODES } from '../../../src/common/errors/error-codes';
+import { DomainError } from '../../../src/common/errors/domain-error';
+import { ERROR_CODES, ErrorCode } from '../../../src/common/errors/error-codes';
+import { baseRespFor } from '../../../src/minimax-compat/minimax-errors';
 import type { FuzzCase, FuzzRequest } from './request';
 
 export interface Answer {
@@ -59,10 +61,39 @@ export class FuzzClient {
   }
 }
 
+/**
+ * A refusal of a MiniMax-native route (HTTP 200, a non-zero `base_resp`, decisions §10) judged as its
+ * interface error would be: the gateway's code leads `status_msg`; undefined for any other answer.
+ */
+function miniMaxViolation(c: FuzzCase, res: Answer): string | null | undefined {
+  if (res.status !== 200 || !/^application\/json/.test(res.headers['content-type'] ?? '')) return undefined;
+  let body: { trace_id?: unknown; base_resp?: { status_code?: unknown; status_msg?: unknown } };
+  try {
+    body = JSON.parse(res.body.toString('utf8')) as typeof body;
+  } catch {
+    return undefined;
+  }
+  const baseResp = body.base_resp;
+  if (!baseResp || baseResp.status_code === 0) return undefined;
+  if (body.trace_id !== res.headers['x-svc-request-id']) return 'a MiniMax error whose trace_id is not the request id';
+  const code = /^([a-z_]+): ./.exec(String(baseResp.status_msg))?.[1];
+  if (!code || !(code in ERROR_CODES)) return `a MiniMax error without the gateway's code: ${String(baseResp.status_msg).slice(0, 200)}`;
+  const known = ERROR_CODES[code as ErrorCode];
+  if (known.status >= 500 && !(known.status === 503 && c.expect.mayBeUnavailable)) return `answered ${code}`;
+  const expected = baseRespFor(new DomainError(code as ErrorCode, 'x'))?.status_code;
+  if (baseResp.status_code !== expected) return `code ${code} as base_resp ${String(baseResp.status_code)} (expected ${String(expected)})`;
+  if (code === 'rate_limited') return null;
+  if (c.expect.status.length > 0 && !c.expect.status.includes(known.status) && !STATUS_MAY_VARY.has(code)) return `expected ${c.expect.status.join('/')}, got ${code}`;
+  if (c.expect.codes && !c.expect.codes.includes(code)) return `expected code ${c.expect.codes.join('/')}, got ${code}`;
+  return null;
+}
+
 /** Why an answer breaks the case's expectation, or null. */
 export function violation(c: FuzzCase, res: Answer): string | null {
   const { expect } = c;
   if (res.status >= 500 && !(res.status === 503 && expect.mayBeUnavailable)) return `answered ${res.status}`;
+  const native = miniMaxViolation(c, res);
+  if (native !== undefined) return native;
   if (res.status >= 200 && res.status < 300) return expect.maybeValid ? null : `accepted it with ${res.status}`;
   if (res.status < 400) return `answered ${res.status}`;
   if (!/^application\/json/.test(res.headers['content-type'] ?? '')) return `a ${res.status} without a JSON body (${res.headers['content-type'] ?? 'no content type'})`;

@@ -1,0 +1,102 @@
+import { Injectable } from '@nestjs/common';
+import type { Response } from 'express';
+import { once } from 'node:events';
+import { DomainError } from '../common/errors/domain-error';
+import { sendJson } from '../common/http/send-json';
+import type { FailoverScope } from '../failover/failover-scope';
+import type { AudioStream } from '../failover/provider-adapter';
+import type { SpeechJob } from '../speech/speech-job';
+import { SpeechService } from '../speech/speech.service';
+import { extraInfo } from './extra-info';
+import { MINIMAX_CODES, MINIMAX_OK, TRACE_HEADER } from './minimax-errors';
+import { MiniMaxFilesService } from './minimax-files.service';
+
+/** How `POST /v1/t2a_v2` answers: hex in JSON, a link in JSON, or MiniMax's SSE. */
+export type T2aAnswer = { kind: 'hex' } | { kind: 'url'; baseUrl: string } | { kind: 'sse'; excludeAggregated: boolean };
+
+const brokeMessage = (scope: FailoverScope, reason: string): string => `${scope.served?.provider ?? 'the provider'} failed after the audio began: ${reason}`;
+
+/** MiniMax's T2A answers around the one speech pipeline (SpeechService.deliver): only the wire format is this module's. */
+@Injectable()
+export class MiniMaxSpeechService {
+  constructor(
+    private readonly speech: SpeechService,
+    private readonly files: MiniMaxFilesService,
+  ) {}
+
+  async t2a(scope: FailoverScope, job: SpeechJob, answer: T2aAnswer, res: Response): Promise<void> {
+    if (answer.kind === 'sse') return this.sse(scope, job, answer.excludeAggregated, res);
+    const { audio, bytes } = await this.collect(scope, job, res);
+    const data = answer.kind === 'url' ? await this.files.link(scope.key.id, bytes, audio.contentType, job.output.format, answer.baseUrl) : bytes.toString('hex');
+    res.setHeader(TRACE_HEADER, scope.requestId);
+    sendJson(res, 200, {
+      data: { audio: data, status: 2, ced: '' },
+      extra_info: extraInfo(job, bytes, audio.bitrate ?? job.output.bitrate),
+      trace_id: scope.requestId,
+      base_resp: MINIMAX_OK,
+    });
+  }
+
+  /** The whole clip through the pipeline (for JSON answers, and a designed voice's trial audio). */
+  async collect(scope: FailoverScope, job: SpeechJob, res?: Response): Promise<{ audio: AudioStream; bytes: Buffer }> {
+    const parts: Buffer[] = [];
+    // set by the pipeline's callbacks
+    const state: { audio: AudioStream | null; broke: DomainError | null } = { audio: null, broke: null };
+    await this.speech.deliver(scope, job, {
+      open: (audio) => {
+        state.audio = audio;
+        if (res) scope.applyHeaders(res);
+      },
+      write: (bytes) => {
+        parts.push(bytes);
+        return Promise.resolve();
+      },
+      end: () => undefined,
+      broke: (reason, status) => {
+        state.broke = new DomainError(status === 413 ? 'audio_too_long' : 'all_providers_failed', brokeMessage(scope, reason));
+      },
+    });
+    if (state.broke) throw state.broke;
+    if (!state.audio || scope.aborted) throw new DomainError('internal_error', 'The client left before the audio was made.');
+    return { audio: state.audio, bytes: Buffer.concat(parts) };
+  }
+
+  /** MiniMax's SSE: `data: {"data":{"audio":"<hex>","status":1},…}` per chunk, then `status: 2` with `extra_info`. */
+  private async sse(scope: FailoverScope, job: SpeechJob, excludeAggregated: boolean, res: Response): Promise<void> {
+    const parts: Buffer[] = [];
+    let bitrate = job.output.bitrate;
+    const event = (body: unknown): string => `data: ${JSON.stringify(body)}\n\n`;
+    await this.speech.deliver(scope, job, {
+      open: (audio) => {
+        bitrate = audio.bitrate ?? bitrate;
+        res.status(200);
+        res.setHeader('Content-Type', 'text/event-stream');
+        res.setHeader('Cache-Control', 'no-cache');
+        res.setHeader(TRACE_HEADER, scope.requestId);
+        scope.applyHeaders(res);
+        res.flushHeaders();
+      },
+      write: async (bytes) => {
+        parts.push(bytes);
+        const more = res.write(event({ data: { audio: bytes.toString('hex'), status: 1, ced: '' }, trace_id: scope.requestId, base_resp: MINIMAX_OK }));
+        if (!more) await once(res, 'drain', { signal: scope.signal });
+      },
+      end: () => {
+        const whole = Buffer.concat(parts);
+        res.end(
+          event({
+            data: { audio: excludeAggregated ? '' : whole.toString('hex'), status: 2, ced: '' },
+            extra_info: extraInfo(job, whole, bitrate),
+            trace_id: scope.requestId,
+            base_resp: MINIMAX_OK,
+          }),
+        );
+      },
+      // as MiniMax ends a stream that fails: an event with a non-zero base_resp, and no final audio event
+      broke: (reason, status) => {
+        const code = status === 413 ? MINIMAX_CODES.invalidParams : MINIMAX_CODES.unknown;
+        res.end(event({ trace_id: scope.requestId, base_resp: { status_code: code, status_msg: brokeMessage(scope, reason) } }));
+      },
+    });
+  }
+}
