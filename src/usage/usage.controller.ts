@@ -2,6 +2,7 @@ import { Controller, Get, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
 import { CurrentKey } from '../common/auth/auth.decorators';
 import { ApiErrors } from '../common/http/api-errors.decorator';
+import { DEFAULT_PAGE_SIZE } from '../common/http/pagination.dto';
 import type { AuthenticatedKey } from '../keys/key-directory';
 import { UsageListDto, UsageQueryDto } from './dto/usage.dto';
 import { UsageService } from './usage.service';
@@ -13,9 +14,12 @@ import { UsageService } from './usage.service';
 export class UsageController {
   constructor(private readonly usage: UsageService) {}
 
-  /** Usage records of one of your requests, by its `x-svc-request-id`. */
+  /**
+   * Your usage records, newest first, with cursor pagination (`limit`, `after`); with `request_id`, only
+   * that request's records (its `x-svc-request-id`), in the order they were made.
+   */
   @Get()
-  byRequest(@CurrentKey() key: AuthenticatedKey, @Query() query: UsageQueryDto): Promise<UsageListDto> {
-    return this.usage.byRequest(key.id, query.request_id);
+  list(@CurrentKey() key: AuthenticatedKey, @Query() query: UsageQueryDto): Promise<UsageListDto> {
+    return this.usage.list(key.id, { requestId: query.request_id, after: query.after, limit: query.limit ?? DEFAULT_PAGE_SIZE });
   }
 }

@@ -1,7 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
-import { UsageListDto } from './dto/usage.dto';
+import { DomainError } from '../common/errors/domain-error';
+import { toPage } from '../common/http/pagination.dto';
+import { USAGE_ID, UsageListDto, UsageRecordDto } from './dto/usage.dto';
 import { UsageRecordEntity } from './usage-record.entity';
 import { UsageWriter } from './usage.writer';
 
@@ -12,29 +14,49 @@ export class UsageService {
     private readonly writer: UsageWriter,
   ) {}
 
-  /** The key's own records of one request (this replica's buffer is flushed first). */
-  async byRequest(keyId: string, requestId: string): Promise<UsageListDto> {
+  /**
+   * A page of the key's own records (this replica's buffer is flushed first): newest first, or, for one
+   * request (`requestId`), in the order they were made. `after` is the `last_id` of the previous page.
+   */
+  async list(keyId: string, options: { requestId?: string; after?: string; limit: number }): Promise<UsageListDto> {
+    const { requestId, after, limit } = options;
+    const cursorInvalid = () =>
+      new DomainError('invalid_cursor', `'after' must be the id of one of your usage records${requestId ? ' of that request' : ''}; '${after}' is not.`, {
+        param: 'after',
+      });
+    if (after !== undefined && !USAGE_ID.test(after)) throw cursorInvalid();
     await this.writer.flush();
-    const rows = await this.records.find({ where: { keyId, requestId }, order: { id: 'ASC' } });
-    return {
-      object: 'list',
-      data: rows.map((r) => ({
-        object: 'usage.record',
-        request_id: r.requestId,
-        capability: r.capability,
-        requested_model: r.requestedModel,
-        provider: r.provider,
-        model: r.model,
-        fallback_level: r.fallbackLevel,
-        status: r.status,
-        latency_ms: r.latencyMs,
-        attempts: r.attempts,
-        prompt_tokens: r.promptTokens,
-        completion_tokens: r.completionTokens,
-        total_tokens: r.totalTokens,
-        characters: r.characters,
-        created_at: Math.floor(r.createdAt.getTime() / 1000),
-      })),
-    };
+    const cursor = after?.slice('usage_'.length);
+    if (cursor && !(await this.records.exists({ where: { id: cursor, keyId, ...(requestId ? { requestId } : {}) } }))) throw cursorInvalid();
+    const oldestFirst = requestId !== undefined;
+    const query = this.records.createQueryBuilder('r').where('r.key_id = :keyId', { keyId });
+    if (requestId) query.andWhere('r.request_id = :requestId', { requestId });
+    if (cursor) query.andWhere(oldestFirst ? 'r.id > :cursor' : 'r.id < :cursor', { cursor });
+    const rows = await query
+      .orderBy('r.id', oldestFirst ? 'ASC' : 'DESC')
+      .limit(limit + 1)
+      .getMany();
+    return toPage(rows.map(toRecord), limit);
   }
+}
+
+function toRecord(r: UsageRecordEntity): UsageRecordDto {
+  return {
+    id: `usage_${r.id}`,
+    object: 'usage.record',
+    request_id: r.requestId,
+    capability: r.capability,
+    requested_model: r.requestedModel,
+    provider: r.provider,
+    model: r.model,
+    fallback_level: r.fallbackLevel,
+    status: r.status,
+    latency_ms: r.latencyMs,
+    attempts: r.attempts,
+    prompt_tokens: r.promptTokens,
+    completion_tokens: r.completionTokens,
+    total_tokens: r.totalTokens,
+    characters: r.characters,
+    created_at: Math.floor(r.createdAt.getTime() / 1000),
+  };
 }

@@ -1,10 +1,14 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { IsString, Matches } from 'class-validator';
+import { IsOptional, IsString, Matches } from 'class-validator';
+import { ListQueryDto } from '../../common/http/pagination.dto';
 
-export class UsageQueryDto {
-  /** The `x-svc-request-id` of the request. */
-  @IsString() @Matches(/^req_[0-9A-Za-z]{1,64}$/, { message: 'request_id must be a req_… id' })
-  request_id!: string;
+/** A usage record's id: `usage_` and a number that grows with time (newer records have larger numbers). */
+export const USAGE_ID = /^usage_[1-9][0-9]{0,17}$/;
+
+export class UsageQueryDto extends ListQueryDto {
+  /** Only the records of this request (its `x-svc-request-id`); without it, all of the key's records. */
+  @IsOptional() @IsString() @Matches(/^req_[0-9A-Za-z]{1,64}$/, { message: 'request_id must be a req_… id' })
+  request_id?: string;
 }
 
 export class UsageAttemptDto {
@@ -19,6 +23,8 @@ export class UsageAttemptDto {
 }
 
 export class UsageRecordDto {
+  /** Identifier, `usage_…`: the `after` cursor of the list. */
+  id!: string;
   @ApiProperty({ type: 'string', enum: ['usage.record'] })
   object!: 'usage.record';
   request_id!: string;
@@ -53,4 +59,10 @@ export class UsageListDto {
   @ApiProperty({ type: 'string', enum: ['list'] })
   object!: 'list';
   data!: UsageRecordDto[];
+  /** Whether more records follow. */
+  has_more!: boolean;
+  /** Id of the first record of the page. */
+  first_id!: string | null;
+  /** Id of the last record of the page: the `after` cursor of the next page. */
+  last_id!: string | null;
 }
