@@ -16,6 +16,7 @@ import { EnvironmentVariables } from './config/env.schema';
 import { KeyDirectory } from './keys/key-directory';
 import { MetricsService } from './metrics/metrics.service';
 import { buildOpenApiDocument } from './openapi';
+import { serveAsyncApi, serveConsole } from './console';
 
 export { JSON_BODY_LIMIT } from './common/http/json-body';
 
@@ -49,8 +50,10 @@ export function setupApp(app: NestExpressApplication): NestExpressApplication {
   answerMalformedRequests(app.getHttpServer());
   installChatFastPath(app);
   app.useWebSocketAdapter(new WsAdapter(app));
+  serveConsole(app);
   if (app.get(EnvironmentVariables).SVC_DOCS) {
     SwaggerModule.setup('docs', app, () => buildOpenApiDocument(app), { jsonDocumentUrl: 'openapi.json', swaggerOptions: { persistAuthorization: true } });
+    serveAsyncApi(app);
   }
   return app;
 }
