@@ -23,6 +23,8 @@ COPY --from=deps --chown=root:root /app/node_modules ./node_modules
 COPY --from=build --chown=root:root /app/dist ./dist
 COPY --chown=root:root package.json ./
 COPY --chown=root:root config ./config
+COPY --chown=root:root console ./console
+COPY --chown=root:root asyncapi ./asyncapi
 # the embedded database (no DATABASE_URL) keeps its files here; with DATABASE_URL nothing is written
 RUN mkdir .data && chown node:node .data
 USER node

@@ -17,6 +17,7 @@ import { KeyDirectory } from './keys/key-directory';
 import { MetricsService } from './metrics/metrics.service';
 import { MINIMAX_STREAM_PATH, STREAM_PATH } from './speech/stream/speech-stream.gateway';
 import { buildOpenApiDocument } from './openapi';
+import { serveAsyncApi, serveConsole } from './console';
 
 export { JSON_BODY_LIMIT } from './common/http/json-body';
 
@@ -51,8 +52,10 @@ export function setupApp(app: NestExpressApplication): NestExpressApplication {
   installChatFastPath(app);
   // MiniMax's own clients open /ws/v1/t2a_v2: the same stream (decisions §10)
   app.useWebSocketAdapter(new GatewayWsAdapter(app, { [MINIMAX_STREAM_PATH]: STREAM_PATH }));
+  serveConsole(app);
   if (app.get(EnvironmentVariables).SVC_DOCS) {
     SwaggerModule.setup('docs', app, () => buildOpenApiDocument(app), { jsonDocumentUrl: 'openapi.json', swaggerOptions: { persistAuthorization: true } });
+    serveAsyncApi(app);
   }
   return app;
 }

@@ -122,7 +122,10 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .setDescription(
       'Gateway between applications and upstream AI providers: voice consent recordings, text-to-speech with ' +
         '`speech-02-hd`, and provider failover. Errors share one body: `{"error":{"message","type","param","code"}}`. ' +
-        'Every response carries `x-svc-request-id` (and the same id as `x-request-id`, which the OpenAI SDKs read); chat completions and speech carry the failover headers too.',
+        'Every response carries `x-svc-request-id` (and the same id as `x-request-id`, which the OpenAI SDKs read); chat completions and speech carry the failover headers too.\n\n' +
+        'The WebSocket speech stream (`/v1/audio/speech/stream`, and MiniMax\'s `/ws/v1/t2a_v2`) is described by the AsyncAPI 3 document ' +
+        'served at `/asyncapi.json`: [read it in the console](../console/#stream-api). The [console](../console/) also speaks, records ' +
+        'consents and shows provider health with your key.',
     )
     .setVersion('1')
     .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'sk-svc-…', description: 'Proxy key secret (`sk-svc-…`)' }, 'proxy-key')

@@ -283,8 +283,11 @@ describe('speech WebSocket: MiniMax clients, tickets, revocation', () => {
       expect((await usage(minimaxKey.secret, `task_id=${taskId}`)).body.data).toEqual([]);
     });
 
-    it('asks for request_id or task_id', async () => {
-      expect((await usage(espeakKey.secret, '')).body.error).toMatchObject({ code: 'missing_field', param: 'request_id' });
+    it('takes request_id or task_id, not both (with neither: every record of the key, in pages)', async () => {
+      const all = await usage(espeakKey.secret, 'limit=2');
+      expect(all.status).toBe(200);
+      expect(all.body).toMatchObject({ object: 'list', has_more: true });
+      expect(all.body.data).toHaveLength(2);
       expect((await usage(espeakKey.secret, 'request_id=req_a&task_id=task_b')).status).toBe(400);
       expect((await usage(espeakKey.secret, 'task_id=req_nope')).status).toBe(400);
     });

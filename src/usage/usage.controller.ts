@@ -3,6 +3,7 @@ import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
 import { CurrentKey } from '../common/auth/auth.decorators';
 import { DomainError } from '../common/errors/domain-error';
 import { ApiErrors } from '../common/http/api-errors.decorator';
+import { DEFAULT_PAGE_SIZE } from '../common/http/pagination.dto';
 import type { AuthenticatedKey } from '../keys/key-directory';
 import { UsageListDto, UsageQueryDto } from './dto/usage.dto';
 import { UsageService } from './usage.service';
@@ -15,14 +16,14 @@ export class UsageController {
   constructor(private readonly usage: UsageService) {}
 
   /**
-   * Usage records of one of your requests, by its `x-svc-request-id` (`request_id`), of a speech stream (its
-   * `trace_id`, or one `task_continue`'s `request_id`), or of an async speech task (`task_id`, or one chunk's id).
+   * Your usage records, newest first, with cursor pagination (`limit`, `after`). With `request_id`, only
+   * that request's records in the order they were made: an HTTP request's `x-svc-request-id`, a speech
+   * stream's `trace_id` (or one `task_continue`'s `request_id`); with `task_id`, an async speech task's.
    */
   @Get()
-  byRequest(@CurrentKey() key: AuthenticatedKey, @Query() query: UsageQueryDto): Promise<UsageListDto> {
+  list(@CurrentKey() key: AuthenticatedKey, @Query() query: UsageQueryDto): Promise<UsageListDto> {
     if (query.request_id && query.task_id) throw new DomainError('invalid_value', 'Give request_id or task_id, not both.', { param: 'task_id' });
-    if (query.task_id) return this.usage.byRequest(key.id, `req_${query.task_id}`);
-    if (!query.request_id) throw new DomainError('missing_field', 'Give request_id (a req_… id) or task_id (a task_… id).', { param: 'request_id' });
-    return this.usage.byRequest(key.id, query.request_id);
+    const requestId = query.task_id ? `req_${query.task_id}` : query.request_id;
+    return this.usage.list(key.id, { requestId, after: query.after, limit: query.limit ?? DEFAULT_PAGE_SIZE });
   }
 }

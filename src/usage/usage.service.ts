@@ -1,7 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
-import { UsageListDto } from './dto/usage.dto';
+import { DomainError } from '../common/errors/domain-error';
+import { toPage } from '../common/http/pagination.dto';
+import { USAGE_ID, UsageListDto, UsageRecordDto } from './dto/usage.dto';
 import { UsageRecordEntity } from './usage-record.entity';
 import { UsageWriter } from './usage.writer';
 
@@ -13,38 +15,50 @@ export class UsageService {
   ) {}
 
   /**
-   * The key's own records of one request (this replica's buffer is flushed first), and of the requests made
-   * under it: `<id>_<n>` (a stream's texts, an async task's chunks). Ids are base62 joined by `_`, so the
-   * prefix only needs `_` escaped for LIKE.
+   * A page of the key's own records (this replica's buffer is flushed first): newest first, or, for one
+   * request (`requestId`), in the order they were made, with the records of the requests made under it
+   * (`<id>_<n>`: a stream's texts, an async task's chunks). `after` is the `last_id` of the previous page.
    */
-  async byRequest(keyId: string, requestId: string): Promise<UsageListDto> {
+  async list(keyId: string, options: { requestId?: string; after?: string; limit: number }): Promise<UsageListDto> {
+    const { requestId, after, limit } = options;
+    const cursorInvalid = () =>
+      new DomainError('invalid_cursor', `'after' must be the id of one of your usage records${requestId ? ' of that request' : ''}; '${after}' is not.`, {
+        param: 'after',
+      });
+    if (after !== undefined && !USAGE_ID.test(after)) throw cursorInvalid();
     await this.writer.flush();
-    const prefix = `${requestId.replace(/_/g, '\\_')}\\_%`;
-    const rows = await this.records
-      .createQueryBuilder('r')
-      .where('r.keyId = :keyId', { keyId })
-      .andWhere('(r.requestId = :requestId OR r.requestId LIKE :prefix)', { requestId, prefix })
-      .orderBy('r.id', 'ASC')
+    const cursor = after?.slice('usage_'.length);
+    const oldestFirst = requestId !== undefined;
+    const query = this.records.createQueryBuilder('r').where('r.key_id = :keyId', { keyId });
+    // ids are base62 joined by `_`, so the prefix only needs `_` escaped for LIKE
+    if (requestId) query.andWhere('(r.request_id = :requestId OR r.request_id LIKE :prefix)', { requestId, prefix: `${requestId.replace(/_/g, '\\_')}\\_%` });
+    if (cursor && !(await query.clone().andWhere('r.id = :cursor', { cursor }).getExists())) throw cursorInvalid();
+    if (cursor) query.andWhere(oldestFirst ? 'r.id > :cursor' : 'r.id < :cursor', { cursor });
+    const rows = await query
+      .orderBy('r.id', oldestFirst ? 'ASC' : 'DESC')
+      .limit(limit + 1)
       .getMany();
-    return {
-      object: 'list',
-      data: rows.map((r) => ({
-        object: 'usage.record',
-        request_id: r.requestId,
-        capability: r.capability,
-        requested_model: r.requestedModel,
-        provider: r.provider,
-        model: r.model,
-        fallback_level: r.fallbackLevel,
-        status: r.status,
-        latency_ms: r.latencyMs,
-        attempts: r.attempts,
-        prompt_tokens: r.promptTokens,
-        completion_tokens: r.completionTokens,
-        total_tokens: r.totalTokens,
-        characters: r.characters,
-        created_at: Math.floor(r.createdAt.getTime() / 1000),
-      })),
-    };
+    return toPage(rows.map(toRecord), limit);
   }
+}
+
+function toRecord(r: UsageRecordEntity): UsageRecordDto {
+  return {
+    id: `usage_${r.id}`,
+    object: 'usage.record',
+    request_id: r.requestId,
+    capability: r.capability,
+    requested_model: r.requestedModel,
+    provider: r.provider,
+    model: r.model,
+    fallback_level: r.fallbackLevel,
+    status: r.status,
+    latency_ms: r.latencyMs,
+    attempts: r.attempts,
+    prompt_tokens: r.promptTokens,
+    completion_tokens: r.completionTokens,
+    total_tokens: r.totalTokens,
+    characters: r.characters,
+    created_at: Math.floor(r.createdAt.getTime() / 1000),
+  };
 }

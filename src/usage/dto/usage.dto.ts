@@ -1,8 +1,12 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { IsOptional, IsString, Matches } from 'class-validator';
+import { ListQueryDto } from '../../common/http/pagination.dto';
 
-/** Give one of the two. */
-export class UsageQueryDto {
+/** A usage record's id: `usage_` and a number that grows with time (newer records have larger numbers). */
+export const USAGE_ID = /^usage_[1-9][0-9]{0,17}$/;
+
+/** With neither `request_id` nor `task_id`: every record of the key, newest first, in cursor pages. */
+export class UsageQueryDto extends ListQueryDto {
   /**
    * A request id: an HTTP request's `x-svc-request-id`; a speech stream's `trace_id` (every record of the
    * stream) or the `request_id` of one of its `task_continued` messages (that text's records); an async
@@ -28,6 +32,8 @@ export class UsageAttemptDto {
 }
 
 export class UsageRecordDto {
+  /** Identifier, `usage_…`: the `after` cursor of the list. */
+  id!: string;
   @ApiProperty({ type: 'string', enum: ['usage.record'] })
   object!: 'usage.record';
   request_id!: string;
@@ -62,4 +68,10 @@ export class UsageListDto {
   @ApiProperty({ type: 'string', enum: ['list'] })
   object!: 'list';
   data!: UsageRecordDto[];
+  /** Whether more records follow. */
+  has_more!: boolean;
+  /** Id of the first record of the page. */
+  first_id!: string | null;
+  /** Id of the last record of the page: the `after` cursor of the next page. */
+  last_id!: string | null;
 }
