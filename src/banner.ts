@@ -20,6 +20,7 @@ export function printBanner(app: INestApplication): void {
   const lines = [
     '',
     `  Gateway listening on ${base}`,
+    `  Console:          ${base}/console/`,
     ...(env.SVC_DOCS ? [`  Swagger UI:       ${base}/docs`, `  OpenAPI document: ${base}/openapi.json`] : []),
     `  Database:         ${app.get(DatabaseEndpoint).isEmbedded ? `embedded PostgreSQL in ${env.SVC_DATA_DIR}` : 'DATABASE_URL'}`,
   ];

@@ -37,6 +37,7 @@ describe('npm start with the embedded database', () => {
     const url = await started(first);
     const [, secret] = await first.waitFor(/Demo key \(shown once, keep it\): (sk-svc-[0-9A-Za-z]+)/);
     expect(first.output()).toMatch(/Swagger UI:\s+http:\/\/127\.0\.0\.1:\d+\/docs/);
+    expect(first.output()).toMatch(/Console:\s+http:\/\/127\.0\.0\.1:\d+\/console\//);
     expect(first.output()).toMatch(/Admin token \(this run only[^)]*\): adm-[0-9A-Za-z]{32}/);
 
     const created = await request(url)
