@@ -2,6 +2,7 @@ import { DataSource } from 'typeorm';
 import { SpeechTaskScheduler } from '../src/speech/tasks/speech-task.scheduler';
 import { tinyWav } from './support/audio';
 import { startApp, TestApp } from './support/app';
+import { isolatedDatabase } from './support/receiver';
 
 // one task is synthesised by the offline engine
 jest.setTimeout(120000);
@@ -12,17 +13,23 @@ describe('privacy: what is deleted, and when', () => {
   let t: TestApp;
   let db: DataSource;
   let auth: string;
+  let database: { url: string; drop(): Promise<void> };
 
   const count = async (sql: string, params: unknown[]): Promise<number> => Number((await db.query<Array<{ n: string }>>(sql, params))[0].n);
 
   beforeAll(async () => {
-    // a one-second retention: the test drives expiry by the setting, not by waiting a day
-    t = await startApp({ env: { SVC_TASK_TTL: '1' } });
+    // a one-second retention: the test drives expiry by the setting, not by waiting a day. A database of its own:
+    // on the shared one, a worker of another file's app (with the default day) could take the task and set its expiry
+    database = await isolatedDatabase('privacy');
+    t = await startApp({ env: { SVC_TASK_TTL: '1', DATABASE_URL: database.url } });
     db = t.app.get(DataSource);
     const key = await t.createKey('privacy', [{ provider: 'espeak', model: 'speech-02-hd' }]);
     auth = `Bearer ${key.secret}`;
   });
-  afterAll(() => t.close());
+  afterAll(async () => {
+    await t?.close();
+    await database?.drop();
+  });
 
   it('deletes the recording bytes with the consent', async () => {
     const recording = tinyWav();

@@ -3,6 +3,7 @@ import { parseGatewayConfig } from '../src/config/gateway-config';
 import { FakeMiniMax, startFakeMiniMax } from './fakes/fake-minimax';
 import { startApp, TestApp } from './support/app';
 import { eventually } from './support/failover';
+import { isolatedDatabase } from './support/receiver';
 
 // real synthesis of a few thousand characters by the offline engine
 jest.setTimeout(120000);
@@ -14,6 +15,7 @@ describe('async speech task failover', () => {
   let t: TestApp;
   let minimax: FakeMiniMax;
   let db: DataSource;
+  let database: { url: string; drop(): Promise<void> };
 
   beforeAll(async () => {
     minimax = await startFakeMiniMax({ mode: 'http500' });
@@ -21,12 +23,15 @@ describe('async speech task failover', () => {
       `providers:\n  - { name: tf-minimax, kind: minimax, base_url: "${minimax.url}", api_key: k }\n  - { name: espeak, kind: espeak }\n`,
       'task failover test',
     );
-    t = await startApp({ gateway });
+    // a database of its own: on the shared one, a worker of another file's app (another gateway configuration) could take these tasks
+    database = await isolatedDatabase('task_failover');
+    t = await startApp({ gateway, env: { DATABASE_URL: database.url } });
     db = t.app.get(DataSource);
   });
   afterAll(async () => {
     await t?.close();
     await minimax?.close();
+    await database?.drop();
   });
 
   interface TaskRecord {
