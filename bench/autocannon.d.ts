@@ -36,7 +36,10 @@ declare module 'autocannon' {
 
     /** A running benchmark; awaiting it gives the result. */
     interface Instance extends PromiseLike<Result> {
-      on(event: 'response', listener: (client: Client, statusCode: number, resBytes: number, responseTimeMs: number) => void): this;
+      on(
+        event: 'response',
+        listener: (client: Client, statusCode: number, resBytes: number, responseTimeMs: number) => void,
+      ): this;
       stop(): void;
     }
   }

@@ -74,7 +74,13 @@ async function measureLag(gateway: GatewayProcess): Promise<Lag> {
 }
 
 async function measureChat(gateway: GatewayProcess, secret: string): Promise<LoadResult> {
-  const spec = { url: `${gateway.url}/v1/chat/completions`, headers: { authorization: `Bearer ${secret}` }, body: CHAT_BODY, connections: CONNECTIONS, expectProvider: 'primary' };
+  const spec = {
+    url: `${gateway.url}/v1/chat/completions`,
+    headers: { authorization: `Bearer ${secret}` },
+    body: CHAT_BODY,
+    connections: CONNECTIONS,
+    expectProvider: 'primary',
+  };
   await runLoad({ ...spec, seconds: WARMUP_SECONDS });
   return runLoad({ ...spec, seconds: ROUND_SECONDS });
 }
@@ -87,7 +93,10 @@ interface Condition {
 }
 
 /** One client's back-to-back syntheses until stopped; counts what finished and how much audio came. */
-function speechLoop(url: string, secret: string): { stop(): Promise<{ requests: number; failures: number; bytes: number }> } {
+function speechLoop(
+  url: string,
+  secret: string,
+): { stop(): Promise<{ requests: number; failures: number; bytes: number }> } {
   const controller = new AbortController();
   const stats = { requests: 0, failures: 0, bytes: 0 };
   const loop = (async () => {
@@ -120,13 +129,24 @@ function speechLoop(url: string, secret: string): { stop(): Promise<{ requests: 
 async function benchmark(run: Run): Promise<void> {
   const upstream = run.track(await forkHelper(join(__dirname, 'upstream.js'), [], isUrls));
   const config = join(run.tmp, 'gateway-availability.yaml');
-  writeFileSync(config, `providers:\n  - name: primary\n    kind: openai\n    base_url: ${upstream.ready.urls.ok}\n    api_key: x\n  - name: espeak\n    kind: espeak\n`);
+  writeFileSync(
+    config,
+    `providers:\n  - name: primary\n    kind: openai\n    base_url: ${upstream.ready.urls.ok}\n    api_key: x\n  - name: espeak\n    kind: espeak\n`,
+  );
   const database = await run.createDatabase('availability');
   const gateway = run.track(
     await startGateway({
       script: GATEWAY_SCRIPT,
       logFile: join(run.tmp, 'gateway-availability.log'),
-      env: { DATABASE_URL: database.url, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', SVC_ADMIN_TOKEN: ADMIN_TOKEN, SVC_CONFIG: config, SVC_DEMO_KEY: 'false' },
+      env: {
+        DATABASE_URL: database.url,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'info',
+        SVC_ADMIN_TOKEN: ADMIN_TOKEN,
+        SVC_CONFIG: config,
+        SVC_DEMO_KEY: 'false',
+      },
     }),
   );
   const key = async (name: string, chain: object[]): Promise<string> => {
@@ -136,7 +156,8 @@ async function benchmark(run: Run): Promise<void> {
       body: JSON.stringify({ name, chain }),
     });
     const body = (await res.json()) as { secret?: string };
-    if (res.status !== 201 || !body.secret) throw new Error(`key creation failed: ${res.status} ${JSON.stringify(body)}`);
+    if (res.status !== 201 || !body.secret)
+      throw new Error(`key creation failed: ${res.status} ${JSON.stringify(body)}`);
     return body.secret;
   };
   const chatSecret = await key('availability chat', [{ provider: 'primary', model: CHAT_MODEL }]);
@@ -149,7 +170,9 @@ async function benchmark(run: Run): Promise<void> {
   let busyAtEnd = Infinity;
   let workers = 0;
   for (let round = 1; round <= ROUNDS; round++) {
-    log(`round ${round}/${ROUNDS}: idle, then while one client runs 10,000-character mp3 44.1 kHz stereo syntheses back to back`);
+    log(
+      `round ${round}/${ROUNDS}: idle, then while one client runs 10,000-character mp3 44.1 kHz stereo syntheses back to back`,
+    );
     idle.lag.push(await measureLag(gateway));
     idle.chat.push(await measureChat(gateway, chatSecret));
     const speech = speechLoop(gateway.url, speechSecret);
@@ -161,13 +184,36 @@ async function benchmark(run: Run): Promise<void> {
     workers = gauge(end, 'svc_audio_workers_alive');
     const stats = await speech.stop();
     for (const k of ['requests', 'failures', 'bytes'] as const) speechStats[k] += stats[k];
-    log(`  lag p99 ${idle.lag[round - 1].p99.toFixed(2)} -> ${loaded.lag[round - 1].p99.toFixed(2)} ms; chat p99 ${idle.chat[round - 1].p99.toFixed(2)} -> ${loaded.chat[round - 1].p99.toFixed(2)} ms`);
+    log(
+      `  lag p99 ${idle.lag[round - 1].p99.toFixed(2)} -> ${loaded.lag[round - 1].p99.toFixed(2)} ms; chat p99 ${idle.chat[round - 1].p99.toFixed(2)} -> ${loaded.chat[round - 1].p99.toFixed(2)} ms`,
+    );
   }
-  const idleLag = { p99: median(idle.lag.map((l) => l.p99)), max: Math.max(...idle.lag.map((l) => l.max)), audioJobs: Math.max(...idle.lag.map((l) => l.audioJobs)) };
-  const loadedLag = { p99: median(loaded.lag.map((l) => l.p99)), max: Math.max(...loaded.lag.map((l) => l.max)), audioJobs: Math.min(...loaded.lag.map((l) => l.audioJobs)) };
-  const sum = (results: LoadResult[], k: 'non2xx' | 'errors' | 'headerMismatches'): number => results.reduce((total, r) => total + r[k], 0);
-  const idleChat = { p99: median(idle.chat.map((c) => c.p99)), rps: median(idle.chat.map((c) => c.rps)), non2xx: sum(idle.chat, 'non2xx'), errors: sum(idle.chat, 'errors'), headerMismatches: sum(idle.chat, 'headerMismatches') };
-  const loadedChat = { p99: median(loaded.chat.map((c) => c.p99)), rps: median(loaded.chat.map((c) => c.rps)), non2xx: sum(loaded.chat, 'non2xx'), errors: sum(loaded.chat, 'errors'), headerMismatches: sum(loaded.chat, 'headerMismatches') };
+  const idleLag = {
+    p99: median(idle.lag.map((l) => l.p99)),
+    max: Math.max(...idle.lag.map((l) => l.max)),
+    audioJobs: Math.max(...idle.lag.map((l) => l.audioJobs)),
+  };
+  const loadedLag = {
+    p99: median(loaded.lag.map((l) => l.p99)),
+    max: Math.max(...loaded.lag.map((l) => l.max)),
+    audioJobs: Math.min(...loaded.lag.map((l) => l.audioJobs)),
+  };
+  const sum = (results: LoadResult[], k: 'non2xx' | 'errors' | 'headerMismatches'): number =>
+    results.reduce((total, r) => total + r[k], 0);
+  const idleChat = {
+    p99: median(idle.chat.map((c) => c.p99)),
+    rps: median(idle.chat.map((c) => c.rps)),
+    non2xx: sum(idle.chat, 'non2xx'),
+    errors: sum(idle.chat, 'errors'),
+    headerMismatches: sum(idle.chat, 'headerMismatches'),
+  };
+  const loadedChat = {
+    p99: median(loaded.chat.map((c) => c.p99)),
+    rps: median(loaded.chat.map((c) => c.rps)),
+    non2xx: sum(loaded.chat, 'non2xx'),
+    errors: sum(loaded.chat, 'errors'),
+    headerMismatches: sum(loaded.chat, 'headerMismatches'),
+  };
   const speechSeconds = ROUNDS * (1.5 + 2 * ROUND_SECONDS + WARMUP_SECONDS);
 
   const ratio = (loaded: number, idle: number): string => `${(loaded / idle).toFixed(2)}x`;
@@ -178,19 +224,36 @@ async function benchmark(run: Run): Promise<void> {
       target: `<= ${ALLOWED_FACTOR}x`,
       pass: loadedLag.p99 <= idleLag.p99 * ALLOWED_FACTOR,
     },
-    { figure: 'event-loop lag p99 while heavy speech runs', value: `${loadedLag.p99.toFixed(2)} ms`, target: `<= ${LAG_TARGET_MS} ms`, pass: loadedLag.p99 <= LAG_TARGET_MS },
+    {
+      figure: 'event-loop lag p99 while heavy speech runs',
+      value: `${loadedLag.p99.toFixed(2)} ms`,
+      target: `<= ${LAG_TARGET_MS} ms`,
+      pass: loadedLag.p99 <= LAG_TARGET_MS,
+    },
     {
       figure: `chat one step p99 at c=${CONNECTIONS} while heavy speech runs, against idle`,
       value: `${ratio(loadedChat.p99, idleChat.p99)} (${loadedChat.p99.toFixed(2)} vs ${idleChat.p99.toFixed(2)} ms; ${loadedChat.rps.toFixed(0)} vs ${idleChat.rps.toFixed(0)} req/s)`,
       target: `<= ${ALLOWED_FACTOR}x`,
       pass: loadedChat.p99 <= idleChat.p99 * ALLOWED_FACTOR,
     },
-    { figure: `chat one step p99 at c=${CONNECTIONS} while heavy speech runs`, value: `${loadedChat.p99.toFixed(2)} ms`, target: `<= ${CHAT_P99_TARGET_MS} ms`, pass: loadedChat.p99 <= CHAT_P99_TARGET_MS },
+    {
+      figure: `chat one step p99 at c=${CONNECTIONS} while heavy speech runs`,
+      value: `${loadedChat.p99.toFixed(2)} ms`,
+      target: `<= ${CHAT_P99_TARGET_MS} ms`,
+      pass: loadedChat.p99 <= CHAT_P99_TARGET_MS,
+    },
     {
       figure: 'chat responses: non-2xx, errors, header mismatches (both windows)',
       value: `${idleChat.non2xx + loadedChat.non2xx}, ${idleChat.errors + loadedChat.errors}, ${idleChat.headerMismatches + loadedChat.headerMismatches}`,
       target: '0, 0, 0',
-      pass: idleChat.non2xx + loadedChat.non2xx + idleChat.errors + loadedChat.errors + idleChat.headerMismatches + loadedChat.headerMismatches === 0,
+      pass:
+        idleChat.non2xx +
+          loadedChat.non2xx +
+          idleChat.errors +
+          loadedChat.errors +
+          idleChat.headerMismatches +
+          loadedChat.headerMismatches ===
+        0,
     },
     {
       figure: 'a synthesis ran through every loaded window (fewest audio jobs running at the end of a window)',
@@ -221,7 +284,7 @@ async function benchmark(run: Run): Promise<void> {
     '  scraped at the start and the end of the window (each scrape resets it)',
     `- Chat window: ${WARMUP_SECONDS} s warm-up, then ${ROUND_SECONDS} s of chat one step at c=${CONNECTIONS} (autocannon, keep-alive; every response must name \`primary\`)`,
     '- Loaded windows: one client sends `POST /v1/audio/speech` with 10,000 characters of English, mp3 44.1 kHz stereo, back to back, reading each answer as it',
-    '  streams (started 1.5 s before the round\'s loaded windows, stopped after them); audio workers run at nice 19',
+    "  streams (started 1.5 s before the round's loaded windows, stopped after them); audio workers run at nice 19",
     '',
     table,
   ].join('\n');

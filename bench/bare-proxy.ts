@@ -3,7 +3,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Pool } from 'undici';
 import { newRequestId } from '../src/common/ids';
-import { DEFAULT_UPSTREAM_CONNECTIONS } from '../src/failover/adapters/http';
+import { DEFAULT_UPSTREAM_CONNECTIONS } from '../src/providers/http';
 
 /**
  * The reference the gateway is measured against: the practical limit of a Node proxy. `node:http`
@@ -83,7 +83,8 @@ export async function startBareProxy(upstreamOrigin: string, provider = 'primary
 /** Forked by bench/chat.ts with the upstream origin as argument: sends `{url}`, exits with its parent. */
 async function main(): Promise<void> {
   const origin = process.argv[2];
-  if (!origin || !process.send) throw new Error('usage: fork bench/bare-proxy.js <upstream origin> (with an IPC channel)');
+  if (!origin || !process.send)
+    throw new Error('usage: fork bench/bare-proxy.js <upstream origin> (with an IPC channel)');
   const proxy = await startBareProxy(new URL(origin).origin);
   process.once('disconnect', () => void proxy.close().finally(() => process.exit(0)));
   process.send({ url: proxy.url });

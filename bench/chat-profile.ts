@@ -83,4 +83,4 @@ above 5 % of a request in the profile). On this VM the same code moved by up to 
 apart (upstream direct at c=20 from about 9,500 to 18,700 req/s), and the ratios that wait on a commit
 (failover, circuit open: the event is stored before the response) moved the most; the ratio targets are
 therefore taken from interleaved rounds (above).
-`
+`;

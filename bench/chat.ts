@@ -62,7 +62,13 @@ interface GatewayMode {
 }
 
 const MODES: Record<ModeName, GatewayMode> = {
-  'one-step': { target: 'gateway one step', primary: 'ok', chain: [{ provider: 'primary', model: MODEL }], env: {}, servedBy: 'primary' },
+  'one-step': {
+    target: 'gateway one step',
+    primary: 'ok',
+    chain: [{ provider: 'primary', model: MODEL }],
+    env: {},
+    servedBy: 'primary',
+  },
   failover: {
     target: 'gateway failover',
     primary: 'down',
@@ -91,8 +97,17 @@ const isCounts = (m: unknown): m is { counts: UpstreamCounts } => typeof m === '
 const isProxyUrl = (m: unknown): m is { url: string } => typeof m === 'object' && m !== null && 'url' in m;
 
 /** The logged proxy; `failingOver`: each request tries the 500ing fake first (the logged failover reference). */
-const forkLogged = (urls: UpstreamUrls, databaseUrl: string, logFile: string, failingOver: boolean): Promise<Forked<{ url: string }>> =>
-  forkHelper(join(__dirname, 'logged-proxy.js'), [urls.ok, databaseUrl, logFile, ...(failingOver ? [urls.down] : [])], isProxyUrl);
+const forkLogged = (
+  urls: UpstreamUrls,
+  databaseUrl: string,
+  logFile: string,
+  failingOver: boolean,
+): Promise<Forked<{ url: string }>> =>
+  forkHelper(
+    join(__dirname, 'logged-proxy.js'),
+    [urls.ok, databaseUrl, logFile, ...(failingOver ? [urls.down] : [])],
+    isProxyUrl,
+  );
 
 function gatewayYaml(urls: UpstreamUrls, mode: GatewayMode): string {
   return `providers:
@@ -113,7 +128,13 @@ interface BootedGateway {
   database: string;
 }
 
-async function bootGateway(run: Run, urls: UpstreamUrls, name: ModeName, nodeArgs: string[] = [], label: string = name): Promise<BootedGateway> {
+async function bootGateway(
+  run: Run,
+  urls: UpstreamUrls,
+  name: ModeName,
+  nodeArgs: string[] = [],
+  label: string = name,
+): Promise<BootedGateway> {
   const mode = MODES[name];
   const config = join(run.tmp, `gateway-${label}.yaml`);
   writeFileSync(config, gatewayYaml(urls, mode));
@@ -143,7 +164,8 @@ async function bootGateway(run: Run, urls: UpstreamUrls, name: ModeName, nodeArg
     body: JSON.stringify({ name: `bench ${name}`, chain: mode.chain }),
   });
   const body = (await created.json()) as { secret?: string };
-  if (created.status !== 201 || !body.secret) throw new Error(`key creation failed: ${created.status} ${JSON.stringify(body)}`);
+  if (created.status !== 201 || !body.secret)
+    throw new Error(`key creation failed: ${created.status} ${JSON.stringify(body)}`);
   if (name === 'circuit-open') await tripPrimary(gateway.url, body.secret);
   return { gateway, secret: body.secret, database: database.name };
 }
@@ -156,7 +178,9 @@ async function tripPrimary(url: string, secret: string): Promise<void> {
     await res.arrayBuffer();
     if (res.status !== 200) throw new Error(`tripping the primary: HTTP ${res.status}`);
     if ((res.headers.get('x-svc-fallback-alert') ?? '').includes('circuit open')) {
-      const health = (await (await fetch(`${url}/v1/providers/health`, { headers })).json()) as { providers: Array<{ provider: string; status: string }> };
+      const health = (await (await fetch(`${url}/v1/providers/health`, { headers })).json()) as {
+        providers: Array<{ provider: string; status: string }>;
+      };
       const primary = health.providers.find((p) => p.provider === 'primary');
       if (primary?.status !== 'down') throw new Error(`primary skipped but health says ${JSON.stringify(primary)}`);
       log(`  primary circuit open after ${attempt} requests`);
@@ -193,7 +217,13 @@ async function measure(run: Run, upstream: Forked<{ urls: UpstreamUrls }>, subje
   };
   const cells: Cell[] = [];
   for (const connections of CONCURRENCY) {
-    const spec = { url: subject.url, headers: subject.headers, body: CHAT_BODY, connections, expectProvider: subject.expectProvider };
+    const spec = {
+      url: subject.url,
+      headers: subject.headers,
+      body: CHAT_BODY,
+      connections,
+      expectProvider: subject.expectProvider,
+    };
     await refreshDatabase();
     const quietOther = await waitForQuiet(roles, cores, QUIET_CORES, QUIET_WAIT_MS);
     const rss = subject.pid === undefined ? null : watchRss(subject.pid);
@@ -256,12 +286,24 @@ async function benchmark(run: Run): Promise<void> {
   const cells: Cell[] = [];
 
   log('upstream direct');
-  cells.push(...(await measure(run, upstream, { target: 'upstream direct', url: `${urls.ok}/chat/completions`, headers: { authorization: 'Bearer x' } })));
+  cells.push(
+    ...(await measure(run, upstream, {
+      target: 'upstream direct',
+      url: `${urls.ok}/chat/completions`,
+      headers: { authorization: 'Bearer x' },
+    })),
+  );
 
   log('bare proxy');
   const bare = run.track(await forkHelper(join(__dirname, 'bare-proxy.js'), [urls.ok], isProxyUrl));
   cells.push(
-    ...(await measure(run, upstream, { target: 'bare proxy', url: `${bare.ready.url}${CHAT_PATH}`, headers: {}, expectProvider: 'primary', pid: bare.child.pid })),
+    ...(await measure(run, upstream, {
+      target: 'bare proxy',
+      url: `${bare.ready.url}${CHAT_PATH}`,
+      headers: {},
+      expectProvider: 'primary',
+      pid: bare.child.pid,
+    })),
   );
   await bare.stop();
 
@@ -272,7 +314,9 @@ async function benchmark(run: Run): Promise<void> {
     log(target);
     await run.checkpoint();
     const database = await run.createDatabase(target.replace(' ', '-'));
-    const logged = run.track(await forkLogged(urls, database.url, join(run.tmp, `${target.replace(' ', '-')}.log`), failingOver));
+    const logged = run.track(
+      await forkLogged(urls, database.url, join(run.tmp, `${target.replace(' ', '-')}.log`), failingOver),
+    );
     cells.push(
       ...(await measure(run, upstream, {
         target,
@@ -286,14 +330,24 @@ async function benchmark(run: Run): Promise<void> {
     await logged.stop();
   }
 
-  for (const name of ['one-step', 'failover', 'circuit-open'] as const) cells.push(...(await measureMode(run, upstream, name)));
+  for (const name of ['one-step', 'failover', 'circuit-open'] as const)
+    cells.push(...(await measureMode(run, upstream, name)));
 
   const rounds = await interleavedRounds(run, upstream);
   const list = checks(cells, rounds);
-  const info = { date: new Date().toISOString(), ...machine(), node: process.version, warmupSeconds: WARMUP_SECONDS, seconds: MEASURE_SECONDS };
+  const info = {
+    date: new Date().toISOString(),
+    ...machine(),
+    node: process.version,
+    warmupSeconds: WARMUP_SECONDS,
+    seconds: MEASURE_SECONDS,
+  };
   writeSection(RESULTS_FILE, 'chat', `${renderResults(info, cells, list).trimEnd()}\n\n${CHAT_PROFILE_NOTE}`);
   process.stdout.write(`\n${renderTable(cells)}\n\n${renderChecks(list)}\n\nwritten to ${RESULTS_FILE}\n`);
-  if (list.some((c) => c.pass === false)) log('a target was missed: `npm run bench:chat -- --profile[=one-step|failover|circuit-open]` shows where the time goes');
+  if (list.some((c) => c.pass === false))
+    log(
+      'a target was missed: `npm run bench:chat -- --profile[=one-step|failover|circuit-open]` shows where the time goes',
+    );
 }
 
 /**
@@ -308,24 +362,51 @@ async function interleavedRounds(run: Run, upstream: Forked<{ urls: UpstreamUrls
   const loggedDatabase = await run.createDatabase('logged-proxy-rounds');
   const logged = run.track(await forkLogged(urls, loggedDatabase.url, join(run.tmp, 'logged-proxy-rounds.log'), false));
   const failoverDatabase = await run.createDatabase('logged-failover-rounds');
-  const loggedFailover = run.track(await forkLogged(urls, failoverDatabase.url, join(run.tmp, 'logged-failover-rounds.log'), true));
+  const loggedFailover = run.track(
+    await forkLogged(urls, failoverDatabase.url, join(run.tmp, 'logged-failover-rounds.log'), true),
+  );
   const gateways: Partial<Record<ModeName, BootedGateway>> = {};
-  for (const name of ['one-step', 'failover', 'circuit-open'] as const) gateways[name] = await bootGateway(run, urls, name, [], `${name}-rounds`);
+  for (const name of ['one-step', 'failover', 'circuit-open'] as const)
+    gateways[name] = await bootGateway(run, urls, name, [], `${name}-rounds`);
   const gatewaySpec = (name: ModeName): { url: string; headers: Record<string, string>; expectProvider: string } => {
     const booted = gateways[name];
     if (!booted) throw new Error(`${name} did not boot`);
-    return { url: `${booted.gateway.url}${CHAT_PATH}`, headers: { authorization: `Bearer ${booted.secret}` }, expectProvider: MODES[name].servedBy };
+    return {
+      url: `${booted.gateway.url}${CHAT_PATH}`,
+      headers: { authorization: `Bearer ${booted.secret}` },
+      expectProvider: MODES[name].servedBy,
+    };
   };
   const specs: Record<RoundTarget, { url: string; headers: Record<string, string>; expectProvider: string }> = {
     'bare proxy': { url: `${bare.ready.url}${CHAT_PATH}`, headers: {}, expectProvider: 'primary' },
-    'logged proxy': { url: `${logged.ready.url}${CHAT_PATH}`, headers: { authorization: `Bearer ${LOGGED_PROXY_SECRET}` }, expectProvider: 'primary' },
-    'logged failover': { url: `${loggedFailover.ready.url}${CHAT_PATH}`, headers: { authorization: `Bearer ${LOGGED_PROXY_SECRET}` }, expectProvider: 'backup' },
+    'logged proxy': {
+      url: `${logged.ready.url}${CHAT_PATH}`,
+      headers: { authorization: `Bearer ${LOGGED_PROXY_SECRET}` },
+      expectProvider: 'primary',
+    },
+    'logged failover': {
+      url: `${loggedFailover.ready.url}${CHAT_PATH}`,
+      headers: { authorization: `Bearer ${LOGGED_PROXY_SECRET}` },
+      expectProvider: 'backup',
+    },
     'gateway one step': gatewaySpec('one-step'),
     'gateway failover': gatewaySpec('failover'),
     'gateway circuit open': gatewaySpec('circuit-open'),
   };
-  const rounds: Rounds = { seconds: ROUND_SECONDS, rps: { 'bare proxy': [], 'logged proxy': [], 'logged failover': [], 'gateway one step': [], 'gateway failover': [], 'gateway circuit open': [] }, faults: 0 };
-  const load = (target: RoundTarget, seconds: number): Promise<LoadResult> => runLoad({ ...specs[target], body: CHAT_BODY, connections: 20, seconds });
+  const rounds: Rounds = {
+    seconds: ROUND_SECONDS,
+    rps: {
+      'bare proxy': [],
+      'logged proxy': [],
+      'logged failover': [],
+      'gateway one step': [],
+      'gateway failover': [],
+      'gateway circuit open': [],
+    },
+    faults: 0,
+  };
+  const load = (target: RoundTarget, seconds: number): Promise<LoadResult> =>
+    runLoad({ ...specs[target], body: CHAT_BODY, connections: 20, seconds });
   for (const target of ROUND_TARGETS) await load(target, WARMUP_SECONDS);
   for (let round = 0; round < ROUNDS; round++) {
     const order = ROUND_TARGETS.map((_, i) => ROUND_TARGETS[(i + round) % ROUND_TARGETS.length]);
@@ -334,7 +415,9 @@ async function interleavedRounds(run: Run, upstream: Forked<{ urls: UpstreamUrls
       rounds.rps[target].push(result.rps);
       rounds.faults += result.non2xx + result.errors + result.headerMismatches;
     }
-    log(`  round ${round + 1}: ${ROUND_TARGETS.map((t) => `${t} ${rounds.rps[t][round].toFixed(0)}`).join(', ')} req/s`);
+    log(
+      `  round ${round + 1}: ${ROUND_TARGETS.map((t) => `${t} ${rounds.rps[t][round].toFixed(0)}`).join(', ')} req/s`,
+    );
   }
   for (const booted of Object.values(gateways)) await booted.gateway.stop();
   await loggedFailover.stop();
@@ -347,17 +430,30 @@ async function interleavedRounds(run: Run, upstream: Forked<{ urls: UpstreamUrls
 async function profile(run: Run, name: ModeName): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-profile-'));
   const upstream = run.track(await forkHelper(join(__dirname, 'upstream.js'), [], isUrls));
-  const { gateway, secret } = await bootGateway(run, upstream.ready.urls, name, ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
-  const spec = { url: `${gateway.url}${CHAT_PATH}`, headers: { authorization: `Bearer ${secret}` }, body: CHAT_BODY, connections: 20, expectProvider: MODES[name].servedBy };
+  const { gateway, secret } = await bootGateway(run, upstream.ready.urls, name, [
+    '--cpu-prof',
+    `--cpu-prof-dir=${dir}`,
+  ]);
+  const spec = {
+    url: `${gateway.url}${CHAT_PATH}`,
+    headers: { authorization: `Bearer ${secret}` },
+    body: CHAT_BODY,
+    connections: 20,
+    expectProvider: MODES[name].servedBy,
+  };
   log(`profiling ${MODES[name].target} at c=20 for ${MEASURE_SECONDS} s (after ${WARMUP_SECONDS} s warm-up)`);
   await runLoad({ ...spec, seconds: WARMUP_SECONDS });
   const result = await runLoad({ ...spec, seconds: MEASURE_SECONDS });
-  log(`  ${result.rps.toFixed(0)} req/s under the profiler, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms`);
+  log(
+    `  ${result.rps.toFixed(0)} req/s under the profiler, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms`,
+  );
   await gateway.stop();
   const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
   if (!file) throw new Error(`the gateway wrote no .cpuprofile into ${dir}`);
   // the measured seconds and the shutdown after them; boot and warm-up are left out
-  const summary = summariseProfile(JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile, { lastMs: (MEASURE_SECONDS + 1) * 1000 });
+  const summary = summariseProfile(JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile, {
+    lastMs: (MEASURE_SECONDS + 1) * 1000,
+  });
   process.stdout.write(`\n${renderSummary(summary)}\n\nprofile: ${join(dir, file)} (whole run, boot included)\n`);
 }
 
@@ -366,7 +462,10 @@ function onlyModes(argv: string[]): ModeName[] | null {
   if (!flag) return null;
   const names = flag.slice('--only='.length).split(',');
   const unknown = names.filter((n) => !(n in MODES));
-  if (unknown.length > 0) throw new Error(`--only takes a comma-separated list of ${Object.keys(MODES).join(', ')}; not ${unknown.join(', ')}`);
+  if (unknown.length > 0)
+    throw new Error(
+      `--only takes a comma-separated list of ${Object.keys(MODES).join(', ')}; not ${unknown.join(', ')}`,
+    );
   return names as ModeName[];
 }
 

@@ -62,7 +62,12 @@ export function cpuBetween(before: CpuSnapshot, after: CpuSnapshot, cores: numbe
  * Waits (at most `maxWaitMs`) until processes outside `roles` use less than `threshold` cores
  * over a one-second window; returns what the last window showed.
  */
-export async function waitForQuiet(roles: () => Roles, cores: number, threshold: number, maxWaitMs: number): Promise<number> {
+export async function waitForQuiet(
+  roles: () => Roles,
+  cores: number,
+  threshold: number,
+  maxWaitMs: number,
+): Promise<number> {
   const deadline = Date.now() + maxWaitMs;
   for (;;) {
     const before = snapshot(roles());

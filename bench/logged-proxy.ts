@@ -7,7 +7,7 @@ import { pinoHttp } from 'pino-http';
 import { Pool } from 'undici';
 import { newRequestId } from '../src/common/ids';
 import { bulkInsert } from '../src/database/bulk-insert';
-import { DEFAULT_UPSTREAM_CONNECTIONS } from '../src/failover/adapters/http';
+import { DEFAULT_UPSTREAM_CONNECTIONS } from '../src/providers/http';
 import { hashSecret } from '../src/keys/key-directory';
 import { listenOnLoopback, readBody } from './bare-proxy';
 
@@ -54,7 +54,11 @@ interface Upstream {
 
 const upstreamAt = (name: string, url: string): Upstream => {
   const base = new URL(url);
-  return { name, pool: new Pool(base.origin, { connections: DEFAULT_UPSTREAM_CONNECTIONS }), path: `${base.pathname.replace(/\/+$/, '')}/chat/completions` };
+  return {
+    name,
+    pool: new Pool(base.origin, { connections: DEFAULT_UPSTREAM_CONNECTIONS }),
+    path: `${base.pathname.replace(/\/+$/, '')}/chat/completions`,
+  };
 };
 
 const call = (upstream: Upstream, body: string) =>
@@ -75,13 +79,15 @@ function groupCommit(db: PgPool): (row: unknown[]) => Promise<void> {
     const batch = pending;
     pending = [];
     inFlight += 1;
-    db.query(EVENTS.query(batch.map((p) => p.row))).then(
-      () => batch.forEach((p) => p.done()),
-      (err: Error) => batch.forEach((p) => p.done(err)),
-    ).finally(() => {
-      inFlight -= 1;
-      flush();
-    });
+    db.query(EVENTS.query(batch.map((p) => p.row)))
+      .then(
+        () => batch.forEach((p) => p.done()),
+        (err: Error) => batch.forEach((p) => p.done(err)),
+      )
+      .finally(() => {
+        inFlight -= 1;
+        flush();
+      });
   };
   return (row) =>
     new Promise<void>((resolve, reject) => {
@@ -93,7 +99,9 @@ function groupCommit(db: PgPool): (row: unknown[]) => Promise<void> {
 async function main(): Promise<void> {
   const [upstreamUrl, databaseUrl, logFile, failingUrl] = process.argv.slice(2);
   if (!upstreamUrl || !databaseUrl || !logFile || !process.send) {
-    throw new Error('usage: fork bench/logged-proxy.js <upstream base URL> <database URL> <log file> [<failing upstream base URL>] (with an IPC channel)');
+    throw new Error(
+      'usage: fork bench/logged-proxy.js <upstream base URL> <database URL> <log file> [<failing upstream base URL>] (with an IPC channel)',
+    );
   }
   const failing = failingUrl ? upstreamAt('primary', failingUrl) : null;
   const serving = upstreamAt(failing ? 'backup' : 'primary', upstreamUrl);
@@ -101,7 +109,9 @@ async function main(): Promise<void> {
   await db.query(
     `CREATE TABLE IF NOT EXISTS bench_usage (id bigserial PRIMARY KEY, request_id text, key_id text, provider text, model text, status integer, latency_ms integer, attempts jsonb, created_at timestamptz DEFAULT now())`,
   );
-  await db.query(`CREATE TABLE IF NOT EXISTS bench_events (id text PRIMARY KEY, key_id text, data jsonb, created_at timestamptz DEFAULT now())`);
+  await db.query(
+    `CREATE TABLE IF NOT EXISTS bench_events (id text PRIMARY KEY, key_id text, data jsonb, created_at timestamptz DEFAULT now())`,
+  );
   const storeEvent = groupCommit(db);
   const logger = pino({ level: 'info' }, destination({ dest: logFile, sync: false, minLength: 8192 }));
   const requestLog = pinoHttp({ logger, genReqId: (req) => req.id, customAttributeKeys: { reqId: 'request_id' } });
@@ -111,7 +121,9 @@ async function main(): Promise<void> {
     if (records.length === 0) return;
     const batch = records;
     records = [];
-    db.query(USAGE.query(batch)).catch((err: Error) => process.stderr.write(`logged proxy: usage flush failed: ${err.message}\n`));
+    db.query(USAGE.query(batch)).catch((err: Error) =>
+      process.stderr.write(`logged proxy: usage flush failed: ${err.message}\n`),
+    );
   }, FLUSH_MS);
 
   const relay = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -133,7 +145,13 @@ async function main(): Promise<void> {
       if (failing) {
         const failed = await call(failing, body);
         const reason = `http ${failed.statusCode}: ${(await failed.body.text()).slice(0, 200)}`;
-        attempts.push({ provider: failing.name, model: MODEL, level: 0, outcome: reason, latency_ms: Date.now() - started });
+        attempts.push({
+          provider: failing.name,
+          model: MODEL,
+          level: 0,
+          outcome: reason,
+          latency_ms: Date.now() - started,
+        });
         logger.warn(`${failing.name} failed for ${requestId} (${reason}); trying the next step`);
       }
       const answer = await call(serving, body);
@@ -150,8 +168,15 @@ async function main(): Promise<void> {
       };
       if (failing) {
         const alert = { exhausted_provider: failing.name, active_provider: serving.name, fallback_level: level };
-        headers['x-svc-fallback-alert'] = JSON.stringify({ message: `${failing.name} failed; served by ${serving.name}`, ...alert });
-        await storeEvent([`evt_${randomUUID()}`, key.id, { proxy_key: key.id, model: MODEL, ...alert, latency_ms: latency, request_id: requestId }]);
+        headers['x-svc-fallback-alert'] = JSON.stringify({
+          message: `${failing.name} failed; served by ${serving.name}`,
+          ...alert,
+        });
+        await storeEvent([
+          `evt_${randomUUID()}`,
+          key.id,
+          { proxy_key: key.id, model: MODEL, ...alert, latency_ms: latency, request_id: requestId },
+        ]);
       }
       res.writeHead(answer.statusCode, headers);
       res.end(text);

@@ -44,25 +44,48 @@ function sample(pid: number): Sample {
   return { gatewayMb: rssMb(pid) ?? NaN, workersMb, workers: children.length };
 }
 
-async function measure(run: Run, mode: 'embedded' | 'server'): Promise<{ mode: string; idle: Sample; afterSpeech: Sample }> {
-  const env: Record<string, string> = { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', SVC_ADMIN_TOKEN: ADMIN_TOKEN, SVC_DEMO_KEY: 'false' };
+async function measure(
+  run: Run,
+  mode: 'embedded' | 'server',
+): Promise<{ mode: string; idle: Sample; afterSpeech: Sample }> {
+  const env: Record<string, string> = {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'info',
+    SVC_ADMIN_TOKEN: ADMIN_TOKEN,
+    SVC_DEMO_KEY: 'false',
+  };
   if (mode === 'server') env.DATABASE_URL = (await run.createDatabase('memory')).url;
   else env.SVC_DATA_DIR = mkdtempSync(join(run.tmp, 'embedded-'));
   // the embedded mode is chosen by the absence of DATABASE_URL, which the bench's own environment may carry
   const inherited = process.env.DATABASE_URL;
   if (mode === 'embedded') delete process.env.DATABASE_URL;
-  const gateway = await startGateway({ script: GATEWAY_SCRIPT, env, logFile: join(run.tmp, `memory-${mode}.log`) }).finally(() => {
+  const gateway = await startGateway({
+    script: GATEWAY_SCRIPT,
+    env,
+    logFile: join(run.tmp, `memory-${mode}.log`),
+  }).finally(() => {
     if (inherited !== undefined) process.env.DATABASE_URL = inherited;
   });
   run.track(gateway);
   await sleep(SETTLE_SECONDS * 1000);
   const idle = sample(gateway.pid);
   const admin = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
-  const key = (await (await fetch(`${gateway.url}/v1/admin/keys`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'memory', chain: [{ provider: 'espeak', model: 'speech-02-hd' }] }) })).json()) as { secret: string };
+  const key = (await (
+    await fetch(`${gateway.url}/v1/admin/keys`, {
+      method: 'POST',
+      headers: admin,
+      body: JSON.stringify({ name: 'memory', chain: [{ provider: 'espeak', model: 'speech-02-hd' }] }),
+    })
+  ).json()) as { secret: string };
   const speech = await fetch(`${gateway.url}/v1/audio/speech`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'speech-02-hd', text: 'How much memory does the gateway hold when it is idle?', voice_setting: { voice_id: 'en-us' } }),
+    body: JSON.stringify({
+      model: 'speech-02-hd',
+      text: 'How much memory does the gateway hold when it is idle?',
+      voice_setting: { voice_id: 'en-us' },
+    }),
   });
   if (speech.status !== 200) throw new Error(`speech answered ${speech.status}`);
   await speech.arrayBuffer();
@@ -80,10 +103,16 @@ runBenchmark('memory benchmark', async (run) => {
     results.push(await measure(run, mode));
   }
   const total = (s: Sample): number => s.gatewayMb + s.workersMb;
-  const fmt = (s: Sample): string => `${total(s).toFixed(0)} (gateway ${s.gatewayMb.toFixed(0)} + ${s.workers} worker(s) ${s.workersMb.toFixed(0)})`;
+  const fmt = (s: Sample): string =>
+    `${total(s).toFixed(0)} (gateway ${s.gatewayMb.toFixed(0)} + ${s.workers} worker(s) ${s.workersMb.toFixed(0)})`;
   const server = results.find((r) => r.mode === 'server')!;
   const rows: TargetRow[] = [
-    { figure: 'idle after speech, with DATABASE_URL: gateway and audio workers (MB RSS)', value: total(server.afterSpeech).toFixed(0), target: `<= ${TARGET_SERVER_MB}`, pass: total(server.afterSpeech) <= TARGET_SERVER_MB },
+    {
+      figure: 'idle after speech, with DATABASE_URL: gateway and audio workers (MB RSS)',
+      value: total(server.afterSpeech).toFixed(0),
+      target: `<= ${TARGET_SERVER_MB}`,
+      pass: total(server.afterSpeech) <= TARGET_SERVER_MB,
+    },
   ];
   const lines = [
     '## Memory of each mode',
@@ -97,7 +126,10 @@ runBenchmark('memory benchmark', async (run) => {
     '',
     '| mode | idle after start, MB | idle after the first speech, MB |',
     '|---|---|---|',
-    ...results.map((r) => `| ${r.mode === 'embedded' ? 'embedded database' : 'DATABASE_URL'} | ${fmt(r.idle)} | ${fmt(r.afterSpeech)} |`),
+    ...results.map(
+      (r) =>
+        `| ${r.mode === 'embedded' ? 'embedded database' : 'DATABASE_URL'} | ${fmt(r.idle)} | ${fmt(r.afterSpeech)} |`,
+    ),
     '',
     '### Targets',
     '',

@@ -26,7 +26,12 @@ async function stopChild(child: ChildProcess, signal: NodeJS.Signals): Promise<v
 }
 
 /** Forks `script` with an IPC channel and waits (bounded) for its first message matching `ready`. */
-export function forkHelper<T>(script: string, args: string[], isReady: (message: unknown) => message is T, timeoutMs = 15000): Promise<Forked<T>> {
+export function forkHelper<T>(
+  script: string,
+  args: string[],
+  isReady: (message: unknown) => message is T,
+  timeoutMs = 15000,
+): Promise<Forked<T>> {
   const child = fork(script, args, { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => fail(new Error(`${script} sent nothing within ${timeoutMs} ms`)), timeoutMs);
@@ -52,7 +57,12 @@ export function forkHelper<T>(script: string, args: string[], isReady: (message:
 }
 
 /** Sends `request` to a forked helper and waits (bounded) for the reply `isReply` accepts. */
-export function ask<T>(child: ChildProcess, request: string, isReply: (message: unknown) => message is T, timeoutMs = 5000): Promise<T> {
+export function ask<T>(
+  child: ChildProcess,
+  request: string,
+  isReply: (message: unknown) => message is T,
+  timeoutMs = 5000,
+): Promise<T> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.off('message', onMessage);
@@ -95,9 +105,14 @@ const BOOT_POLL_MS = 100;
  * measures the process as it is deployed; the Dockerfile's CMD carries the same flags.
  */
 export function serviceNodeFlags(): string[] {
-  const pkg = JSON.parse(readFileSync(join(projectRoot(), 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+  const pkg = JSON.parse(readFileSync(join(projectRoot(), 'package.json'), 'utf8')) as {
+    scripts: Record<string, string>;
+  };
   const match = /^(?:exec\s+)?node((?:\s+--\S+)*)\s+dist\/src\/main\.js$/.exec(pkg.scripts.start);
-  if (!match) throw new Error(`package.json's start script is not "[exec] node [--flags] dist/src/main.js": ${pkg.scripts.start}`);
+  if (!match)
+    throw new Error(
+      `package.json's start script is not "[exec] node [--flags] dist/src/main.js": ${pkg.scripts.start}`,
+    );
   return match[1].split(/\s+/).filter(Boolean);
 }
 
@@ -111,13 +126,16 @@ export async function startGateway(launch: GatewayLaunch): Promise<GatewayProces
   const stop = (): Promise<void> => stopChild(child, 'SIGTERM');
   const deadline = Date.now() + (launch.bootTimeoutMs ?? 60000);
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`gateway exited with ${child.exitCode}:\n${readFileSync(launch.logFile, 'utf8').slice(-4000)}`);
+    if (child.exitCode !== null)
+      throw new Error(`gateway exited with ${child.exitCode}:\n${readFileSync(launch.logFile, 'utf8').slice(-4000)}`);
     const match = BANNER.exec(readFileSync(launch.logFile, 'utf8'));
     if (match && child.pid !== undefined) return { url: match[1], pid: child.pid, logFile: launch.logFile, stop };
     await sleep(BOOT_POLL_MS);
   }
   await stop();
-  throw new Error(`gateway printed no banner within ${launch.bootTimeoutMs ?? 60000} ms:\n${readFileSync(launch.logFile, 'utf8').slice(-4000)}`);
+  throw new Error(
+    `gateway printed no banner within ${launch.bootTimeoutMs ?? 60000} ms:\n${readFileSync(launch.logFile, 'utf8').slice(-4000)}`,
+  );
 }
 
 /** Resident set size of a process in MB (VmRSS), or null once it is gone. */

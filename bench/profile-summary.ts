@@ -2,7 +2,11 @@ import { readFileSync } from 'node:fs';
 
 /** The parts of a V8 `.cpuprofile` (what `node --cpu-prof` writes) the summary reads. */
 export interface CpuProfile {
-  nodes: Array<{ id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }>;
+  nodes: Array<{
+    id: number;
+    callFrame: { functionName: string; url: string; lineNumber: number };
+    children?: number[];
+  }>;
   samples: number[];
   timeDeltas: number[];
   startTime: number;
@@ -97,7 +101,12 @@ export function summariseProfile(profile: CpuProfile, options: SummaryOptions = 
 
 export function renderSummary(summary: ProfileSummary): string {
   const table = (title: string, list: CostRow[]): string =>
-    [`${title}`, ...list.map((r) => `  ${r.selfMs.toFixed(0).padStart(7)} ms  ${(r.share * 100).toFixed(1).padStart(5)} %  ${r.name}`)].join('\n');
+    [
+      `${title}`,
+      ...list.map(
+        (r) => `  ${r.selfMs.toFixed(0).padStart(7)} ms  ${(r.share * 100).toFixed(1).padStart(5)} %  ${r.name}`,
+      ),
+    ].join('\n');
   return [
     `profiled ${(summary.totalMs / 1000).toFixed(1)} s, main thread busy ${(summary.busyMs / 1000).toFixed(1)} s (${((summary.busyMs / Math.max(1, summary.totalMs)) * 100).toFixed(0)} %)`,
     table('self time by nearest package / gateway file on the stack (share of busy time):', summary.callers),

@@ -2,7 +2,15 @@ import type { CpuUse } from './cpu';
 import type { LoadResult } from './load';
 import { renderTargetTable } from './results-file';
 
-export const TARGETS = ['upstream direct', 'bare proxy', 'logged proxy', 'logged failover', 'gateway one step', 'gateway failover', 'gateway circuit open'] as const;
+export const TARGETS = [
+  'upstream direct',
+  'bare proxy',
+  'logged proxy',
+  'logged failover',
+  'gateway one step',
+  'gateway failover',
+  'gateway circuit open',
+] as const;
 export type Target = (typeof TARGETS)[number];
 
 /** One measured cell: a target at one concurrency. */
@@ -61,7 +69,14 @@ function find(cells: Cell[], target: Target, connections: number): Cell {
 }
 
 /** The targets measured again in interleaved short rounds (see `Rounds`). */
-export const ROUND_TARGETS = ['bare proxy', 'logged proxy', 'logged failover', 'gateway one step', 'gateway failover', 'gateway circuit open'] as const;
+export const ROUND_TARGETS = [
+  'bare proxy',
+  'logged proxy',
+  'logged failover',
+  'gateway one step',
+  'gateway failover',
+  'gateway circuit open',
+] as const;
 export type RoundTarget = (typeof ROUND_TARGETS)[number];
 
 /**
@@ -105,11 +120,13 @@ export function checks(cells: Cell[], rounds: Rounds): Check[] {
   const gatewayCells = cells.filter((c) => c.target.startsWith('gateway'));
   const peakRss = Math.max(...gatewayCells.map((c) => c.peakRssMb ?? 0));
   const addedP50 = one1.result.p50 - direct1.result.p50;
-  const faults = rounds.faults + cells.reduce((n, c) => n + c.result.non2xx + c.result.errors + c.result.headerMismatches, 0);
+  const faults =
+    rounds.faults + cells.reduce((n, c) => n + c.result.non2xx + c.result.errors + c.result.headerMismatches, 0);
   const oneVsBare = roundRatio(rounds, 'gateway one step', 'bare proxy');
   const failoverVsOne = roundRatio(rounds, 'gateway failover', 'gateway one step');
   const openVsOne = roundRatio(rounds, 'gateway circuit open', 'gateway one step');
-  const cellRatio = (top: Cell, bottom: Cell): string => `${pct(top.result.rps / bottom.result.rps)} in the ${top.result.seconds.toFixed(0)} s cells below`;
+  const cellRatio = (top: Cell, bottom: Cell): string =>
+    `${pct(top.result.rps / bottom.result.rps)} in the ${top.result.seconds.toFixed(0)} s cells below`;
   return [
     {
       name: 'one step vs bare proxy, req/s at c=20',
@@ -180,7 +197,13 @@ export function renderTable(cells: Cell[]): string {
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
   ];
   for (const cell of ordered(cells)) {
-    const { target, connections, result: r, peakRssMb, upstreamPerResponse: [ok, down] } = cell;
+    const {
+      target,
+      connections,
+      result: r,
+      peakRssMb,
+      upstreamPerResponse: [ok, down],
+    } = cell;
     const rss = peakRssMb === null ? '-' : peakRssMb.toFixed(0);
     lines.push(
       `| ${target}${noisy(cell) ? ' (disturbed)' : ''} | ${connections} | ${r.rps.toFixed(0)} | ${ms(r.p50)} | ${ms(r.p99)} | ${r.non2xx} | ${r.errors} | ${r.headerMismatches} | ${r.responses} | ${rss} | ${ok.toFixed(2)}, ${down.toFixed(2)} |`,
@@ -189,7 +212,8 @@ export function renderTable(cells: Cell[]): string {
   return lines.join('\n');
 }
 
-const ordered = (cells: Cell[]): Cell[] => TARGETS.flatMap((target) => cells.filter((c) => c.target === target).sort((a, b) => a.connections - b.connections));
+const ordered = (cells: Cell[]): Cell[] =>
+  TARGETS.flatMap((target) => cells.filter((c) => c.target === target).sort((a, b) => a.connections - b.connections));
 
 /** Where the cores went while each cell was measured. */
 export function renderCpuTable(cells: Cell[]): string {
@@ -206,10 +230,15 @@ export function renderCpuTable(cells: Cell[]): string {
   return lines.join('\n');
 }
 
-export const renderChecks = (list: Check[]): string => list.map((c) => `${c.pass === null ? 'INFO' : c.pass ? 'PASS' : 'FAIL'}  ${c.name}: ${c.value} (target ${c.target})`).join('\n');
+export const renderChecks = (list: Check[]): string =>
+  list
+    .map((c) => `${c.pass === null ? 'INFO' : c.pass ? 'PASS' : 'FAIL'}  ${c.name}: ${c.value} (target ${c.target})`)
+    .join('\n');
 
 export function renderResults(info: RunInfo, cells: Cell[], list: Check[]): string {
-  const targets = renderTargetTable(list.map((c) => ({ figure: c.name, value: c.value, target: c.target, pass: c.pass })));
+  const targets = renderTargetTable(
+    list.map((c) => ({ figure: c.name, value: c.value, target: c.target, pass: c.pass })),
+  );
   return `## Chat benchmark
 
 Written by \`npm run bench:chat\` (bench/chat.ts).

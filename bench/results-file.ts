@@ -19,14 +19,18 @@ const end = (name: string): string => `<!-- bench:${name}:end -->`;
 /** The sections currently in `text`, by name (text outside the markers is the header, rewritten each time). */
 export function readSections(text: string): Map<string, string> {
   const sections = new Map<string, string>();
-  for (const match of text.matchAll(/<!-- bench:([a-z-]+):start -->\n([\s\S]*?)\n<!-- bench:\1:end -->/g)) sections.set(match[1], match[2]);
+  for (const match of text.matchAll(/<!-- bench:([a-z-]+):start -->\n([\s\S]*?)\n<!-- bench:\1:end -->/g))
+    sections.set(match[1], match[2]);
   return sections;
 }
 
 export function mergeSection(previous: string, name: Section, body: string): string {
   const sections = readSections(previous);
   sections.set(name, body.trimEnd());
-  const ordered = [...SECTIONS.filter((s) => sections.has(s)), ...[...sections.keys()].filter((s) => !(SECTIONS as readonly string[]).includes(s))];
+  const ordered = [
+    ...SECTIONS.filter((s) => sections.has(s)),
+    ...[...sections.keys()].filter((s) => !(SECTIONS as readonly string[]).includes(s)),
+  ];
   return `${HEADER}\n${ordered.map((s) => `${start(s)}\n${sections.get(s)}\n${end(s)}`).join('\n\n')}\n`;
 }
 
@@ -51,6 +55,9 @@ export function renderTargetTable(rows: TargetRow[]): string {
   return [
     '| figure | measured | target | result |',
     '|---|---|---|---|',
-    ...rows.map((r) => `| ${cell(r.figure)} | ${cell(r.value)} | ${cell(r.target)} | ${r.pass === null ? 'info' : r.pass ? 'pass' : '**miss**'} |`),
+    ...rows.map(
+      (r) =>
+        `| ${cell(r.figure)} | ${cell(r.value)} | ${cell(r.target)} | ${r.pass === null ? 'info' : r.pass ? 'pass' : '**miss**'} |`,
+    ),
   ].join('\n');
 }

@@ -14,7 +14,8 @@ export const log = (line: string): void => void process.stderr.write(`${line}\n`
 export function secondsFromEnv(name: string, fallback: number): number {
   const raw = process.env[name];
   const value = raw === undefined ? fallback : Number(raw);
-  if (!Number.isFinite(value) || value <= 0 || value > 600) throw new Error(`${name} must be a number of seconds in (0, 600]`);
+  if (!Number.isFinite(value) || value <= 0 || value > 600)
+    throw new Error(`${name} must be a number of seconds in (0, 600]`);
   return value;
 }
 
@@ -70,7 +71,9 @@ export class Run {
       this.monitor = new Client({ connectionString: this.adminUrl });
       await this.monitor.connect();
     }
-    const { rows } = await this.monitor.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1', [database]);
+    const { rows } = await this.monitor.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1', [
+      database,
+    ]);
     return rows.map((r) => r.pid);
   }
 
@@ -80,7 +83,9 @@ export class Run {
     await this.monitor?.end().catch(() => undefined);
     this.monitor = null;
     for (const name of this.databases.splice(0)) {
-      await this.admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch((err: Error) => process.stderr.write(`could not drop ${name}: ${err.message}\n`));
+      await this.admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch((err: Error) =>
+        process.stderr.write(`could not drop ${name}: ${err.message}\n`),
+      );
     }
     rmSync(this.tmp, { recursive: true, force: true });
   }

@@ -114,7 +114,12 @@ export function speechChecks(f: SpeechFigures): TargetRow[] {
       target: '-',
       pass: null,
     },
-    { figure: 'sync speech: every response 2xx with x-svc-provider-used', value: `${faults} non-2xx, socket errors or header mismatches`, target: '0', pass: faults === 0 },
+    {
+      figure: 'sync speech: every response 2xx with x-svc-provider-used',
+      value: `${faults} non-2xx, socket errors or header mismatches`,
+      target: '0',
+      pass: faults === 0,
+    },
   ];
   for (const [i, fa] of f.firstAudio.entries()) {
     const overhead = fa.gateway.p50 - fa.direct.p50;
@@ -142,7 +147,12 @@ export function speechChecks(f: SpeechFigures): TargetRow[] {
     });
   }
   for (const e of f.engine) {
-    rows.push({ figure: `offline engine real-time factor (${e.format})`, value: `${e.rtf.toFixed(1)}x (${e.audioSeconds.toFixed(1)} s of audio in ${e.wallSeconds.toFixed(2)} s)`, target: '-', pass: null });
+    rows.push({
+      figure: `offline engine real-time factor (${e.format})`,
+      value: `${e.rtf.toFixed(1)}x (${e.audioSeconds.toFixed(1)} s of audio in ${e.wallSeconds.toFixed(2)} s)`,
+      target: '-',
+      pass: null,
+    });
   }
   rows.push(
     {
@@ -162,17 +172,27 @@ export function speechChecks(f: SpeechFigures): TargetRow[] {
 }
 
 export function renderSyncTable(cells: SyncCell[]): string {
-  const lines = ['| target | c | req/s | p50 ms | p99 ms | non-2xx | errors | header mismatches | responses | other processes (cores) |', '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|'];
+  const lines = [
+    '| target | c | req/s | p50 ms | p99 ms | non-2xx | errors | header mismatches | responses | other processes (cores) |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ];
   for (const { target, connections, result: r, otherCores } of cells) {
-    lines.push(`| ${target} | ${connections} | ${r.rps.toFixed(0)} | ${ms(r.p50)} | ${ms(r.p99)} | ${r.non2xx} | ${r.errors} | ${r.headerMismatches} | ${r.responses} | ${otherCores.toFixed(2)} |`);
+    lines.push(
+      `| ${target} | ${connections} | ${r.rps.toFixed(0)} | ${ms(r.p50)} | ${ms(r.p99)} | ${r.non2xx} | ${r.errors} | ${r.headerMismatches} | ${r.responses} | ${otherCores.toFixed(2)} |`,
+    );
   }
   return lines.join('\n');
 }
 
 export function renderFirstAudioTable(list: FirstAudio[]): string {
-  const lines = ['| audio_setting | samples each | upstream direct p50 / p99 ms | gateway p50 / p99 ms | overhead p50 ms | other processes (cores) |', '|---|---:|---|---|---:|---:|'];
+  const lines = [
+    '| audio_setting | samples each | upstream direct p50 / p99 ms | gateway p50 / p99 ms | overhead p50 ms | other processes (cores) |',
+    '|---|---:|---|---|---:|---:|',
+  ];
   for (const fa of list) {
-    lines.push(`| ${fa.format} | ${fa.samples} | ${ms(fa.direct.p50)} / ${ms(fa.direct.p99)} | ${ms(fa.gateway.p50)} / ${ms(fa.gateway.p99)} | ${ms(fa.gateway.p50 - fa.direct.p50)} | ${fa.otherCores.toFixed(2)} |`);
+    lines.push(
+      `| ${fa.format} | ${fa.samples} | ${ms(fa.direct.p50)} / ${ms(fa.direct.p99)} | ${ms(fa.gateway.p50)} / ${ms(fa.gateway.p99)} | ${ms(fa.gateway.p50 - fa.direct.p50)} | ${fa.otherCores.toFixed(2)} |`,
+    );
   }
   return lines.join('\n');
 }
@@ -192,13 +212,24 @@ export function renderStreamsTable(list: StreamsHeld[]): string {
 }
 
 export function renderEngineTable(list: EngineSpeed[]): string {
-  const lines = ['| format | bytes | audio s | wall s (median) | real-time factor | audio length from | other processes (cores) |', '|---|---:|---:|---:|---:|---|---:|'];
-  for (const e of list) lines.push(`| ${e.format} | ${e.bytes} | ${e.audioSeconds.toFixed(2)} | ${e.wallSeconds.toFixed(3)} | ${e.rtf.toFixed(1)}x | ${e.lengthFrom} | ${e.otherCores.toFixed(2)} |`);
+  const lines = [
+    '| format | bytes | audio s | wall s (median) | real-time factor | audio length from | other processes (cores) |',
+    '|---|---:|---:|---:|---:|---|---:|',
+  ];
+  for (const e of list)
+    lines.push(
+      `| ${e.format} | ${e.bytes} | ${e.audioSeconds.toFixed(2)} | ${e.wallSeconds.toFixed(3)} | ${e.rtf.toFixed(1)}x | ${e.lengthFrom} | ${e.otherCores.toFixed(2)} |`,
+    );
   return lines.join('\n');
 }
 
 export const renderSpeechChecks = (rows: TargetRow[]): string =>
-  rows.map((r) => `${r.pass === null ? 'INFO' : r.pass ? 'PASS' : 'MISS'}  ${r.figure}: ${r.value}${r.target === '-' ? '' : ` (target ${r.target})`}`).join('\n');
+  rows
+    .map(
+      (r) =>
+        `${r.pass === null ? 'INFO' : r.pass ? 'PASS' : 'MISS'}  ${r.figure}: ${r.value}${r.target === '-' ? '' : ` (target ${r.target})`}`,
+    )
+    .join('\n');
 
 export interface SpeechSetup {
   syncBody: string;
@@ -207,8 +238,18 @@ export interface SpeechSetup {
   streamKeys: number;
 }
 
-export function renderSpeechResults(info: SpeechRunInfo, setup: SpeechSetup, f: SpeechFigures, rows: TargetRow[]): string {
-  const others = [...f.sync.map((c) => c.otherCores), ...f.firstAudio.map((x) => x.otherCores), ...f.streams.map((x) => x.otherCores), ...f.engine.map((x) => x.otherCores)];
+export function renderSpeechResults(
+  info: SpeechRunInfo,
+  setup: SpeechSetup,
+  f: SpeechFigures,
+  rows: TargetRow[],
+): string {
+  const others = [
+    ...f.sync.map((c) => c.otherCores),
+    ...f.firstAudio.map((x) => x.otherCores),
+    ...f.streams.map((x) => x.otherCores),
+    ...f.engine.map((x) => x.otherCores),
+  ];
   return `## Speech benchmark
 
 Written by \`npm run bench:speech\` (bench/speech.ts).

@@ -78,7 +78,8 @@ const MEASURE_SECONDS = secondsFromEnv('BENCH_SECONDS', 10);
 function countFromEnv(name: string, fallback: number, max: number): number {
   const raw = process.env[name];
   const value = raw === undefined ? fallback : Number(raw);
-  if (!Number.isInteger(value) || value <= 0 || value > max) throw new Error(`${name} must be a whole number in 1..${max}`);
+  if (!Number.isInteger(value) || value <= 0 || value > max)
+    throw new Error(`${name} must be a whole number in 1..${max}`);
   return value;
 }
 
@@ -86,7 +87,8 @@ const WS_SAMPLES = countFromEnv('BENCH_WS_SAMPLES', 200, 10000);
 const STREAMS = countFromEnv('BENCH_STREAMS', 1000, 20000);
 
 const isUrl = (m: unknown): m is { url: string } => typeof m === 'object' && m !== null && 'url' in m;
-const isCounts = (m: unknown): m is { counts: SpeechUpstreamCounts } => typeof m === 'object' && m !== null && 'counts' in m;
+const isCounts = (m: unknown): m is { counts: SpeechUpstreamCounts } =>
+  typeof m === 'object' && m !== null && 'counts' in m;
 const isLast = (m: unknown): m is { last: unknown } => typeof m === 'object' && m !== null && 'last' in m;
 
 type Upstream = Forked<{ url: string }>;
@@ -99,7 +101,8 @@ function snapshotDist(run: Run): string {
   const copy = join(ROOT, 'node_modules', '.cache', `svc-bench-dist-${process.pid}`);
   cpSync(join(ROOT, 'dist'), copy, { recursive: true });
   run.track({ stop: () => Promise.resolve(rmSync(copy, { recursive: true, force: true })) });
-  for (const file of ['src/main.js', 'bench/speech-upstream.js']) if (!existsSync(join(copy, file))) throw new Error(`dist/${file} is missing: is another build running?`);
+  for (const file of ['src/main.js', 'bench/speech-upstream.js'])
+    if (!existsSync(join(copy, file))) throw new Error(`dist/${file} is missing: is another build running?`);
   return copy;
 }
 
@@ -114,13 +117,24 @@ interface BootedGateway {
 
 async function bootGateway(run: Run, label: string, upstreamUrl: string): Promise<BootedGateway> {
   const config = join(run.tmp, `gateway-${label}.yaml`);
-  writeFileSync(config, `providers:\n  - name: minimax\n    kind: minimax\n    base_url: ${upstreamUrl}\n    api_key: x\n  - name: espeak\n    kind: espeak\n`);
+  writeFileSync(
+    config,
+    `providers:\n  - name: minimax\n    kind: minimax\n    base_url: ${upstreamUrl}\n    api_key: x\n  - name: espeak\n    kind: espeak\n`,
+  );
   const database = await run.createDatabase(label);
   const gateway = run.track(
     await startGateway({
       script: gatewayScript,
       logFile: join(run.tmp, `gateway-${label}.log`),
-      env: { DATABASE_URL: database.url, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', SVC_ADMIN_TOKEN: ADMIN_TOKEN, SVC_CONFIG: config, SVC_DEMO_KEY: 'false' },
+      env: {
+        DATABASE_URL: database.url,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'info',
+        SVC_ADMIN_TOKEN: ADMIN_TOKEN,
+        SVC_CONFIG: config,
+        SVC_DEMO_KEY: 'false',
+      },
     }),
   );
   const createKey = async (name: string, chain: Array<{ provider: string; model: string }>): Promise<string> => {
@@ -130,7 +144,8 @@ async function bootGateway(run: Run, label: string, upstreamUrl: string): Promis
       body: JSON.stringify({ name, chain }),
     });
     const body = (await res.json()) as { secret?: string };
-    if (res.status !== 201 || !body.secret) throw new Error(`key creation failed: ${res.status} ${JSON.stringify(body)}`);
+    if (res.status !== 201 || !body.secret)
+      throw new Error(`key creation failed: ${res.status} ${JSON.stringify(body)}`);
     return body.secret;
   };
   return { gateway, database: database.name, createKey };
@@ -162,23 +177,50 @@ async function lastUpstreamBody(upstream: Upstream): Promise<string> {
   return JSON.stringify(last);
 }
 
-async function speakOnce(url: string, secret: string, body: string): Promise<{ status: number; headers: Headers; bytes: Buffer }> {
-  const res = await fetch(`${url}${SPEECH_PATH}`, { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, body });
+async function speakOnce(
+  url: string,
+  secret: string,
+  body: string,
+): Promise<{ status: number; headers: Headers; bytes: Buffer }> {
+  const res = await fetch(`${url}${SPEECH_PATH}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+    body,
+  });
   return { status: res.status, headers: res.headers, bytes: Buffer.from(await res.arrayBuffer()) };
 }
 
 async function measureSync(run: Run, upstream: Upstream, booted: BootedGateway, secret: string): Promise<SyncCell[]> {
   const warm = await speakOnce(booted.gateway.url, secret, SYNC_BODY);
-  if (warm.status !== 200 || warm.headers.get('x-svc-provider-used') !== 'minimax') throw new Error(`sync speech answered ${warm.status}: ${warm.bytes.toString().slice(0, 300)}`);
-  const direct: LoadSpec = { url: `${upstream.ready.url}/t2a_v2`, headers: { authorization: 'Bearer x' }, body: await lastUpstreamBody(upstream), connections: 1, seconds: 1 };
-  const gateway: LoadSpec = { url: `${booted.gateway.url}${SPEECH_PATH}`, headers: { authorization: `Bearer ${secret}` }, body: SYNC_BODY, connections: 1, seconds: 1, expectProvider: 'minimax' };
+  if (warm.status !== 200 || warm.headers.get('x-svc-provider-used') !== 'minimax')
+    throw new Error(`sync speech answered ${warm.status}: ${warm.bytes.toString().slice(0, 300)}`);
+  const direct: LoadSpec = {
+    url: `${upstream.ready.url}/t2a_v2`,
+    headers: { authorization: 'Bearer x' },
+    body: await lastUpstreamBody(upstream),
+    connections: 1,
+    seconds: 1,
+  };
+  const gateway: LoadSpec = {
+    url: `${booted.gateway.url}${SPEECH_PATH}`,
+    headers: { authorization: `Bearer ${secret}` },
+    body: SYNC_BODY,
+    connections: 1,
+    seconds: 1,
+    expectProvider: 'minimax',
+  };
   const roles = await rolesOf(run, upstream, booted);
   const cells: SyncCell[] = [];
   for (const connections of CONCURRENCY) {
-    for (const [target, spec] of [['upstream direct', direct], ['gateway', gateway]] as const) {
+    for (const [target, spec] of [
+      ['upstream direct', direct],
+      ['gateway', gateway],
+    ] as const) {
       await waitForQuiet(roles, machine().cores, QUIET_CORES, QUIET_WAIT_MS);
       await runLoad({ ...spec, connections, seconds: WARMUP_SECONDS });
-      const { value: result, otherCores } = await timed(roles, () => runLoad({ ...spec, connections, seconds: MEASURE_SECONDS }));
+      const { value: result, otherCores } = await timed(roles, () =>
+        runLoad({ ...spec, connections, seconds: MEASURE_SECONDS }),
+      );
       cells.push({ target, connections, result, otherCores });
       log(
         `  sync ${target} c=${connections}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms, ` +
@@ -192,11 +234,20 @@ async function measureSync(run: Run, upstream: Upstream, booted: BootedGateway, 
 const wsUrlOf = (gateway: GatewayProcess): string => `${gateway.url.replace(/^http/, 'ws')}${STREAM_PATH}`;
 
 /** A started task: connected_success, task_start, task_started. */
-async function startedSession(url: string, secret: string, audio: Record<string, unknown> | undefined): Promise<StreamSession> {
+async function startedSession(
+  url: string,
+  secret: string,
+  audio: Record<string, unknown> | undefined,
+): Promise<StreamSession> {
   const session = await StreamSession.open(url, { authorization: `Bearer ${secret}` });
   try {
     await session.until('connected_success');
-    session.send({ event: 'task_start', model: MODEL, voice_setting: { voice_id: VOICE }, ...(audio ? { audio_setting: audio } : {}) });
+    session.send({
+      event: 'task_start',
+      model: MODEL,
+      voice_setting: { voice_id: VOICE },
+      ...(audio ? { audio_setting: audio } : {}),
+    });
     await session.until('task_started');
     return session;
   } catch (err) {
@@ -206,7 +257,11 @@ async function startedSession(url: string, secret: string, audio: Record<string,
 }
 
 /** Milliseconds from sending the sentence to the first audio message, through the gateway. */
-async function gatewayFirstAudio(url: string, secret: string, audio: Record<string, unknown> | undefined): Promise<number> {
+async function gatewayFirstAudio(
+  url: string,
+  secret: string,
+  audio: Record<string, unknown> | undefined,
+): Promise<number> {
   const session = await startedSession(url, secret, audio);
   const sent = performance.now();
   session.send({ event: 'task_continue', text: TEXT });
@@ -220,7 +275,12 @@ async function gatewayFirstAudio(url: string, secret: string, audio: Record<stri
 /** Milliseconds from sending the T2A request to the first whole SSE event carrying audio, straight to the upstream. */
 async function directFirstAudio(pool: Pool, path: string, body: string): Promise<number> {
   const sent = performance.now();
-  const res = await pool.request({ method: 'POST', path, headers: { authorization: 'Bearer x', 'content-type': 'application/json' }, body });
+  const res = await pool.request({
+    method: 'POST',
+    path,
+    headers: { authorization: 'Bearer x', 'content-type': 'application/json' },
+    body,
+  });
   let first = Number.NaN;
   let pending = '';
   for await (const chunk of res.body) {
@@ -233,7 +293,8 @@ async function directFirstAudio(pool: Pool, path: string, body: string): Promise
       end = pending.indexOf('\n\n');
     }
   }
-  if (res.statusCode !== 200 || Number.isNaN(first)) throw new Error(`the upstream sent no audio event (HTTP ${res.statusCode})`);
+  if (res.statusCode !== 200 || Number.isNaN(first))
+    throw new Error(`the upstream sent no audio event (HTTP ${res.statusCode})`);
   return first;
 }
 
@@ -242,7 +303,12 @@ const quantiles = (values: number[]): { p50: number; p99: number } => {
   return { p50: percentile(sorted, 50), p99: percentile(sorted, 99) };
 };
 
-async function measureFirstAudio(run: Run, upstream: Upstream, booted: BootedGateway, secret: string): Promise<FirstAudio[]> {
+async function measureFirstAudio(
+  run: Run,
+  upstream: Upstream,
+  booted: BootedGateway,
+  secret: string,
+): Promise<FirstAudio[]> {
   const origin = new URL(upstream.ready.url);
   const path = `${origin.pathname}/t2a_v2`;
   const pool = new Pool(origin.origin, { connections: 1 });
@@ -293,9 +359,18 @@ async function steadyRss(pid: number): Promise<number> {
   return median(samples);
 }
 
-async function holdStreams(run: Run, upstream: Upstream, index: number, format: (typeof STREAM_FORMATS)[number]): Promise<StreamsHeld> {
+async function holdStreams(
+  run: Run,
+  upstream: Upstream,
+  index: number,
+  format: (typeof STREAM_FORMATS)[number],
+): Promise<StreamsHeld> {
   const booted = await bootGateway(run, `streams-${index}`, upstream.ready.url);
-  const secrets = await Promise.all(Array.from({ length: STREAM_KEYS }, (_, i) => booted.createKey(`streams ${i}`, [{ provider: 'minimax', model: MODEL }])));
+  const secrets = await Promise.all(
+    Array.from({ length: STREAM_KEYS }, (_, i) =>
+      booted.createKey(`streams ${i}`, [{ provider: 'minimax', model: MODEL }]),
+    ),
+  );
   const url = wsUrlOf(booted.gateway);
   // warm the path (first upgrade, key lookups, encoder modules) before the baseline
   for (const secret of secrets) {
@@ -311,7 +386,9 @@ async function holdStreams(run: Run, upstream: Upstream, index: number, format: 
     const errors: string[] = [];
     const opening = performance.now();
     for (let from = 0; from < STREAMS; from += STREAM_OPEN_BATCH) {
-      const batch = Array.from({ length: Math.min(STREAM_OPEN_BATCH, STREAMS - from) }, (_, i) => startedSession(url, secrets[(from + i) % STREAM_KEYS], format.audio));
+      const batch = Array.from({ length: Math.min(STREAM_OPEN_BATCH, STREAMS - from) }, (_, i) =>
+        startedSession(url, secrets[(from + i) % STREAM_KEYS], format.audio),
+      );
       for (const outcome of await Promise.allSettled(batch)) {
         if (outcome.status === 'fulfilled') sessions.push(outcome.value);
         else errors.push((outcome.reason as Error).message);
@@ -323,7 +400,9 @@ async function holdStreams(run: Run, upstream: Upstream, index: number, format: 
     await sleep(STREAM_HOLD_MS);
     const held = sessions.filter((s) => s.closeCode === null);
     // a sample of the held streams must still work: a sentence in, audio out, task_finished
-    const sample = held.filter((_, i) => i % Math.max(1, Math.floor(held.length / STREAM_SAMPLE)) === 0).slice(0, STREAM_SAMPLE);
+    const sample = held
+      .filter((_, i) => i % Math.max(1, Math.floor(held.length / STREAM_SAMPLE)) === 0)
+      .slice(0, STREAM_SAMPLE);
     const spoke = await Promise.allSettled(
       sample.map(async (s) => {
         s.send({ event: 'task_continue', text: TEXT });
@@ -379,14 +458,29 @@ function audioSeconds(format: string, bytes: Buffer): number | null {
   }
 }
 
-async function measureEngine(run: Run, upstream: Upstream, booted: BootedGateway, secret: string): Promise<EngineSpeed[]> {
+async function measureEngine(
+  run: Run,
+  upstream: Upstream,
+  booted: BootedGateway,
+  secret: string,
+): Promise<EngineSpeed[]> {
   const roles = await rolesOf(run, upstream, booted);
   const results: EngineSpeed[] = [];
   const speak = async (format: string): Promise<{ wall: number; bytes: Buffer }> => {
     const started = performance.now();
-    const res = await speakOnce(booted.gateway.url, secret, JSON.stringify({ model: MODEL, text: ENGINE_TEXT, voice_setting: { voice_id: 'en-us' }, audio_setting: { format } }));
+    const res = await speakOnce(
+      booted.gateway.url,
+      secret,
+      JSON.stringify({
+        model: MODEL,
+        text: ENGINE_TEXT,
+        voice_setting: { voice_id: 'en-us' },
+        audio_setting: { format },
+      }),
+    );
     const wall = (performance.now() - started) / 1000;
-    if (res.status !== 200 || res.headers.get('x-svc-provider-used') !== 'espeak') throw new Error(`offline speech (${format}) answered ${res.status}: ${res.bytes.toString().slice(0, 300)}`);
+    if (res.status !== 200 || res.headers.get('x-svc-provider-used') !== 'espeak')
+      throw new Error(`offline speech (${format}) answered ${res.status}: ${res.bytes.toString().slice(0, 300)}`);
     return { wall, bytes: res.bytes };
   };
   let pcmSeconds = Number.NaN;
@@ -404,9 +498,28 @@ async function measureEngine(run: Run, upstream: Upstream, booted: BootedGateway
     // a streamed FLAC's STREAMINFO leaves the length unknown: the engine is deterministic, so the pcm run's length is this one's
     const seconds = parsed ?? pcmSeconds;
     const wallSeconds = median(runs.map((r) => r.wall));
-    const lengthFrom = parsed !== null ? (format === 'mp3' ? 'MP3 frames' : format === 'wav' ? 'WAV header' : format === 'pcm' ? 'PCM byte count' : 'FLAC STREAMINFO') : 'the pcm run (STREAMINFO length 0)';
-    results.push({ format, audioSeconds: seconds, wallSeconds, rtf: seconds / wallSeconds, bytes: bytes.length, lengthFrom, otherCores });
-    log(`  offline engine ${format}: ${seconds.toFixed(1)} s of audio in ${wallSeconds.toFixed(3)} s (median of ${ENGINE_RUNS}) = ${(seconds / wallSeconds).toFixed(1)}x real time`);
+    const lengthFrom =
+      parsed !== null
+        ? format === 'mp3'
+          ? 'MP3 frames'
+          : format === 'wav'
+            ? 'WAV header'
+            : format === 'pcm'
+              ? 'PCM byte count'
+              : 'FLAC STREAMINFO'
+        : 'the pcm run (STREAMINFO length 0)';
+    results.push({
+      format,
+      audioSeconds: seconds,
+      wallSeconds,
+      rtf: seconds / wallSeconds,
+      bytes: bytes.length,
+      lengthFrom,
+      otherCores,
+    });
+    log(
+      `  offline engine ${format}: ${seconds.toFixed(1)} s of audio in ${wallSeconds.toFixed(3)} s (median of ${ENGINE_RUNS}) = ${(seconds / wallSeconds).toFixed(1)}x real time`,
+    );
   }
   return results;
 }
@@ -425,9 +538,17 @@ function freePort(): Promise<number> {
 /** Startup to ready on a migrated database with the default config, and the idle RSS of the started service. */
 async function measureStartup(run: Run): Promise<Startup> {
   const database = await run.createDatabase('startup');
-  const env = (port: string): Record<string, string> => ({ DATABASE_URL: database.url, PORT: port, HOST: '127.0.0.1', LOG_LEVEL: 'info', SVC_ADMIN_TOKEN: ADMIN_TOKEN });
+  const env = (port: string): Record<string, string> => ({
+    DATABASE_URL: database.url,
+    PORT: port,
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'info',
+    SVC_ADMIN_TOKEN: ADMIN_TOKEN,
+  });
   // the first boot migrates the fresh database
-  const first = run.track(await startGateway({ script: gatewayScript, logFile: join(run.tmp, 'startup-0.log'), env: env('0') }));
+  const first = run.track(
+    await startGateway({ script: gatewayScript, logFile: join(run.tmp, 'startup-0.log'), env: env('0') }),
+  );
   await first.stop();
 
   const bootsMs: number[] = [];
@@ -438,7 +559,11 @@ async function measureStartup(run: Run): Promise<Startup> {
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
     const spawned = performance.now();
-    const starting = startGateway({ script: gatewayScript, logFile: join(run.tmp, `startup-${boot}.log`), env: env(String(port)) });
+    const starting = startGateway({
+      script: gatewayScript,
+      logFile: join(run.tmp, `startup-${boot}.log`),
+      env: env(String(port)),
+    });
     starting.catch(() => undefined); // awaited below; a failed boot must not count as an unhandled rejection meanwhile
     let readyMs = Number.NaN;
     while (Number.isNaN(readyMs) && performance.now() - spawned < 60000) {
@@ -464,7 +589,9 @@ async function measureStartup(run: Run): Promise<Startup> {
       rssAtReadyMb = rssMb(gateway.pid) ?? Number.NaN;
       await sleep(IDLE_SECONDS * 1000);
       idleRssMb = await steadyRss(gateway.pid);
-      log(`  idle RSS ${IDLE_SECONDS} s after ready: ${idleRssMb.toFixed(0)} MB (${rssAtReadyMb.toFixed(0)} MB at ready)`);
+      log(
+        `  idle RSS ${IDLE_SECONDS} s after ready: ${idleRssMb.toFixed(0)} MB (${rssAtReadyMb.toFixed(0)} MB at ready)`,
+      );
     }
     await gateway.stop();
   }
@@ -500,9 +627,27 @@ async function benchmark(run: Run): Promise<void> {
 
   const figures: SpeechFigures = { sync, firstAudio, streams, engine, startup };
   const rows = speechChecks(figures);
-  const info = { date: new Date().toISOString(), loadAverage: [loadAtStart, loadavg()[0]] as [number, number], ...machine(), node: process.version, warmupSeconds: WARMUP_SECONDS, seconds: MEASURE_SECONDS };
-  writeSection(RESULTS_FILE, 'speech', renderSpeechResults(info, { syncBody: SYNC_BODY, wsText: TEXT, engineChars: ENGINE_TEXT.length, streamKeys: STREAM_KEYS }, figures, rows));
-  process.stdout.write(`\n${renderSpeechChecks(rows)}\n\n(${counts.t2a} T2A requests reached the fake upstream before the stream runs)\nwritten to ${RESULTS_FILE}\n`);
+  const info = {
+    date: new Date().toISOString(),
+    loadAverage: [loadAtStart, loadavg()[0]] as [number, number],
+    ...machine(),
+    node: process.version,
+    warmupSeconds: WARMUP_SECONDS,
+    seconds: MEASURE_SECONDS,
+  };
+  writeSection(
+    RESULTS_FILE,
+    'speech',
+    renderSpeechResults(
+      info,
+      { syncBody: SYNC_BODY, wsText: TEXT, engineChars: ENGINE_TEXT.length, streamKeys: STREAM_KEYS },
+      figures,
+      rows,
+    ),
+  );
+  process.stdout.write(
+    `\n${renderSpeechChecks(rows)}\n\n(${counts.t2a} T2A requests reached the fake upstream before the stream runs)\nwritten to ${RESULTS_FILE}\n`,
+  );
 }
 
 runBenchmark('bench:speech', benchmark);

@@ -59,7 +59,12 @@ export class StreamSession {
     if (seen) return Promise.resolve(seen);
     if (this.closeCode !== null) return Promise.reject(new Error(`closed with ${this.closeCode} before ${event}`));
     return new Promise((resolve, reject) => {
-      const waiter: Waiter = { event, resolve, reject, timer: setTimeout(() => this.settle(waiter, new Error(`no ${event} within ${timeoutMs} ms`)), timeoutMs) };
+      const waiter: Waiter = {
+        event,
+        resolve,
+        reject,
+        timer: setTimeout(() => this.settle(waiter, new Error(`no ${event} within ${timeoutMs} ms`)), timeoutMs),
+      };
       this.waiters.add(waiter);
     });
   }

@@ -30,7 +30,10 @@ class ApiError extends Error {
 
 async function api(path, options = {}) {
   if (!key()) throw new Error('Paste a proxy key first.');
-  const res = await fetch(path, { ...options, headers: { Authorization: `Bearer ${key()}`, ...(options.headers ?? {}) } });
+  const res = await fetch(path, {
+    ...options,
+    headers: { Authorization: `Bearer ${key()}`, ...(options.headers ?? {}) },
+  });
   if (!res.ok) throw new ApiError(res.status, await res.json().catch(() => null));
   return res;
 }
@@ -69,7 +72,8 @@ const currentPage = () => (PAGES.includes(location.hash.slice(1)) ? location.has
 function showPage() {
   const page = currentPage();
   for (const section of document.querySelectorAll('main section')) section.hidden = section.dataset.page !== page;
-  for (const link of document.querySelectorAll('nav a[data-page]')) link.classList.toggle('active', link.dataset.page === page);
+  for (const link of document.querySelectorAll('nav a[data-page]'))
+    link.classList.toggle('active', link.dataset.page === page);
   if (page === 'health') startHealth();
   else stopHealth();
   if (page === 'consents' && key()) loadConsents();
@@ -103,7 +107,7 @@ async function loadVoices() {
   try {
     const list = await apiJson('/v1/audio/voices');
     const options = list.data.map((voice) => new Option(`${voice.name} (${voice.id}, ${voice.provider})`, voice.id));
-    select.replaceChildren(...(options.length ? options : [new Option('(no voice on this key\'s chain)', '')]));
+    select.replaceChildren(...(options.length ? options : [new Option("(no voice on this key's chain)", '')]));
   } catch (err) {
     select.replaceChildren(new Option('(voices unavailable)', ''));
     showError(`Voices: ${err.message}`);
@@ -118,7 +122,11 @@ async function streamUrl() {
     const { ticket } = await res.json();
     return { url: `${base}${STREAM_PATH}?ticket=${encodeURIComponent(ticket)}`, auth: 'single-use ticket' };
   }
-  if (res.status === 404 || res.status === 405) return { url: `${base}${STREAM_PATH}?api_key=${encodeURIComponent(key())}`, auth: '?api_key= (this gateway issues no tickets)' };
+  if (res.status === 404 || res.status === 405)
+    return {
+      url: `${base}${STREAM_PATH}?api_key=${encodeURIComponent(key())}`,
+      auth: '?api_key= (this gateway issues no tickets)',
+    };
   throw new ApiError(res.status, await res.json().catch(() => null));
 }
 
@@ -141,16 +149,28 @@ function resetSpeech(format) {
   const link = $('speech-download');
   if (link.href) URL.revokeObjectURL(link.href);
   link.hidden = true;
-  for (const id of ['speech-ttfa', 'speech-provider', 'speech-fallback', 'speech-bytes', 'speech-duration', 'speech-auth']) $(id).textContent = '–';
+  for (const id of [
+    'speech-ttfa',
+    'speech-provider',
+    'speech-fallback',
+    'speech-bytes',
+    'speech-duration',
+    'speech-auth',
+  ])
+    $(id).textContent = '–';
   if (format === 'mp3' && window.MediaSource && MediaSource.isTypeSupported('audio/mpeg')) {
     speech.mediaSource = new MediaSource();
     player.src = URL.createObjectURL(speech.mediaSource);
-    speech.mediaSource.addEventListener('sourceopen', () => {
-      speech.sourceBuffer = speech.mediaSource.addSourceBuffer('audio/mpeg');
-      speech.sourceBuffer.mode = 'sequence';
-      speech.sourceBuffer.addEventListener('updateend', feedSourceBuffer);
-      feedSourceBuffer();
-    }, { once: true });
+    speech.mediaSource.addEventListener(
+      'sourceopen',
+      () => {
+        speech.sourceBuffer = speech.mediaSource.addSourceBuffer('audio/mpeg');
+        speech.sourceBuffer.mode = 'sequence';
+        speech.sourceBuffer.addEventListener('updateend', feedSourceBuffer);
+        feedSourceBuffer();
+      },
+      { once: true },
+    );
     player.play().catch(() => undefined);
   }
   if (format === 'pcm') {
@@ -261,8 +281,18 @@ async function speak(event) {
     const message = JSON.parse(data);
     switch (message.event) {
       case 'connected_success': {
-        const audio_setting = format === 'pcm' ? { format: 'pcm', sample_rate: speech.sampleRate, channel: 1 } : { format: 'mp3', sample_rate: 32000, bitrate: 128000, channel: 1 };
-        socket.send(JSON.stringify({ event: 'task_start', model: $('speech-model').value, voice_setting: { voice_id: voice }, audio_setting }));
+        const audio_setting =
+          format === 'pcm'
+            ? { format: 'pcm', sample_rate: speech.sampleRate, channel: 1 }
+            : { format: 'mp3', sample_rate: 32000, bitrate: 128000, channel: 1 };
+        socket.send(
+          JSON.stringify({
+            event: 'task_start',
+            model: $('speech-model').value,
+            voice_setting: { voice_id: voice },
+            audio_setting,
+          }),
+        );
         socket.send(JSON.stringify({ event: 'task_continue', text }));
         socket.send(JSON.stringify({ event: 'task_finish' }));
         $('speech-status').textContent = 'connected';
@@ -349,7 +379,9 @@ $('record-start').addEventListener('click', async () => {
   } catch (err) {
     return showError(`Microphone: ${err.message}`);
   }
-  const type = ['audio/webm;codecs=opus', 'audio/ogg;codecs=opus', 'audio/mp4'].find((t) => MediaRecorder.isTypeSupported(t)) ?? '';
+  const type =
+    ['audio/webm;codecs=opus', 'audio/ogg;codecs=opus', 'audio/mp4'].find((t) => MediaRecorder.isTypeSupported(t)) ??
+    '';
   const media = new MediaRecorder(stream, type ? { mimeType: type } : {});
   recorder.media = media;
   recorder.parts = [];
@@ -404,11 +436,24 @@ let consentCursor = null;
 function consentRow(consent) {
   const row = document.createElement('tr');
   row.dataset.id = consent.id;
-  const cells = [consent.name, consent.id, consent.language, new Date(consent.created_at * 1000).toLocaleString('en-GB')];
+  const cells = [
+    consent.name,
+    consent.id,
+    consent.language,
+    new Date(consent.created_at * 1000).toLocaleString('en-GB'),
+  ];
   for (const value of cells) row.insertCell().textContent = value;
   const actions = row.insertCell();
-  const play = Object.assign(document.createElement('button'), { type: 'button', textContent: 'Play', className: 'consent-play' });
-  const remove = Object.assign(document.createElement('button'), { type: 'button', textContent: 'Delete', className: 'consent-delete' });
+  const play = Object.assign(document.createElement('button'), {
+    type: 'button',
+    textContent: 'Play',
+    className: 'consent-play',
+  });
+  const remove = Object.assign(document.createElement('button'), {
+    type: 'button',
+    textContent: 'Delete',
+    className: 'consent-delete',
+  });
   play.addEventListener('click', async () => {
     try {
       const blob = await (await api(`/v1/audio/voice_consents/${encodeURIComponent(consent.id)}/content`)).blob();
@@ -498,7 +543,15 @@ async function loadUsage() {
   const rows = page.data.map((r) => {
     const row = document.createElement('tr');
     row.dataset.request = r.request_id;
-    const cells = [new Date(r.created_at * 1000).toLocaleTimeString('en-GB'), r.request_id, r.capability, r.provider ?? 'none', r.fallback_level ?? '–', `${r.latency_ms} ms`, r.status];
+    const cells = [
+      new Date(r.created_at * 1000).toLocaleTimeString('en-GB'),
+      r.request_id,
+      r.capability,
+      r.provider ?? 'none',
+      r.fallback_level ?? '–',
+      `${r.latency_ms} ms`,
+      r.status,
+    ];
     for (const value of cells) row.insertCell().textContent = String(value);
     return row;
   });
@@ -534,7 +587,8 @@ function stopHealth() {
 
 // ---------------------------------------------------------------- the AsyncAPI document, rendered
 
-const escapeHtml = (text) => String(text).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+const escapeHtml = (text) =>
+  String(text).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
 
 /** The little Markdown the document uses: paragraphs, `code`, **bold** and [links](/same-origin). */
 function markdown(text) {
@@ -552,7 +606,11 @@ function markdown(text) {
 
 function resolve(document, schema) {
   let current = schema;
-  for (let depth = 0; current?.$ref && depth < 10; depth++) current = current.$ref.replace(/^#\//, '').split('/').reduce((node, part) => node?.[part], document);
+  for (let depth = 0; current?.$ref && depth < 10; depth++)
+    current = current.$ref
+      .replace(/^#\//, '')
+      .split('/')
+      .reduce((node, part) => node?.[part], document);
   return current ?? {};
 }
 
@@ -560,7 +618,14 @@ function constraints(schema) {
   const parts = [];
   if (schema.const !== undefined) parts.push(`= ${JSON.stringify(schema.const)}`);
   if (schema.enum) parts.push(`one of ${schema.enum.map((v) => JSON.stringify(v)).join(', ')}`);
-  for (const [name, label] of [['minimum', '≥'], ['exclusiveMinimum', '>'], ['maximum', '≤'], ['exclusiveMaximum', '<'], ['minLength', 'length ≥'], ['maxLength', 'length ≤']]) {
+  for (const [name, label] of [
+    ['minimum', '≥'],
+    ['exclusiveMinimum', '>'],
+    ['maximum', '≤'],
+    ['exclusiveMaximum', '<'],
+    ['minLength', 'length ≥'],
+    ['maxLength', 'length ≤'],
+  ]) {
     if (schema[name] !== undefined) parts.push(`${label} ${schema[name]}`);
   }
   if (schema.default !== undefined) parts.push(`default ${JSON.stringify(schema.default)}`);
@@ -573,8 +638,13 @@ function fieldRows(document, schema, prefix = '', depth = 0) {
   const required = new Set(resolved.required ?? []);
   return Object.entries(resolved.properties ?? {}).flatMap(([name, property]) => {
     const field = resolve(document, property);
-    const type = field.type ? [].concat(field.type).join(' | ') : field.const !== undefined ? typeof field.const : 'object';
-    const row = `<tr><td><code>${escapeHtml(prefix + name)}</code></td><td>${escapeHtml(type)}</td><td>${required.has(name) ? 'yes' : ''}</td>` +
+    const type = field.type
+      ? [].concat(field.type).join(' | ')
+      : field.const !== undefined
+        ? typeof field.const
+        : 'object';
+    const row =
+      `<tr><td><code>${escapeHtml(prefix + name)}</code></td><td>${escapeHtml(type)}</td><td>${required.has(name) ? 'yes' : ''}</td>` +
       `<td>${markdown(field.description ?? '').replace(/<\/?p>/g, '')}${constraints(field) ? ` <span class="hint">(${escapeHtml(constraints(field))})</span>` : ''}</td></tr>`;
     const nested = field.properties && depth < 3 ? fieldRows(document, field, `${prefix}${name}.`, depth + 1) : [];
     return [row, ...nested];
@@ -596,17 +666,24 @@ async function loadAsyncApi() {
     .map((c) => `<li><code>${escapeHtml(c.address)}</code>: ${markdown(c.description).replace(/<\/?p>/g, '')}</li>`)
     .join('');
   const security = Object.values(doc.components.securitySchemes)
-    .map((s) => `<li><strong>${escapeHtml(s.type === 'http' ? 'Authorization: Bearer' : `?${s.name}=`)}</strong>: ${markdown(s.description).replace(/<\/?p>/g, '')}</li>`)
+    .map(
+      (s) =>
+        `<li><strong>${escapeHtml(s.type === 'http' ? 'Authorization: Bearer' : `?${s.name}=`)}</strong>: ${markdown(s.description).replace(/<\/?p>/g, '')}</li>`,
+    )
     .join('');
   const messages = Object.values(doc.components.messages)
     .map((m) => {
       const example = m.examples?.[0]?.payload;
-      return `<div class="message" id="message-${escapeHtml(m.name)}"><h4><code>${escapeHtml(m.name)}</code> <span class="direction">${escapeHtml(m.title.replace(/^\S+ /, ''))}</span> — ${escapeHtml(m.summary)}</h4>` +
+      return (
+        `<div class="message" id="message-${escapeHtml(m.name)}"><h4><code>${escapeHtml(m.name)}</code> <span class="direction">${escapeHtml(m.title.replace(/^\S+ /, ''))}</span> — ${escapeHtml(m.summary)}</h4>` +
         `${markdown(m.description)}<table><thead><tr><th>Field</th><th>Type</th><th>Required</th><th>Meaning</th></tr></thead><tbody>${fieldRows(doc, m.payload).join('')}</tbody></table>` +
-        (example ? `<pre>${escapeHtml(JSON.stringify(example))}</pre>` : '') + '</div>';
+        (example ? `<pre>${escapeHtml(JSON.stringify(example))}</pre>` : '') +
+        '</div>'
+      );
     })
     .join('');
-  target.innerHTML = `<h3>${escapeHtml(doc.info.title)} <span class="hint">AsyncAPI ${escapeHtml(doc.asyncapi)}, version ${escapeHtml(doc.info.version)}</span></h3>` +
+  target.innerHTML =
+    `<h3>${escapeHtml(doc.info.title)} <span class="hint">AsyncAPI ${escapeHtml(doc.asyncapi)}, version ${escapeHtml(doc.info.version)}</span></h3>` +
     `${markdown(doc.info.description)}<h3>Paths</h3><ul>${channels}</ul><h3>Authentication (one of)</h3><ul>${security}</ul><h3>Messages</h3>${messages}`;
 }
 

@@ -53,7 +53,9 @@ export class Webhooks1763720000000 implements MigrationInterface {
       CONSTRAINT "PK_webhook_delivery_attempts" PRIMARY KEY ("id"),
       CONSTRAINT "FK_webhook_delivery_attempts_delivery" FOREIGN KEY ("delivery_id") REFERENCES "webhook_deliveries"("id") ON DELETE CASCADE,
       CONSTRAINT "FK_webhook_delivery_attempts_endpoint" FOREIGN KEY ("endpoint_id") REFERENCES "webhook_endpoints"("id") ON DELETE CASCADE)`);
-    await q.query(`CREATE INDEX "webhook_delivery_attempts_endpoint_order" ON "webhook_delivery_attempts" ("endpoint_id", "created_at", "seq")`);
+    await q.query(
+      `CREATE INDEX "webhook_delivery_attempts_endpoint_order" ON "webhook_delivery_attempts" ("endpoint_id", "created_at", "seq")`,
+    );
     await q.query(`CREATE TABLE "webhook_fanout_events" (
       "event_id" text NOT NULL,
       "event_created_at" TIMESTAMP WITH TIME ZONE NOT NULL,

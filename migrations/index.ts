@@ -10,4 +10,15 @@ import { StreamTickets1763760000000 } from './1763760000000-stream-tickets';
 import { MiniMaxFiles1763770000000 } from './1763770000000-minimax-files';
 
 /** Every migration in order; `npm run migration:generate` writes a file, add its class here. */
-export const MIGRATIONS = [Init1763683200000, Failover1763700000000, SpeechTasks1763710000000, Webhooks1763720000000, CustomVoices1763730000000, RateLimits1763735000000, EventCursor1763740000000, FairTasks1763750000000, StreamTickets1763760000000, MiniMaxFiles1763770000000];
+export const MIGRATIONS = [
+  Init1763683200000,
+  Failover1763700000000,
+  SpeechTasks1763710000000,
+  Webhooks1763720000000,
+  CustomVoices1763730000000,
+  RateLimits1763735000000,
+  EventCursor1763740000000,
+  FairTasks1763750000000,
+  StreamTickets1763760000000,
+  MiniMaxFiles1763770000000,
+];

@@ -106,21 +106,30 @@ function renderOperation(entry, spec, lines) {
   const parameters = operation.parameters ?? [];
   if (parameters.length > 0) {
     lines.push('| Parameter | In | Type | Required | Description |', '|---|---|---|---|---|');
-    for (const p of parameters) lines.push(`| \`${p.name}\` | ${p.in} | ${cell(typeOf(p.schema))} | ${p.required ? 'yes' : 'no'} | ${cell(p.description)} |`);
+    for (const p of parameters)
+      lines.push(
+        `| \`${p.name}\` | ${p.in} | ${cell(typeOf(p.schema))} | ${p.required ? 'yes' : 'no'} | ${cell(p.description)} |`,
+      );
     lines.push('');
   }
 
   const body = operation.requestBody;
   if (body) {
-    const contents = Object.entries(body.content ?? {}).map(([type, media]) => `\`${type}\` ${typeOf(media.schema)}`.trim());
+    const contents = Object.entries(body.content ?? {}).map(([type, media]) =>
+      `\`${type}\` ${typeOf(media.schema)}`.trim(),
+    );
     lines.push(`Request body${body.required ? '' : ' (optional)'}: ${contents.join('; ')}.`, '');
   }
 
   lines.push('| Status | Meaning | Body | Headers |', '|---|---|---|---|');
   for (const [status, response] of Object.entries(operation.responses ?? {})) {
-    const contents = Object.entries(response.content ?? {}).map(([type, media]) => `\`${type}\`${media.schema ? ` ${typeOf(media.schema)}` : ''}`);
+    const contents = Object.entries(response.content ?? {}).map(
+      ([type, media]) => `\`${type}\`${media.schema ? ` ${typeOf(media.schema)}` : ''}`,
+    );
     const headers = Object.keys(response.headers ?? {}).map((name) => `\`${name}\``);
-    lines.push(`| ${status} | ${cell(response.description)} | ${cell(contents.join('; '))} | ${cell(headers.join(', '))} |`);
+    lines.push(
+      `| ${status} | ${cell(response.description)} | ${cell(contents.join('; '))} | ${cell(headers.join(', '))} |`,
+    );
   }
   lines.push('');
 }
@@ -137,7 +146,9 @@ function renderSchema(name, schema, lines) {
   lines.push('| Field | Type | Required | Description |', '|---|---|---|---|');
   for (const [field, property] of properties) {
     const example = property.example !== undefined ? ` Example: \`${JSON.stringify(property.example)}\`.` : '';
-    lines.push(`| \`${field}\` | ${cell(typeOf(property))} | ${required.has(field) ? 'yes' : 'no'} | ${cell(`${property.description ?? ''}${example}`)} |`);
+    lines.push(
+      `| \`${field}\` | ${cell(typeOf(property))} | ${required.has(field) ? 'yes' : 'no'} | ${cell(`${property.description ?? ''}${example}`)} |`,
+    );
   }
   lines.push('');
 }
@@ -164,7 +175,9 @@ export function renderApiDocs(spec) {
     '|---|---|---|---|',
   );
   for (const [name, scheme] of Object.entries(spec.components?.securitySchemes ?? {})) {
-    lines.push(`| \`${name}\` | ${cell(`${scheme.type}${scheme.scheme ? ` ${scheme.scheme}` : ''}`)} | ${cell(scheme.bearerFormat)} | ${cell(scheme.description)} |`);
+    lines.push(
+      `| \`${name}\` | ${cell(`${scheme.type}${scheme.scheme ? ` ${scheme.scheme}` : ''}`)} | ${cell(scheme.bearerFormat)} | ${cell(scheme.description)} |`,
+    );
   }
   lines.push('');
 
@@ -172,9 +185,14 @@ export function renderApiDocs(spec) {
   const tags = [...new Set(operations.map((entry) => entry.tag))];
   lines.push('## Operations', '', '| Operation | Auth | Summary |', '|---|---|---|');
   for (const entry of operations) {
-    lines.push(`| [\`${headingOf(entry)}\`](#${githubSlug(headingOf(entry))}) | ${authOf(entry.operation, spec)} | ${cell(firstSentence(entry.operation.summary))} |`);
+    lines.push(
+      `| [\`${headingOf(entry)}\`](#${githubSlug(headingOf(entry))}) | ${authOf(entry.operation, spec)} | ${cell(firstSentence(entry.operation.summary))} |`,
+    );
   }
-  lines.push(`| [\`GET ${STREAM_PATH}\` (WebSocket)](websocket.md) | \`proxy-key\` | Speech over a WebSocket: not in the OpenAPI document, described by hand. |`, '');
+  lines.push(
+    `| [\`GET ${STREAM_PATH}\` (WebSocket)](websocket.md) | \`proxy-key\` | Speech over a WebSocket: not in the OpenAPI document, described by hand. |`,
+    '',
+  );
   for (const tag of tags) {
     lines.push(`## Tag: ${tag}`, '');
     for (const entry of operations.filter((candidate) => candidate.tag === tag)) renderOperation(entry, spec, lines);
@@ -183,7 +201,8 @@ export function renderApiDocs(spec) {
   const headers = Object.entries(spec.components?.headers ?? {});
   if (headers.length > 0) {
     lines.push('## Response headers', '', '| Header | Type | Description |', '|---|---|---|');
-    for (const [name, header] of headers) lines.push(`| \`${name}\` | ${cell(typeOf(header.schema))} | ${cell(header.description)} |`);
+    for (const [name, header] of headers)
+      lines.push(`| \`${name}\` | ${cell(typeOf(header.schema))} | ${cell(header.description)} |`);
     lines.push('');
   }
 
@@ -209,7 +228,9 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
       // a missing file is stale too
     }
     if (current !== markdown) {
-      process.stderr.write(`${relative(root, target) || target} is stale against ${relative(root, source) || source}: run \`npm run docs\`\n`);
+      process.stderr.write(
+        `${relative(root, target) || target} is stale against ${relative(root, source) || source}: run \`npm run docs\`\n`,
+      );
       process.exit(1);
     }
   } else {

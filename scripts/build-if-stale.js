@@ -13,7 +13,14 @@ const MAIN = join(root, 'dist/src/main.js');
 const STAMP = join(root, 'dist/.build-inputs');
 /** What `nest build` compiles (tsconfig.build.json) and what changes how it compiles. */
 const INPUT_DIRS = ['src', 'migrations', 'bench', 'test/fakes'];
-const INPUT_FILES = ['ormconfig.ts', 'tsconfig.json', 'tsconfig.build.json', 'nest-cli.json', 'package.json', 'package-lock.json'];
+const INPUT_FILES = [
+  'ormconfig.ts',
+  'tsconfig.json',
+  'tsconfig.build.json',
+  'nest-cli.json',
+  'package.json',
+  'package-lock.json',
+];
 
 /** The TypeScript files under a folder, at any depth. */
 function filesUnder(dir) {
@@ -26,7 +33,10 @@ function filesUnder(dir) {
   });
 }
 
-const inputs = [...INPUT_DIRS.flatMap((dir) => filesUnder(join(root, dir))), ...INPUT_FILES.map((file) => join(root, file)).filter((file) => existsSync(file))].sort();
+const inputs = [
+  ...INPUT_DIRS.flatMap((dir) => filesUnder(join(root, dir))),
+  ...INPUT_FILES.map((file) => join(root, file)).filter((file) => existsSync(file)),
+].sort();
 
 function inputsHash() {
   const hash = createHash('sha256');
@@ -50,7 +60,10 @@ if (upToDate(hash)) {
   process.stdout.write('build: dist is up to date with its sources, not rebuilding\n');
 } else {
   process.stdout.write('build: sources changed since the last build, running nest build\n');
-  const result = spawnSync(process.execPath, [require.resolve('@nestjs/cli/bin/nest.js'), 'build'], { cwd: root, stdio: 'inherit' });
+  const result = spawnSync(process.execPath, [require.resolve('@nestjs/cli/bin/nest.js'), 'build'], {
+    cwd: root,
+    stdio: 'inherit',
+  });
   if (result.status !== 0) process.exit(result.status ?? 1);
   writeFileSync(STAMP, hash);
 }

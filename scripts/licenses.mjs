@@ -68,7 +68,13 @@ export function renderNotice(deps = productionDependencies()) {
     const where = place.where === 'worker' ? 'audio worker processes only (a separate program, over IPC)' : place.where;
     lines.push(`| ${d.name} ${d.version} | ${d.licence} | ${where} | ${place.why} |`);
   }
-  lines.push('', `## All production dependencies (${deps.length})`, '', '| package | version | licence |', '|---|---|---|');
+  lines.push(
+    '',
+    `## All production dependencies (${deps.length})`,
+    '',
+    '| package | version | licence |',
+    '|---|---|---|',
+  );
   for (const d of deps) lines.push(`| ${d.name} | ${d.version} | ${d.licence} |`);
   return `${lines.join('\n')}\n`;
 }
@@ -76,7 +82,8 @@ export function renderNotice(deps = productionDependencies()) {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const deps = productionDependencies();
   const unplaced = unplacedCopyleft(deps);
-  for (const d of unplaced) console.error(`copyleft or unknown licence not placed: ${d.name}@${d.version} (${d.licence})`);
+  for (const d of unplaced)
+    console.error(`copyleft or unknown licence not placed: ${d.name}@${d.version} (${d.licence})`);
   const text = renderNotice(deps);
   if (process.argv.includes('--check')) {
     const current = existsSync(NOTICE_FILE) ? readFileSync(NOTICE_FILE, 'utf8') : '';

@@ -2,12 +2,12 @@ import { Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { LoggerModule } from 'nestjs-pino';
-import { AdminToken } from './common/auth/admin-token';
-import { AuthGuard } from './common/auth/auth.guard';
+import { AdminToken } from './auth/admin-token';
+import { AuthGuard } from './auth/auth.guard';
 import { MultipartOnUploadRoutes } from './common/http/upload-route';
 import { ApiErrorFilter } from './common/errors/api-error.filter';
 import { createValidationPipe } from './common/http/validation';
-import { loggerParams } from './common/logging';
+import { loggerParams } from './config/logging';
 import { ChatModule } from './chat/chat.module';
 import { AppConfigModule } from './config/config.module';
 import { EnvironmentVariables } from './config/env.schema';
@@ -18,7 +18,7 @@ import { AudioModule } from './audio/audio.module';
 import { FailoverModule } from './failover/failover.module';
 import { HealthModule } from './health/health.module';
 import { KeysModule } from './keys/keys.module';
-import { LimitsModule } from './limits/limits.module';
+import { QuotasModule } from './quotas/quotas.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { MiniMaxCompatModule } from './minimax-compat/minimax-compat.module';
 import { ModelsModule } from './models/models.module';
@@ -36,7 +36,7 @@ import { WebhooksModule } from './webhooks/webhooks.module';
     MetricsModule,
     AudioModule,
     KeysModule,
-    LimitsModule,
+    QuotasModule,
     ConsentsModule,
     UsageModule,
     FailoverModule,
@@ -52,7 +52,8 @@ import { WebhooksModule } from './webhooks/webhooks.module';
     {
       provide: AdminToken,
       inject: [EnvironmentVariables, DatabaseEndpoint],
-      useFactory: (env: EnvironmentVariables, endpoint: DatabaseEndpoint) => AdminToken.fromEnvironment(env.SVC_ADMIN_TOKEN, endpoint.isEmbedded),
+      useFactory: (env: EnvironmentVariables, endpoint: DatabaseEndpoint) =>
+        AdminToken.fromEnvironment(env.SVC_ADMIN_TOKEN, endpoint.isEmbedded),
     },
     { provide: APP_FILTER, useClass: ApiErrorFilter },
     { provide: APP_PIPE, useFactory: createValidationPipe },

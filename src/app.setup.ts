@@ -3,8 +3,8 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { Server } from 'node:http';
 import { SwaggerModule } from '@nestjs/swagger';
 import { Logger } from 'nestjs-pino';
-import { AdminToken } from './common/auth/admin-token';
-import { credentialBeforeBody } from './common/auth/credential-before-body';
+import { AdminToken } from './auth/admin-token';
+import { credentialBeforeBody } from './auth/credential-before-body';
 import { parserErrorMiddleware } from './common/errors/api-error.filter';
 import { answerMalformedRequests } from './common/http/client-error';
 import { GatewayWsAdapter } from './common/http/gateway-ws-adapter';
@@ -54,7 +54,10 @@ export function setupApp(app: NestExpressApplication): NestExpressApplication {
   app.useWebSocketAdapter(new GatewayWsAdapter(app, { [MINIMAX_STREAM_PATH]: STREAM_PATH }));
   serveConsole(app);
   if (app.get(EnvironmentVariables).SVC_DOCS) {
-    SwaggerModule.setup('docs', app, () => buildOpenApiDocument(app), { jsonDocumentUrl: 'openapi.json', swaggerOptions: { persistAuthorization: true } });
+    SwaggerModule.setup('docs', app, () => buildOpenApiDocument(app), {
+      jsonDocumentUrl: 'openapi.json',
+      swaggerOptions: { persistAuthorization: true },
+    });
     serveAsyncApi(app);
   }
   return app;

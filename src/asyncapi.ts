@@ -42,7 +42,10 @@ function toJsonSchema(value: unknown): unknown {
 function openApiSchema(openapi: OpenAPIObject, name: string): Schema {
   const schemas = (openapi.components?.schemas ?? {}) as Record<string, Schema>;
   const found = schemas[name] ?? schemas[`${name}Dto`];
-  if (!found) throw new Error(`the OpenAPI document has no schema ${name}: the AsyncAPI document takes the speech settings from it`);
+  if (!found)
+    throw new Error(
+      `the OpenAPI document has no schema ${name}: the AsyncAPI document takes the speech settings from it`,
+    );
   return found;
 }
 
@@ -64,13 +67,21 @@ function speechSchemas(openapi: OpenAPIObject): Record<string, Schema> {
     Object.values(value).forEach(visit);
   };
   const request = openApiSchema(openapi, 'SpeechRequest');
-  const properties = Object.fromEntries(Object.entries((request.properties ?? {}) as Record<string, unknown>).filter(([name]) => !NOT_ON_THE_STREAM.has(name)));
+  const properties = Object.fromEntries(
+    Object.entries((request.properties ?? {}) as Record<string, unknown>).filter(
+      ([name]) => !NOT_ON_THE_STREAM.has(name),
+    ),
+  );
   visit(properties);
   // the stream's audio_setting: the same fields, without wav
   const audio = Object.entries(collected).find(([name]) => /^AudioSetting(Dto)?$/.test(name));
   if (audio) {
     const format = (audio[1].properties as Record<string, Schema> | undefined)?.format;
-    if (format) collected[audio[0]] = { ...audio[1], properties: { ...(audio[1].properties as Schema), format: { ...format, enum: STREAM_FORMATS } } };
+    if (format)
+      collected[audio[0]] = {
+        ...audio[1],
+        properties: { ...(audio[1].properties as Schema), format: { ...format, enum: STREAM_FORMATS } },
+      };
   }
   const required = ((request.required ?? []) as string[]).filter((name) => !NOT_ON_THE_STREAM.has(name));
   collected.TaskStart = {
@@ -88,11 +99,18 @@ const eventOf = (name: string, extra: Schema, required: string[] = []): Schema =
   properties: { event: { const: name }, ...extra },
 });
 
-const SESSION_ID = { type: 'string', pattern: '^sess_', description: 'The stream\'s id, the same in every server message.' };
+const SESSION_ID = {
+  type: 'string',
+  pattern: '^sess_',
+  description: "The stream's id, the same in every server message.",
+};
 const PROVIDER = { type: 'string', description: 'The provider of the step that serves (that served the first audio).' };
-const FALLBACK_LEVEL = { type: 'integer', minimum: 0, description: 'Depth in the key\'s chain: 0 for the entry step.' };
+const FALLBACK_LEVEL = { type: 'integer', minimum: 0, description: "Depth in the key's chain: 0 for the entry step." };
 
-const MESSAGES: Record<string, { direction: 'client' | 'server'; summary: string; description: string; payload: Schema; examples: Schema[] }> = {
+const MESSAGES: Record<
+  string,
+  { direction: 'client' | 'server'; summary: string; description: string; payload: Schema; examples: Schema[] }
+> = {
   connected_success: {
     direction: 'server',
     summary: 'The socket is open',
@@ -104,17 +122,30 @@ const MESSAGES: Record<string, { direction: 'client' | 'server'; summary: string
     direction: 'client',
     summary: 'Start the task: model, voice and audio settings',
     description:
-      'Once per connection. The model picks the entry step of the key\'s chain; the model and the voice are checked before `task_started`, so a bad ' +
+      "Once per connection. The model picks the entry step of the key's chain; the model and the voice are checked before `task_started`, so a bad " +
       'setting fails before any text is spoken. `task_continue` and `task_finish` may follow at once: they wait for these checks. Unknown fields are refused.',
     payload: { $ref: '#/components/schemas/TaskStart' },
-    examples: [{ event: 'task_start', model: 'speech-02-hd', voice_setting: { voice_id: 'en-us', speed: 1 }, audio_setting: { format: 'mp3', sample_rate: 32000 } }],
+    examples: [
+      {
+        event: 'task_start',
+        model: 'speech-02-hd',
+        voice_setting: { voice_id: 'en-us', speed: 1 },
+        audio_setting: { format: 'mp3', sample_rate: 32000 },
+      },
+    ],
   },
   task_started: {
     direction: 'server',
     summary: 'The task is accepted',
     description: 'Names the step that would serve now: the first step of the chain whose circuit is not open.',
-    payload: eventOf('task_started', { session_id: SESSION_ID, provider: PROVIDER, fallback_level: FALLBACK_LEVEL }, ['session_id', 'provider', 'fallback_level']),
-    examples: [{ event: 'task_started', session_id: 'sess_4H2kQm7ZpX0aVbN9cT3dRw1e', provider: 'espeak', fallback_level: 0 }],
+    payload: eventOf('task_started', { session_id: SESSION_ID, provider: PROVIDER, fallback_level: FALLBACK_LEVEL }, [
+      'session_id',
+      'provider',
+      'fallback_level',
+    ]),
+    examples: [
+      { event: 'task_started', session_id: 'sess_4H2kQm7ZpX0aVbN9cT3dRw1e', provider: 'espeak', fallback_level: 0 },
+    ],
   },
   task_continue: {
     direction: 'client',
@@ -122,27 +153,46 @@ const MESSAGES: Record<string, { direction: 'client' | 'server'; summary: string
     description:
       `As often as needed. Each message is spoken as it arrives and answered with its own audio; a long one is cut at sentence ends into pieces ` +
       `of at most ${PIECE_CHARS.toLocaleString('en')} characters. Send whole sentences or clauses for natural prosody.`,
-    payload: eventOf('task_continue', { text: { type: 'string', minLength: 1, maxLength: SYNC_TEXT_LIMIT, description: `1 to ${SYNC_TEXT_LIMIT.toLocaleString('en')} characters.` } }, ['text']),
+    payload: eventOf(
+      'task_continue',
+      {
+        text: {
+          type: 'string',
+          minLength: 1,
+          maxLength: SYNC_TEXT_LIMIT,
+          description: `1 to ${SYNC_TEXT_LIMIT.toLocaleString('en')} characters.`,
+        },
+      },
+      ['text'],
+    ),
     examples: [{ event: 'task_continue', text: 'Hello from the gateway. ' }],
   },
   task_continued: {
     direction: 'server',
     summary: 'Audio',
     description:
-      'One or more per `task_continue`. `data.audio` is hex-encoded bytes of one continuous stream in the requested format (for mp3 the provider\'s ' +
+      "One or more per `task_continue`. `data.audio` is hex-encoded bytes of one continuous stream in the requested format (for mp3 the provider's " +
       'own frames; for pcm and flac one encoder for the whole task): concatenate the decoded chunks to get the file. `is_final` is true on the ' +
       'last audio message of the task. There is no failover after the first audio.',
     payload: eventOf(
       'task_continued',
       {
-        data: { type: 'object', required: ['audio'], properties: { audio: { type: 'string', pattern: '^([0-9a-f]{2})+$', description: 'Hex-encoded audio bytes.' } } },
+        data: {
+          type: 'object',
+          required: ['audio'],
+          properties: {
+            audio: { type: 'string', pattern: '^([0-9a-f]{2})+$', description: 'Hex-encoded audio bytes.' },
+          },
+        },
         is_final: { type: 'boolean' },
         provider: PROVIDER,
         fallback_level: FALLBACK_LEVEL,
       },
       ['data', 'is_final', 'provider', 'fallback_level'],
     ),
-    examples: [{ event: 'task_continued', data: { audio: 'fffb90c4…' }, is_final: false, provider: 'espeak', fallback_level: 0 }],
+    examples: [
+      { event: 'task_continued', data: { audio: 'fffb90c4…' }, is_final: false, provider: 'espeak', fallback_level: 0 },
+    ],
   },
   task_finish: {
     direction: 'client',
@@ -172,17 +222,29 @@ const MESSAGES: Record<string, { direction: 'client' | 'server'; summary: string
         error: {
           type: 'object',
           required: ['code', 'message'],
-          properties: { code: { type: 'string', examples: ['invalid_json', 'voice_not_found', 'text_too_long', 'all_providers_failed'] }, message: { type: 'string' } },
+          properties: {
+            code: {
+              type: 'string',
+              examples: ['invalid_json', 'voice_not_found', 'text_too_long', 'all_providers_failed'],
+            },
+            message: { type: 'string' },
+          },
         },
       },
       ['session_id', 'error'],
     ),
-    examples: [{ event: 'task_failed', session_id: 'sess_4H2kQm7ZpX0aVbN9cT3dRw1e', error: { code: 'voice_not_found', message: "The voice 'nobody' is not available on the chain's entry step." } }],
+    examples: [
+      {
+        event: 'task_failed',
+        session_id: 'sess_4H2kQm7ZpX0aVbN9cT3dRw1e',
+        error: { code: 'voice_not_found', message: "The voice 'nobody' is not available on the chain's entry step." },
+      },
+    ],
   },
 };
 
 const UPGRADE_DESCRIPTION = [
-  'MiniMax\'s event protocol for streaming text-to-speech: the client sends text as it has it, the server sends audio as it is made. ',
+  "MiniMax's event protocol for streaming text-to-speech: the client sends text as it has it, the server sends audio as it is made. ",
   'Every message is one JSON text frame; binary frames are refused.\n\n',
   '**Authentication happens on the upgrade**, with one of: `Authorization: Bearer sk-svc-…`; `?ticket=` with a single-use ticket from ',
   `\`POST ${TICKETS_PATH}\` (bearer key; answers \`{"ticket","expires_at"}\`, valid 60 s) — for browsers, which cannot set headers on a WebSocket; `,
@@ -203,12 +265,21 @@ const channelBindings = {
     method: 'GET',
     headers: {
       type: 'object',
-      properties: { Authorization: { type: 'string', pattern: '^Bearer sk-svc-', description: 'The proxy key (clients that can set headers).' } },
+      properties: {
+        Authorization: {
+          type: 'string',
+          pattern: '^Bearer sk-svc-',
+          description: 'The proxy key (clients that can set headers).',
+        },
+      },
     },
     query: {
       type: 'object',
       properties: {
-        ticket: { type: 'string', description: `A single-use ticket from \`POST ${TICKETS_PATH}\`, valid 60 s (browsers).` },
+        ticket: {
+          type: 'string',
+          description: `A single-use ticket from \`POST ${TICKETS_PATH}\`, valid 60 s (browsers).`,
+        },
         api_key: { type: 'string', description: 'The proxy key (compatibility; never logged or echoed).' },
       },
     },
@@ -222,8 +293,12 @@ export function buildAsyncApiDocument(openapi: OpenAPIObject): Record<string, un
   const channels: Record<string, unknown> = {};
   const operations: Record<string, unknown> = {};
   for (const [channel, address, title] of [
-    ['speechStream', STREAM_PATH, 'The gateway\'s path.'],
-    ['minimaxStream', MINIMAX_STREAM_PATH, 'MiniMax\'s own path: the same protocol, for MiniMax\'s clients (change only the base URL and key).'],
+    ['speechStream', STREAM_PATH, "The gateway's path."],
+    [
+      'minimaxStream',
+      MINIMAX_STREAM_PATH,
+      "MiniMax's own path: the same protocol, for MiniMax's clients (change only the base URL and key).",
+    ],
   ] as const) {
     channels[channel] = {
       address,
@@ -236,7 +311,12 @@ export function buildAsyncApiDocument(openapi: OpenAPIObject): Record<string, un
     const message = (name: string) => ({ $ref: `#/channels/${channel}/messages/${name}` });
     const prefix = channel === 'speechStream' ? '' : 'minimax_';
     Object.assign(operations, {
-      [`${prefix}sendConnected`]: { action: 'send', channel: channelRef, summary: 'The server greets a new stream.', messages: [message('connected_success')] },
+      [`${prefix}sendConnected`]: {
+        action: 'send',
+        channel: channelRef,
+        summary: 'The server greets a new stream.',
+        messages: [message('connected_success')],
+      },
       [`${prefix}receiveTaskStart`]: {
         action: 'receive',
         channel: channelRef,
@@ -256,10 +336,23 @@ export function buildAsyncApiDocument(openapi: OpenAPIObject): Record<string, un
         channel: channelRef,
         summary: 'The client has no more text.',
         messages: [message('task_finish')],
-        reply: { channel: channelRef, messages: [message('task_continued'), message('task_finished'), message('task_failed')] },
+        reply: {
+          channel: channelRef,
+          messages: [message('task_continued'), message('task_finished'), message('task_failed')],
+        },
       },
-      [`${prefix}sendAudio`]: { action: 'send', channel: channelRef, summary: 'The server sends audio as it is made.', messages: [message('task_continued')] },
-      [`${prefix}sendTaskFailed`]: { action: 'send', channel: channelRef, summary: 'The server ends a failed task.', messages: [message('task_failed')] },
+      [`${prefix}sendAudio`]: {
+        action: 'send',
+        channel: channelRef,
+        summary: 'The server sends audio as it is made.',
+        messages: [message('task_continued')],
+      },
+      [`${prefix}sendTaskFailed`]: {
+        action: 'send',
+        channel: channelRef,
+        summary: 'The server ends a failed task.',
+        messages: [message('task_failed')],
+      },
     });
   }
   const description = (openapi.info.description ?? '').split('. ')[0];
@@ -276,21 +369,35 @@ export function buildAsyncApiDocument(openapi: OpenAPIObject): Record<string, un
         host: 'localhost:3000',
         protocol: 'ws',
         description: 'The HTTP port of the gateway (`wss` behind TLS).',
-        security: [{ $ref: '#/components/securitySchemes/bearer' }, { $ref: '#/components/securitySchemes/ticket' }, { $ref: '#/components/securitySchemes/apiKey' }],
+        security: [
+          { $ref: '#/components/securitySchemes/bearer' },
+          { $ref: '#/components/securitySchemes/ticket' },
+          { $ref: '#/components/securitySchemes/apiKey' },
+        ],
       },
     },
     channels,
     operations,
     components: {
       securitySchemes: {
-        bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'sk-svc-…', description: 'The proxy key in the upgrade\'s `Authorization` header.' },
+        bearer: {
+          type: 'http',
+          scheme: 'bearer',
+          bearerFormat: 'sk-svc-…',
+          description: "The proxy key in the upgrade's `Authorization` header.",
+        },
         ticket: {
           type: 'httpApiKey',
           name: 'ticket',
           in: 'query',
           description: `A single-use ticket, valid 60 s: \`POST ${TICKETS_PATH}\` with the bearer key answers \`{"ticket","expires_at"}\`. For browsers.`,
         },
-        apiKey: { type: 'httpApiKey', name: 'api_key', in: 'query', description: 'The proxy key in the query (compatibility; redacted from every log line).' },
+        apiKey: {
+          type: 'httpApiKey',
+          name: 'api_key',
+          in: 'query',
+          description: 'The proxy key in the query (compatibility; redacted from every log line).',
+        },
       },
       messages: Object.fromEntries(
         Object.entries(MESSAGES).map(([name, m]) => [

@@ -1,10 +1,10 @@
 import type { INestApplication } from '@nestjs/common';
 import type { AddressInfo } from 'node:net';
-import { AdminToken } from './common/auth/admin-token';
+import { AdminToken } from './auth/admin-token';
 import { DatabaseEndpoint } from './database/database-endpoint';
 import { PinoLogger } from 'nestjs-pino';
 import { GatewayConfig } from './config/gateway-config';
-import type { ChainStepDto } from './keys/dto/chain-step.dto';
+import type { ChainStepDto } from './config/chain-step.dto';
 import { demoChain, KeysBootstrap } from './keys/keys.bootstrap';
 import { EnvironmentVariables } from './config/env.schema';
 
@@ -24,7 +24,8 @@ export function printBanner(app: INestApplication): void {
     ...(env.SVC_DOCS ? [`  Swagger UI:       ${base}/docs`, `  OpenAPI document: ${base}/openapi.json`] : []),
     `  Database:         ${app.get(DatabaseEndpoint).isEmbedded ? `embedded PostgreSQL in ${env.SVC_DATA_DIR}` : 'DATABASE_URL'}`,
   ];
-  if (admin.generated && admin.value) lines.push(`  Admin token (this run only; set SVC_ADMIN_TOKEN to fix it): ${admin.value}`);
+  if (admin.generated && admin.value)
+    lines.push(`  Admin token (this run only; set SVC_ADMIN_TOKEN to fix it): ${admin.value}`);
   if (demoSecret) lines.push(`  Demo key (shown once, keep it): ${demoSecret}`);
   else {
     // a restart, or keys made elsewhere: say how to get one instead of leaving the reader without

@@ -47,8 +47,11 @@ export function serveConsole(app: NestExpressApplication): void {
 /** The AsyncAPI document of the speech stream at /asyncapi.json, beside /openapi.json. */
 export function serveAsyncApi(app: NestExpressApplication): void {
   let document: string | undefined;
-  app.getHttpAdapter().getInstance().get('/asyncapi.json', (_req, res: Response) => {
-    document ??= readFileSync(ASYNCAPI_PATH, 'utf8');
-    res.type('application/json').send(document);
-  });
+  app
+    .getHttpAdapter()
+    .getInstance()
+    .get('/asyncapi.json', (_req, res: Response) => {
+      document ??= readFileSync(ASYNCAPI_PATH, 'utf8');
+      res.type('application/json').send(document);
+    });
 }

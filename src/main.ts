@@ -9,7 +9,13 @@ import { exitOnSignals } from './shutdown';
 
 async function bootstrap(): Promise<void> {
   // until the JSON logger takes over, a failed start is kept to one line (printed below), not a stack trace
-  const app = setupApp(await NestFactory.create<NestExpressApplication>(AppModule, { ...APP_OPTIONS, logger: new StartupLogger(), abortOnError: false }));
+  const app = setupApp(
+    await NestFactory.create<NestExpressApplication>(AppModule, {
+      ...APP_OPTIONS,
+      logger: new StartupLogger(),
+      abortOnError: false,
+    }),
+  );
   exitOnSignals(app);
   const env = app.get(EnvironmentVariables);
   await app.listen(env.PORT, env.HOST);

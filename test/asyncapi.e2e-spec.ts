@@ -22,7 +22,10 @@ const at = (document: Json, pointer: string): unknown =>
   pointer
     .replace(/^#\//, '')
     .split('/')
-    .reduce<unknown>((node, part) => (node as Json | undefined)?.[part.replace(/~1/g, '/').replace(/~0/g, '~')], document);
+    .reduce<unknown>(
+      (node, part) => (node as Json | undefined)?.[part.replace(/~1/g, '/').replace(/~0/g, '~')],
+      document,
+    );
 
 const CLIENT_MESSAGES = ['task_start', 'task_continue', 'task_finish'];
 const SERVER_MESSAGES = ['connected_success', 'task_started', 'task_continued', 'task_finished', 'task_failed'];
@@ -41,7 +44,9 @@ describe('AsyncAPI document of the speech stream', () => {
 
   it('matches the committed asyncapi/asyncapi.json (run `npm run openapi` after changing the stream or the speech settings)', () => {
     const root = projectRoot();
-    const generated = execFileSync(process.execPath, [join(root, 'dist/src/bin/write-asyncapi.js'), '--stdout'], { encoding: 'utf8' });
+    const generated = execFileSync(process.execPath, [join(root, 'dist/src/bin/write-asyncapi.js'), '--stdout'], {
+      encoding: 'utf8',
+    });
     expect(generated).toBe(readFileSync(join(root, 'asyncapi/asyncapi.json'), 'utf8'));
     expect(JSON.parse(generated)).toEqual(served);
   });
@@ -50,16 +55,25 @@ describe('AsyncAPI document of the speech stream', () => {
     expect(served.asyncapi).toBe('3.0.0');
     const channels = served.channels as Record<string, { address: string; messages: Record<string, unknown> }>;
     expect(Object.values(channels).map((c) => c.address)).toEqual(['/v1/audio/speech/stream', '/ws/v1/t2a_v2']);
-    for (const channel of Object.values(channels)) expect(Object.keys(channel.messages).sort()).toEqual([...CLIENT_MESSAGES, ...SERVER_MESSAGES].sort());
-    type Operation = { action: string; messages: Array<{ $ref: string }>; reply?: { messages: Array<{ $ref: string }> } };
+    for (const channel of Object.values(channels))
+      expect(Object.keys(channel.messages).sort()).toEqual([...CLIENT_MESSAGES, ...SERVER_MESSAGES].sort());
+    type Operation = {
+      action: string;
+      messages: Array<{ $ref: string }>;
+      reply?: { messages: Array<{ $ref: string }> };
+    };
     const operations = Object.values(served.operations as Record<string, Operation>);
-    const names = (messages: Array<{ $ref: string }> = []) => messages.map((m) => m.$ref.slice(m.$ref.lastIndexOf('/') + 1));
+    const names = (messages: Array<{ $ref: string }> = []) =>
+      messages.map((m) => m.$ref.slice(m.$ref.lastIndexOf('/') + 1));
     // the gateway's point of view: it receives the client's messages and sends (or replies with) its own
     const received = new Set(operations.filter((o) => o.action === 'receive').flatMap((o) => names(o.messages)));
-    const sent = new Set(operations.flatMap((o) => (o.action === 'send' ? names(o.messages) : names(o.reply?.messages))));
+    const sent = new Set(
+      operations.flatMap((o) => (o.action === 'send' ? names(o.messages) : names(o.reply?.messages))),
+    );
     expect([...received].sort()).toEqual([...CLIENT_MESSAGES].sort());
     expect([...sent].sort()).toEqual([...SERVER_MESSAGES].sort());
-    for (const ref of refsOf(served)) expect({ ref, target: at(served, ref) !== undefined }).toEqual({ ref, target: true });
+    for (const ref of refsOf(served))
+      expect({ ref, target: at(served, ref) !== undefined }).toEqual({ ref, target: true });
   });
 
   it('documents the ticket, the bearer header and ?api_key=, and the task_start fields of synchronous speech (without wav)', () => {
@@ -69,14 +83,24 @@ describe('AsyncAPI document of the speech stream', () => {
       ticket: { type: 'httpApiKey', in: 'query', name: 'ticket' },
       apiKey: { type: 'httpApiKey', in: 'query', name: 'api_key' },
     });
-    expect((components.securitySchemes as Json).ticket).toMatchObject({ description: expect.stringContaining('POST /v1/audio/speech/stream/tickets') });
-    const start = (components.schemas as Json).TaskStart as { required: string[]; properties: Json; additionalProperties: boolean };
+    expect((components.securitySchemes as Json).ticket).toMatchObject({
+      description: expect.stringContaining('POST /v1/audio/speech/stream/tickets'),
+    });
+    const start = (components.schemas as Json).TaskStart as {
+      required: string[];
+      properties: Json;
+      additionalProperties: boolean;
+    };
     expect(start.required).toEqual(expect.arrayContaining(['event', 'model', 'voice_setting']));
     expect(start.properties).not.toHaveProperty('text');
     expect(start.additionalProperties).toBe(false);
-    const audio = at(served, (start.properties.audio_setting as { $ref: string }).$ref) as { properties: { format: { enum: string[] } } };
+    const audio = at(served, (start.properties.audio_setting as { $ref: string }).$ref) as {
+      properties: { format: { enum: string[] } };
+    };
     expect(audio.properties.format.enum).toEqual(['mp3', 'pcm', 'flac']);
-    const voice = at(served, (start.properties.voice_setting as { $ref: string }).$ref) as { properties: { vol: Json } };
+    const voice = at(served, (start.properties.voice_setting as { $ref: string }).$ref) as {
+      properties: { vol: Json };
+    };
     // JSON Schema draft 07, not OpenAPI 3.0: a numeric exclusive bound
     expect(voice.properties.vol).toMatchObject({ exclusiveMinimum: 0, maximum: 10 });
   });

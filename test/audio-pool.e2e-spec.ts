@@ -9,7 +9,10 @@ import { StreamClient } from './support/ws-client';
 jest.setTimeout(240000);
 
 const MODEL = 'speech-02-hd';
-const GATEWAY = parseGatewayConfig(['providers:', '  - { name: echo, kind: echo }', '  - { name: espeak, kind: espeak }'].join('\n'), 'audio pool test');
+const GATEWAY = parseGatewayConfig(
+  ['providers:', '  - { name: echo, kind: echo }', '  - { name: espeak, kind: espeak }'].join('\n'),
+  'audio pool test',
+);
 const PROSE = 'The quick brown fox jumps over the lazy dog, and then it runs far away into the hills. ';
 const HEAVY = PROSE.repeat(Math.floor(10_000 / PROSE.length));
 
@@ -20,7 +23,13 @@ interface Answer {
   aborted: boolean;
 }
 
-async function speech(t: TestApp, secret: string, text: string, audio: object = { format: 'mp3', sample_rate: 44100, channel: 2 }, voice: object = {}): Promise<Answer> {
+async function speech(
+  t: TestApp,
+  secret: string,
+  text: string,
+  audio: object = { format: 'mp3', sample_rate: 44100, channel: 2 },
+  voice: object = {},
+): Promise<Answer> {
   const res = await fetch(`${t.url}${SPEECH_PATH}`, {
     method: 'POST',
     headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
@@ -41,7 +50,8 @@ async function until(check: () => boolean, timeoutMs = 60000): Promise<void> {
   }
 }
 
-const errorCode = (answer: Answer): unknown => (JSON.parse(answer.body.toString('utf8')) as { error: { code: string } }).error.code;
+const errorCode = (answer: Answer): unknown =>
+  (JSON.parse(answer.body.toString('utf8')) as { error: { code: string } }).error.code;
 
 describe('speech runs off the event loop, in audio worker processes', () => {
   let t: TestApp;
@@ -80,10 +90,12 @@ describe('speech runs off the event loop, in audio worker processes', () => {
     const loaded = Object.keys(require.cache);
     // the cache does list what this process loaded (the gateway's own modules), so an empty match means something
     expect(loaded.some((file) => file.includes('/src/providers/espeak.adapter'))).toBe(true);
-    expect(loaded.filter((file) => /node_modules\/espeak-ng\/|\/engines\/espeak\/espeak-(engine|runtime)/.test(file))).toEqual([]);
+    expect(
+      loaded.filter((file) => /node_modules\/espeak-ng\/|\/engines\/espeak\/espeak-(engine|runtime)/.test(file)),
+    ).toEqual([]);
   });
 
-  it('a killed worker fails only the request it held (a clean 502), the other worker\'s request completes, the next one succeeds', async () => {
+  it("a killed worker fails only the request it held (a clean 502), the other worker's request completes, the next one succeeds", async () => {
     const pool = currentAudioPool()!;
     const doomed = speech(t, secret, HEAVY);
     await until(() => pool.stats().running === 1);
@@ -149,8 +161,15 @@ describe('the audio cap (SVC_MAX_AUDIO_SECONDS)', () => {
   });
 
   const streamTask = async (): Promise<StreamClient> => {
-    const client = await StreamClient.connect(`${t.url.replace('http', 'ws')}/v1/audio/speech/stream`, { Authorization: `Bearer ${secret}` });
-    client.send({ event: 'task_start', model: MODEL, voice_setting: { voice_id: 'en-us' }, audio_setting: { format: 'pcm', sample_rate: 8000, channel: 1 } });
+    const client = await StreamClient.connect(`${t.url.replace('http', 'ws')}/v1/audio/speech/stream`, {
+      Authorization: `Bearer ${secret}`,
+    });
+    client.send({
+      event: 'task_start',
+      model: MODEL,
+      voice_setting: { voice_id: 'en-us' },
+      audio_setting: { format: 'pcm', sample_rate: 8000, channel: 1 },
+    });
     await client.waitFor((m) => m.event === 'task_started');
     return client;
   };

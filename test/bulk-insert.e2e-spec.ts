@@ -42,9 +42,17 @@ describe('bulk INSERT from one JSON parameter', () => {
   });
 
   it('keeps the good rows of a batch when one is refused (an integer out of range)', async () => {
-    const outcome = await insertBatch(run, insert, [['a', 1, null], ['b', 3_000_000_000, null], ['c', 3, null], [null, 4, null]]);
+    const outcome = await insertBatch(run, insert, [
+      ['a', 1, null],
+      ['b', 3_000_000_000, null],
+      ['c', 3, null],
+      [null, 4, null],
+    ]);
     expect(outcome.processed).toBe(4);
-    expect(outcome.refused.map((r) => [r.index, (r.error as Error & { code?: string }).code])).toEqual([[1, '22003'], [3, '23502']]);
+    expect(outcome.refused.map((r) => [r.index, (r.error as Error & { code?: string }).code])).toEqual([
+      [1, '22003'],
+      [3, '23502'],
+    ]);
     const { rows: stored } = await pool.query('SELECT id FROM things ORDER BY seq');
     expect(stored.map((r: { id: string }) => r.id)).toEqual(['a', 'c']);
   });

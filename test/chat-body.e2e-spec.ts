@@ -25,14 +25,22 @@ describe('chat completion request bodies', () => {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
 
   /** One request on the shared keep-alive socket; `body` as an array is sent chunked, piece by piece. */
-  const send = (path: string, headers: Record<string, string>, body: string | Buffer | Array<string | Buffer>): Promise<Answer> =>
+  const send = (
+    path: string,
+    headers: Record<string, string>,
+    body: string | Buffer | Array<string | Buffer>,
+  ): Promise<Answer> =>
     new Promise((resolve, reject) => {
       const url = new URL(path, t.url);
       const chunked = Array.isArray(body);
       const req = httpRequest(url, {
         method: 'POST',
         agent,
-        headers: { authorization: `Bearer ${secret}`, ...(chunked ? {} : { 'content-length': String(Buffer.byteLength(body)) }), ...headers },
+        headers: {
+          authorization: `Bearer ${secret}`,
+          ...(chunked ? {} : { 'content-length': String(Buffer.byteLength(body)) }),
+          ...headers,
+        },
       });
       req.on('error', reject);
       req.on('response', (res) => {
@@ -40,7 +48,11 @@ describe('chat completion request bodies', () => {
         res.on('data', (c: Buffer) => parts.push(c));
         res.on('end', () => {
           const text = Buffer.concat(parts).toString('utf8');
-          resolve({ status: res.statusCode ?? 0, body: text ? (JSON.parse(text) as Answer['body']) : {}, requestId: res.headers['x-svc-request-id'] as string | undefined });
+          resolve({
+            status: res.statusCode ?? 0,
+            body: text ? (JSON.parse(text) as Answer['body']) : {},
+            requestId: res.headers['x-svc-request-id'] as string | undefined,
+          });
         });
       });
       if (chunked) for (const piece of body) req.write(piece);
@@ -48,10 +60,16 @@ describe('chat completion request bodies', () => {
     });
 
   /** The same request through the fast path and through Express: both answers, which must agree. */
-  const both = async (headers: Record<string, string>, body: string | Buffer | Array<string | Buffer>): Promise<Answer> => {
+  const both = async (
+    headers: Record<string, string>,
+    body: string | Buffer | Array<string | Buffer>,
+  ): Promise<Answer> => {
     const fast = await send(CHAT, headers, body);
     const express = await send(VIA_EXPRESS, headers, body);
-    expect({ status: express.status, code: express.body.error?.code }).toEqual({ status: fast.status, code: fast.body.error?.code });
+    expect({ status: express.status, code: express.body.error?.code }).toEqual({
+      status: fast.status,
+      code: fast.body.error?.code,
+    });
     expect(fast.requestId).toMatch(/^req_/);
     return fast;
   };
@@ -82,7 +100,9 @@ describe('chat completion request bodies', () => {
 
   it('accepts a chunked body (no Content-Length) and a gzip-encoded one', async () => {
     expect((await both({ 'content-type': 'application/json' }, [GOOD.slice(0, 10), GOOD.slice(10)])).status).toBe(200);
-    expect((await both({ 'content-type': 'application/json', 'content-encoding': 'gzip' }, gzipSync(GOOD))).status).toBe(200);
+    expect(
+      (await both({ 'content-type': 'application/json', 'content-encoding': 'gzip' }, gzipSync(GOOD))).status,
+    ).toBe(200);
   });
 
   it.each([

@@ -56,7 +56,11 @@ describe('voice consents through the openai SDK', () => {
 
   it('deletes a consent, after which retrieve raises NotFoundError', async () => {
     const created = await create('to delete');
-    expect(await client.audio.voiceConsents.delete(created.id)).toEqual({ id: created.id, deleted: true, object: 'audio.voice_consent' });
+    expect(await client.audio.voiceConsents.delete(created.id)).toEqual({
+      id: created.id,
+      deleted: true,
+      object: 'audio.voice_consent',
+    });
     await expect(client.audio.voiceConsents.retrieve(created.id)).rejects.toBeInstanceOf(NotFoundError);
   });
 

@@ -100,7 +100,10 @@ describe('voice consents', () => {
 
     it('renames a consent and keeps every other field', async () => {
       const created = await createConsent(secret, 'old name');
-      const res = await t.http.post(`${BASE}/${created.id}`).set('Authorization', bearer(secret)).send({ name: 'new name' });
+      const res = await t.http
+        .post(`${BASE}/${created.id}`)
+        .set('Authorization', bearer(secret))
+        .send({ name: 'new name' });
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ ...created, name: 'new name' });
       const again = await t.http.get(`${BASE}/${created.id}`).set('Authorization', bearer(secret));
@@ -114,7 +117,9 @@ describe('voice consents', () => {
         .set('Authorization', bearer(secret))
         .send({ name: 'x', language: 'fr-FR' });
       expect(res.status).toBe(400);
-      expect(res.body).toEqual({ error: { message: expect.any(String), type: 'invalid_request_error', param: 'language', code: 'unknown_field' } });
+      expect(res.body).toEqual({
+        error: { message: expect.any(String), type: 'invalid_request_error', param: 'language', code: 'unknown_field' },
+      });
       const unchanged = await t.http.get(`${BASE}/${created.id}`).set('Authorization', bearer(secret));
       expect(unchanged.body).toEqual(created);
     });
@@ -252,12 +257,16 @@ describe('voice consents', () => {
 
     const expectNotFound = (res: Response): void => {
       expect(res.status).toBe(404);
-      expect(res.body).toEqual({ error: { message: expect.any(String), type: 'not_found_error', param: 'consent_id', code: expect.any(String) } });
+      expect(res.body).toEqual({
+        error: { message: expect.any(String), type: 'not_found_error', param: 'consent_id', code: expect.any(String) },
+      });
     };
 
-    it("answers 404 when another key retrieves, renames, deletes or downloads a consent", async () => {
+    it('answers 404 when another key retrieves, renames, deletes or downloads a consent', async () => {
       expectNotFound(await t.http.get(`${BASE}/${consent.id}`).set('Authorization', bearer(stranger)));
-      expectNotFound(await t.http.post(`${BASE}/${consent.id}`).set('Authorization', bearer(stranger)).send({ name: 'stolen' }));
+      expectNotFound(
+        await t.http.post(`${BASE}/${consent.id}`).set('Authorization', bearer(stranger)).send({ name: 'stolen' }),
+      );
       expectNotFound(await t.http.delete(`${BASE}/${consent.id}`).set('Authorization', bearer(stranger)));
       expectNotFound(await t.http.get(`${BASE}/${consent.id}/content`).set('Authorization', bearer(stranger)));
 
@@ -275,7 +284,9 @@ describe('voice consents', () => {
     it("refuses another key's consent id as the after cursor", async () => {
       const res = await t.http.get(BASE).query({ after: consent.id }).set('Authorization', bearer(stranger));
       expect(res.status).toBe(400);
-      expect(res.body).toEqual({ error: { message: expect.any(String), type: 'invalid_request_error', param: 'after', code: 'invalid_cursor' } });
+      expect(res.body).toEqual({
+        error: { message: expect.any(String), type: 'invalid_request_error', param: 'after', code: 'invalid_cursor' },
+      });
     });
   });
 });

@@ -25,7 +25,10 @@ interface PageElement {
   error: { message: string } | null;
   cells: ArrayLike<PageElement>;
 }
-declare const document: { getElementById(id: string): (PageElement & { scrollIntoView(): void }) | null; querySelector(selector: string): PageElement | null };
+declare const document: {
+  getElementById(id: string): (PageElement & { scrollIntoView(): void }) | null;
+  querySelector(selector: string): PageElement | null;
+};
 declare const sessionStorage: { getItem(key: string): string | null };
 declare const localStorage: { length: number };
 /**
@@ -33,7 +36,9 @@ declare const localStorage: { length: number };
  * writes them to a temporary folder, so a test run leaves the checkout as it was.
  */
 const UPDATE = process.env.UPDATE_SCREENSHOTS === '1';
-const SCREENSHOTS = UPDATE ? join(projectRoot(), 'docs', 'screenshots') : mkdtempSync(join(tmpdir(), 'console-screenshots-'));
+const SCREENSHOTS = UPDATE
+  ? join(projectRoot(), 'docs', 'screenshots')
+  : mkdtempSync(join(tmpdir(), 'console-screenshots-'));
 
 /** The console at /console/, driven in a real headless Chromium (issue 20). */
 describe('console in a browser', () => {
@@ -50,7 +55,10 @@ describe('console in a browser', () => {
       `providers:\n  - { name: console-flaky, kind: openai, base_url: "${flaky.url}", api_key: k }\n  - { name: echo, kind: echo }\n  - { name: espeak, kind: espeak }\n`,
       'console test',
     );
-    [t, browser] = await Promise.all([startApp({ gateway, env: { SVC_BREAKER_COOLDOWN_MS: String(COOLDOWN_MS), SVC_BREAKER_THRESHOLD: '2' } }), launchChromium()]);
+    [t, browser] = await Promise.all([
+      startApp({ gateway, env: { SVC_BREAKER_COOLDOWN_MS: String(COOLDOWN_MS), SVC_BREAKER_THRESHOLD: '2' } }),
+      launchChromium(),
+    ]);
     key = await t.createKey('console', [
       { provider: 'console-flaky', model: 'gpt-console' },
       { provider: 'echo', model: 'echo-1' },
@@ -78,55 +86,78 @@ describe('console in a browser', () => {
     expect(statSync(path).size).toBeGreaterThan(5_000);
   };
 
-  it('keeps the key in the tab\'s session storage only and shows its last characters', async () => {
-    expect(await page.evaluate(() => ({ session: sessionStorage.getItem('svc-console-key'), local: localStorage.length }))).toEqual({ session: key.secret, local: 0 });
+  it("keeps the key in the tab's session storage only and shows its last characters", async () => {
+    expect(
+      await page.evaluate(() => ({ session: sessionStorage.getItem('svc-console-key'), local: localStorage.length })),
+    ).toEqual({ session: key.secret, local: 0 });
     expect(await text('#key-status')).toContain(key.secret.slice(-4));
     expect(await page.inputValue('#key')).toBe('');
   });
 
-  it.each(['pcm', 'mp3'])('speaks %s through the WebSocket: audio arrives and plays, with time to first audio, provider and fallback level', async (format) => {
-    await page.goto(`${t.url}/console/#speech`);
-    await page.waitForSelector('#speech-voice option[value="en-us"]', { state: 'attached' });
-    await page.selectOption('#speech-voice', 'en-us');
-    await page.selectOption('#speech-format', format);
-    await page.click('#speak');
-    await page.waitForFunction(() => ['finished', 'failed'].includes(document.getElementById('speech-status')!.textContent!) || document.getElementById('speech-status')!.textContent!.startsWith('closed'), null, {
-      timeout: 30_000,
-    });
-    expect(await text('#speech-status')).toBe('finished');
-    expect(await page.locator('#error').isHidden()).toBe(true);
-    const stats = await page.evaluate(() => ({
-      bytes: Number(document.getElementById('speech-bytes')!.dataset.bytes),
-      seconds: Number(document.getElementById('speech-duration')!.dataset.seconds),
-      ttfa: Number(document.getElementById('speech-ttfa')!.dataset.ms),
-    }));
-    // two sentences of espeak: a few seconds of audio
-    expect(stats.bytes).toBeGreaterThan(format === 'pcm' ? 48_000 : 8_000);
-    expect(stats.seconds).toBeGreaterThan(1.5);
-    expect(stats.ttfa).toBeGreaterThan(0);
-    expect(stats.ttfa).toBeLessThan(20_000);
-    expect(await text('#speech-provider')).toBe('espeak');
-    expect(await text('#speech-fallback')).toBe('0');
-    expect(await text('#speech-auth')).toMatch(/ticket|api_key/);
-    // what was heard downloads as a file of that many bytes (a WAV header around pcm)
-    const download = await page.evaluate(async () => {
-      const link = document.getElementById('speech-download') as PageElement;
-      const blob = await (await fetch(link.href)).blob();
-      return { hidden: link.hidden, name: link.download, size: blob.size };
-    });
-    expect(download).toEqual({ hidden: false, name: `speech.${format === 'pcm' ? 'wav' : 'mp3'}`, size: stats.bytes + (format === 'pcm' ? 44 : 0) });
-    if (format === 'mp3') {
-      // MediaSource played it: the element holds the buffered audio and its clock moved
-      const played = await page.evaluate(() => {
-        const player = document.getElementById('speech-player') as PageElement;
-        return { buffered: player.buffered.length ? player.buffered.end(0) : 0, error: player.error?.message ?? null };
+  it.each(['pcm', 'mp3'])(
+    'speaks %s through the WebSocket: audio arrives and plays, with time to first audio, provider and fallback level',
+    async (format) => {
+      await page.goto(`${t.url}/console/#speech`);
+      await page.waitForSelector('#speech-voice option[value="en-us"]', { state: 'attached' });
+      await page.selectOption('#speech-voice', 'en-us');
+      await page.selectOption('#speech-format', format);
+      await page.click('#speak');
+      await page.waitForFunction(
+        () =>
+          ['finished', 'failed'].includes(document.getElementById('speech-status')!.textContent!) ||
+          document.getElementById('speech-status')!.textContent!.startsWith('closed'),
+        null,
+        {
+          timeout: 30_000,
+        },
+      );
+      expect(await text('#speech-status')).toBe('finished');
+      expect(await page.locator('#error').isHidden()).toBe(true);
+      const stats = await page.evaluate(() => ({
+        bytes: Number(document.getElementById('speech-bytes')!.dataset.bytes),
+        seconds: Number(document.getElementById('speech-duration')!.dataset.seconds),
+        ttfa: Number(document.getElementById('speech-ttfa')!.dataset.ms),
+      }));
+      // two sentences of espeak: a few seconds of audio
+      expect(stats.bytes).toBeGreaterThan(format === 'pcm' ? 48_000 : 8_000);
+      expect(stats.seconds).toBeGreaterThan(1.5);
+      expect(stats.ttfa).toBeGreaterThan(0);
+      expect(stats.ttfa).toBeLessThan(20_000);
+      expect(await text('#speech-provider')).toBe('espeak');
+      expect(await text('#speech-fallback')).toBe('0');
+      expect(await text('#speech-auth')).toMatch(/ticket|api_key/);
+      // what was heard downloads as a file of that many bytes (a WAV header around pcm)
+      const download = await page.evaluate(async () => {
+        const link = document.getElementById('speech-download') as PageElement;
+        const blob = await (await fetch(link.href)).blob();
+        return { hidden: link.hidden, name: link.download, size: blob.size };
       });
-      expect(played.error).toBeNull();
-      expect(played.buffered).toBeGreaterThan(1.5);
-      await page.waitForFunction(() => (document.getElementById('speech-player') as PageElement).currentTime > 0.2, null, { timeout: 10_000 });
-      await screenshot('speech');
-    }
-  }, 60_000);
+      expect(download).toEqual({
+        hidden: false,
+        name: `speech.${format === 'pcm' ? 'wav' : 'mp3'}`,
+        size: stats.bytes + (format === 'pcm' ? 44 : 0),
+      });
+      if (format === 'mp3') {
+        // MediaSource played it: the element holds the buffered audio and its clock moved
+        const played = await page.evaluate(() => {
+          const player = document.getElementById('speech-player') as PageElement;
+          return {
+            buffered: player.buffered.length ? player.buffered.end(0) : 0,
+            error: player.error?.message ?? null,
+          };
+        });
+        expect(played.error).toBeNull();
+        expect(played.buffered).toBeGreaterThan(1.5);
+        await page.waitForFunction(
+          () => (document.getElementById('speech-player') as PageElement).currentTime > 0.2,
+          null,
+          { timeout: 10_000 },
+        );
+        await screenshot('speech');
+      }
+    },
+    60_000,
+  );
 
   it('records the consent phrase from the (fake) microphone, uploads, lists, plays back and deletes it', async () => {
     await page.goto(`${t.url}/console/#consents`);
@@ -138,11 +169,17 @@ describe('console in a browser', () => {
     await page.waitForFunction(() => !(document.getElementById('consent-upload') as PageElement).disabled);
     expect(await text('#record-status')).toMatch(/^recorded \d+\.\d s \([\d,]+ bytes, audio\/webm/);
     await page.click('#consent-upload');
-    await page.waitForFunction(() => document.getElementById('consent-status')!.textContent!.startsWith('uploaded vc_'), null, { timeout: 15_000 });
+    await page.waitForFunction(
+      () => document.getElementById('consent-status')!.textContent!.startsWith('uploaded vc_'),
+      null,
+      { timeout: 15_000 },
+    );
     const id = (await text('#consent-status')).replace('uploaded ', '');
 
     // the gateway has it, under this key, as webm audio
-    const stored = await t.http.get(`/v1/audio/voice_consents/${id}/content`).set('Authorization', `Bearer ${key.secret}`);
+    const stored = await t.http
+      .get(`/v1/audio/voice_consents/${id}/content`)
+      .set('Authorization', `Bearer ${key.secret}`);
     expect(stored.status).toBe(200);
     expect(stored.headers['content-type']).toMatch(/^audio\/webm/);
     expect(stored.body.length).toBeGreaterThan(1_000);
@@ -157,43 +194,78 @@ describe('console in a browser', () => {
 
     await row.locator('.consent-delete').click();
     await row.waitFor({ state: 'detached' });
-    expect((await t.http.get(`/v1/audio/voice_consents/${id}`).set('Authorization', `Bearer ${key.secret}`)).status).toBe(404);
+    expect(
+      (await t.http.get(`/v1/audio/voice_consents/${id}`).set('Authorization', `Bearer ${key.secret}`)).status,
+    ).toBe(404);
   }, 60_000);
 
   it('shows a provider go down with its cooldown counting, the requests that failed over, and the provider come back', async () => {
     await page.goto(`${t.url}/console/#health`);
-    const status = (provider: string) => page.locator(`#health-list tr[data-provider="${provider}"] td:nth-child(2)`).innerText();
+    const status = (provider: string) =>
+      page.locator(`#health-list tr[data-provider="${provider}"] td:nth-child(2)`).innerText();
     await page.waitForSelector('#health-list tr[data-provider="console-flaky"]');
     expect(await status('console-flaky')).toBe('healthy');
-    expect(await page.locator('#health-list tr').evaluateAll((rows) => rows.map((r) => (r as PageElement).dataset.provider))).toEqual(['console-flaky', 'echo', 'espeak']);
+    expect(
+      await page.locator('#health-list tr').evaluateAll((rows) => rows.map((r) => (r as PageElement).dataset.provider)),
+    ).toEqual(['console-flaky', 'echo', 'espeak']);
 
     flaky.setMode('error500', { status: 503 });
     const sent: string[] = [];
     for (let i = 0; i < 12; i++) {
-      const res = await t.http.post(CHAT_PATH).set('Authorization', `Bearer ${key.secret}`).send(chatBody('gpt-console'));
+      const res = await t.http
+        .post(CHAT_PATH)
+        .set('Authorization', `Bearer ${key.secret}`)
+        .send(chatBody('gpt-console'));
       expect(res.status).toBe(200);
       expect(res.headers['x-svc-provider-used']).toBe('echo');
       sent.push(res.headers['x-svc-request-id']);
     }
-    await page.waitForFunction(() => document.querySelector('#health-list tr[data-provider="console-flaky"] td:nth-child(2)')?.textContent === 'down', null, { timeout: 10_000 });
-    const cooldown = async () => Number((await page.locator('#health-list tr[data-provider="console-flaky"] td:nth-child(4)').innerText()).replace(' s', ''));
+    await page.waitForFunction(
+      () =>
+        document.querySelector('#health-list tr[data-provider="console-flaky"] td:nth-child(2)')?.textContent ===
+        'down',
+      null,
+      { timeout: 10_000 },
+    );
+    const cooldown = async () =>
+      Number(
+        (await page.locator('#health-list tr[data-provider="console-flaky"] td:nth-child(4)').innerText()).replace(
+          ' s',
+          '',
+        ),
+      );
     const first = await cooldown();
     expect(first).toBeGreaterThan(0);
     expect(first).toBeLessThanOrEqual(COOLDOWN_MS / 1000);
     // it counts down between polls
-    await page.waitForFunction((before) => Number(document.querySelector('#health-list tr[data-provider="console-flaky"] td:nth-child(4)')?.textContent?.replace(' s', '')) < before, first, { timeout: 3_000 });
+    await page.waitForFunction(
+      (before) =>
+        Number(
+          document
+            .querySelector('#health-list tr[data-provider="console-flaky"] td:nth-child(4)')
+            ?.textContent?.replace(' s', ''),
+        ) < before,
+      first,
+      { timeout: 3_000 },
+    );
     expect(await page.locator('#health-list tr[data-provider="console-flaky"] td:nth-child(3)').innerText()).toBe('2');
     expect(await text('#health-overall')).toBe('degraded');
 
     // the newest requests first: served by echo at fallback level 1; ten a page, the older ones on the next
-    await page.waitForFunction((newest) => document.querySelector('#usage-list tr')?.dataset.request === newest, sent[11], { timeout: 10_000 });
-    const usageRows = () => page.locator('#usage-list tr').evaluateAll((rows) => rows.map((r) => Array.from((r as PageElement).cells, (c) => c.textContent)));
+    await page.waitForFunction(
+      (newest) => document.querySelector('#usage-list tr')?.dataset.request === newest,
+      sent[11],
+      { timeout: 10_000 },
+    );
+    const usageRows = () =>
+      page
+        .locator('#usage-list tr')
+        .evaluateAll((rows) => rows.map((r) => Array.from((r as PageElement).cells, (c) => c.textContent)));
     const newest = await usageRows();
     expect(newest).toHaveLength(10);
     expect(newest.map((cells) => cells[1])).toEqual(sent.slice(2).reverse());
     for (const cells of newest) expect(cells.slice(2, 5).concat(cells[6])).toEqual(['chat', 'echo', '1', '200']);
     await screenshot('health');
-
 
     await page.click('#usage-older');
     await page.waitForFunction(() => document.getElementById('usage-page')!.textContent === 'page 2');
@@ -206,7 +278,13 @@ describe('console in a browser', () => {
 
     // the provider recovers: the probe after the cooldown succeeds and the page says so
     flaky.setMode('ok');
-    await page.waitForFunction(() => document.querySelector('#health-list tr[data-provider="console-flaky"] td:nth-child(2)')?.textContent === 'healthy', null, { timeout: COOLDOWN_MS + 10_000 });
+    await page.waitForFunction(
+      () =>
+        document.querySelector('#health-list tr[data-provider="console-flaky"] td:nth-child(2)')?.textContent ===
+        'healthy',
+      null,
+      { timeout: COOLDOWN_MS + 10_000 },
+    );
     expect(await text('#health-overall')).toBe('operational');
   }, 60_000);
 
@@ -216,9 +294,20 @@ describe('console in a browser', () => {
     const page_ = await text('#asyncapi');
     for (const path of ['/v1/audio/speech/stream', '/ws/v1/t2a_v2']) expect(page_).toContain(path);
     for (const auth of ['Authorization: Bearer', '?ticket=', '?api_key=']) expect(page_).toContain(auth);
-    const messages = await page.locator('#asyncapi .message').evaluateAll((nodes) => nodes.map((n) => (n as PageElement).id));
+    const messages = await page
+      .locator('#asyncapi .message')
+      .evaluateAll((nodes) => nodes.map((n) => (n as PageElement).id));
     expect(messages).toEqual(
-      ['connected_success', 'task_start', 'task_started', 'task_continue', 'task_continued', 'task_finish', 'task_finished', 'task_failed'].map((m) => `message-${m}`),
+      [
+        'connected_success',
+        'task_start',
+        'task_started',
+        'task_continue',
+        'task_continued',
+        'task_finish',
+        'task_finished',
+        'task_failed',
+      ].map((m) => `message-${m}`),
     );
     expect(await page.locator('#message-task_start').innerText()).toMatch(/voice_setting\.voice_id\s+string\s+yes/);
     await screenshot('stream-api');
@@ -230,7 +319,10 @@ describe('console in a browser', () => {
     const docs = await context.newPage();
     await docs.goto(`${t.url}/docs/`);
     // Swagger UI opens description links in a new tab
-    const [opened] = await Promise.all([context.waitForEvent('page'), docs.click('.info a[href="../console/#stream-api"]')]);
+    const [opened] = await Promise.all([
+      context.waitForEvent('page'),
+      docs.click('.info a[href="../console/#stream-api"]'),
+    ]);
     await opened.waitForSelector('#message-task_start');
     expect(opened.url()).toBe(`${t.url}/console/#stream-api`);
     await opened.close();

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 /** `npm start` (which the benchmarks measure), `npm run start:prod` and the container run the service with the same node flags. */
 describe('deployment node flags', () => {
   const root = join(__dirname, '..');
-  const scripts = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+  const scripts = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> })
+    .scripts;
   // `exec`: the shell npm runs the script in becomes node, so npm's forwarded SIGTERM reaches the service
   const startScript = scripts.start.replace(/^exec /, '');
 

@@ -27,7 +27,9 @@ describe('docs/api.md, generated from openapi/openapi.json', () => {
 
   it('is reported stale when an operation is added to the document and the page is not regenerated', () => {
     const spec = JSON.parse(read('openapi/openapi.json')) as { paths: Record<string, unknown> };
-    spec.paths['/v1/added'] = { get: { operationId: 'Added_get', summary: 'A route added later.', responses: { '200': { description: 'ok' } } } };
+    spec.paths['/v1/added'] = {
+      get: { operationId: 'Added_get', summary: 'A route added later.', responses: { '200': { description: 'ok' } } },
+    };
     const changed = join(scratch, 'openapi.json');
     writeFileSync(changed, JSON.stringify(spec));
     const run = apiDocs('--check', '--openapi', changed, '--out', join(root, 'docs/api.md'));
@@ -44,7 +46,9 @@ describe('docs/api.md, generated from openapi/openapi.json', () => {
   it('has a section for every operation of the document, and links the WebSocket page', () => {
     const spec = JSON.parse(read('openapi/openapi.json')) as { paths: Record<string, Record<string, unknown>> };
     const page = read('docs/api.md');
-    const operations = Object.entries(spec.paths).flatMap(([path, item]) => Object.keys(item).map((method) => `### ${method.toUpperCase()} ${path}`));
+    const operations = Object.entries(spec.paths).flatMap(([path, item]) =>
+      Object.keys(item).map((method) => `### ${method.toUpperCase()} ${path}`),
+    );
     expect(operations.length).toBeGreaterThan(30);
     for (const heading of operations) expect(page).toContain(`\n${heading}\n`);
     expect(page).toContain('](websocket.md)');
@@ -54,7 +58,9 @@ describe('docs/api.md, generated from openapi/openapi.json', () => {
 describe('links of README.md and docs/', () => {
   it('stay inside the repository and reach files and headings that exist', () => {
     const files = documentationFiles(root);
-    expect(files.map((file) => file.slice(root.length + 1))).toEqual(expect.arrayContaining(['README.md', 'docs/README.md', 'docs/api.md']));
+    expect(files.map((file) => file.slice(root.length + 1))).toEqual(
+      expect.arrayContaining(['README.md', 'docs/README.md', 'docs/api.md']),
+    );
     expect(linkProblems(root, files)).toEqual([]);
   });
 
@@ -102,7 +108,9 @@ describe('links of README.md and docs/', () => {
     const pages = documentationFiles(root)
       .filter((file) => file.includes(`${join(root, 'docs')}`) && basename(file) !== 'README.md')
       .map((file) => basename(file));
-    expect(pages).toEqual(expect.arrayContaining(['api.md', 'websocket.md', 'decisions.md', 'providers.md', 'request-flow.md']));
+    expect(pages).toEqual(
+      expect.arrayContaining(['api.md', 'websocket.md', 'decisions.md', 'providers.md', 'request-flow.md']),
+    );
     for (const page of pages) expect(index).toContain(`](${page})`);
   });
 });
@@ -110,7 +118,8 @@ describe('links of README.md and docs/', () => {
 describe('hand-written pages keep up with the code', () => {
   it('docs/decisions.md lists every error code with its status and type', () => {
     const page = read('docs/decisions.md');
-    for (const [code, { status, type }] of Object.entries(ERROR_CODES)) expect(page).toContain(`| \`${code}\` | ${status} | \`${type}\` |`);
+    for (const [code, { status, type }] of Object.entries(ERROR_CODES))
+      expect(page).toContain(`| \`${code}\` | ${status} | \`${type}\` |`);
   });
 
   it('docs/providers.md describes every provider kind with its default base_url', () => {
@@ -124,7 +133,16 @@ describe('hand-written pages keep up with the code', () => {
 
   it('docs/websocket.md shows every message of the stream', () => {
     const page = read('docs/websocket.md');
-    for (const event of ['connected_success', 'task_start', 'task_started', 'task_continue', 'task_continued', 'task_finish', 'task_finished', 'task_failed']) {
+    for (const event of [
+      'connected_success',
+      'task_start',
+      'task_started',
+      'task_continue',
+      'task_continued',
+      'task_finish',
+      'task_finished',
+      'task_failed',
+    ]) {
       expect(page).toContain(`{"event":"${event}"`);
     }
   });

@@ -17,7 +17,12 @@ function connectAsNobody(url: string): { status: number | null; output: string }
       () => client.query('SELECT count(*) FROM pg_class').then((r) => { console.log('READ', r.rows[0].count); process.exit(0); }),
       (err) => { console.log('REFUSED', err.code ?? '', err.message); process.exit(3); },
     );`;
-  const run = spawnSync(process.execPath, ['-e', script, url], { uid: NOBODY, gid: NOBODY, encoding: 'utf8', timeout: 20000 });
+  const run = spawnSync(process.execPath, ['-e', script, url], {
+    uid: NOBODY,
+    gid: NOBODY,
+    encoding: 'utf8',
+    timeout: 20000,
+  });
   return { status: run.status, output: `${run.stdout}${run.stderr}` };
 }
 

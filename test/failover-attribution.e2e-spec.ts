@@ -17,8 +17,11 @@ describe('breaker fault attribution', () => {
   let t: TestApp;
 
   beforeAll(async () => {
-    [slow, tight, hanging, backup] = await Promise.all(['fa-slow', 'fa-tight', 'fa-hanging', 'fa-backup'].map((name) => startFakeOpenAi({ name })));
-    const provider = (name: string, fake: FakeOpenAi, extra = ''): string => `  - name: ${name}\n    kind: openai\n    base_url: ${fake.url}\n    api_key: x${extra}`;
+    [slow, tight, hanging, backup] = await Promise.all(
+      ['fa-slow', 'fa-tight', 'fa-hanging', 'fa-backup'].map((name) => startFakeOpenAi({ name })),
+    );
+    const provider = (name: string, fake: FakeOpenAi, extra = ''): string =>
+      `  - name: ${name}\n    kind: openai\n    base_url: ${fake.url}\n    api_key: x${extra}`;
     const yaml = [
       'providers:',
       provider('fa-slow', slow),
@@ -34,7 +37,8 @@ describe('breaker fault attribution', () => {
     await Promise.all([slow, tight, hanging, backup].map((fake) => fake?.close()));
   });
 
-  const post = (secret: string, body: Record<string, unknown>) => t.http.post(CHAT_PATH).set('Authorization', `Bearer ${secret}`).send(body);
+  const post = (secret: string, body: Record<string, unknown>) =>
+    t.http.post(CHAT_PATH).set('Authorization', `Bearer ${secret}`).send(body);
 
   it("fails a key's short step timeout over without opening the provider's circuit for another key", async () => {
     slow.setMode('slowFirstByte', { delayMs: 1000 });
@@ -50,7 +54,9 @@ describe('breaker fault attribution', () => {
       expect(res.status).toBe(200);
       expect(res.headers['x-svc-provider-used']).toBe('fa-backup');
       expect(res.headers['x-svc-fallback-level']).toBe('1');
-      expect(JSON.parse(res.headers['x-svc-fallback-alert'])).toEqual(servedAlert('fa-slow', 'timeout', 'fa-backup', 1));
+      expect(JSON.parse(res.headers['x-svc-fallback-alert'])).toEqual(
+        servedAlert('fa-slow', 'timeout', 'fa-backup', 1),
+      );
     }
     expect(slow.count(CHAT_PATH)).toBe(7);
 
@@ -62,7 +68,11 @@ describe('breaker fault attribution', () => {
 
     const seenByG = await health(t, g.secret);
     expect(seenByG.overall).toBe('operational');
-    expect(entryOf(seenByG, 'fa-slow')).toMatchObject({ status: 'healthy', consecutive_failures: 0, cooldown_remaining_secs: 0 });
+    expect(entryOf(seenByG, 'fa-slow')).toMatchObject({
+      status: 'healthy',
+      consecutive_failures: 0,
+      cooldown_remaining_secs: 0,
+    });
     // F still calls the provider on every request: nothing was skipped as open
     expect(entryOf(await health(t, f.secret), 'fa-slow')).toMatchObject({ status: 'healthy', consecutive_failures: 0 });
   });
@@ -99,7 +109,12 @@ describe('breaker fault attribution', () => {
         signal: controller.signal,
       }).catch(() => undefined);
       // leave only once the gateway is waiting on the provider
-      await eventually(() => hanging.requests.length, (n) => n > before, 5000, `the upstream call of ${path}`);
+      await eventually(
+        () => hanging.requests.length,
+        (n) => n > before,
+        5000,
+        `the upstream call of ${path}`,
+      );
       controller.abort();
       await sent;
     };
@@ -110,17 +125,27 @@ describe('breaker fault attribution', () => {
       await leave(SPEECH_PATH, speech);
     }
     const before = hanging.requests.length;
-    const ws = await StreamClient.connect(`${t.url.replace('http', 'ws')}/v1/audio/speech/stream`, { Authorization: `Bearer ${key.secret}` });
+    const ws = await StreamClient.connect(`${t.url.replace('http', 'ws')}/v1/audio/speech/stream`, {
+      Authorization: `Bearer ${key.secret}`,
+    });
     ws.send({ event: 'task_start', ...speech, text: undefined });
     await ws.waitFor((m) => m.event === 'task_started');
     ws.send({ event: 'task_continue', text: 'Hello there.' });
-    await eventually(() => hanging.requests.length, (n) => n > before, 5000, 'the upstream call of the speech stream');
+    await eventually(
+      () => hanging.requests.length,
+      (n) => n > before,
+      5000,
+      'the upstream call of the speech stream',
+    );
     ws.ws.terminate();
     await ws.closed;
 
     // seven requests left while the provider was working on them: more than the threshold, none counted
     await sleep(300);
     expect(hanging.requests.length).toBe(7);
-    expect(entryOf(await health(t, key.secret), 'fa-hanging')).toMatchObject({ status: 'healthy', consecutive_failures: 0 });
+    expect(entryOf(await health(t, key.secret), 'fa-hanging')).toMatchObject({
+      status: 'healthy',
+      consecutive_failures: 0,
+    });
   });
 });

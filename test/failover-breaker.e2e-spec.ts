@@ -41,7 +41,8 @@ describe('provider circuit breaker', () => {
     await pool?.close();
   });
 
-  const post = (secret: string, body: Record<string, unknown>) => t.http.post(CHAT_PATH).set('Authorization', `Bearer ${secret}`).send(body);
+  const post = (secret: string, body: Record<string, unknown>) =>
+    t.http.post(CHAT_PATH).set('Authorization', `Bearer ${secret}`).send(body);
 
   const twoStepKey = async (label: string) => {
     const [a, b] = pool.take(2);
@@ -74,7 +75,11 @@ describe('provider circuit breaker', () => {
     expect(res.body.provider).toBe(b.name);
     expect(res.headers['x-svc-is-fallback']).toBe('true');
     expect(res.headers['x-svc-fallback-level']).toBe('1');
-    expect(JSON.parse(res.headers['x-svc-fallback-alert'])).toMatchObject({ exhausted_provider: a.name, active_provider: b.name, fallback_level: 1 });
+    expect(JSON.parse(res.headers['x-svc-fallback-alert'])).toMatchObject({
+      exhausted_provider: a.name,
+      active_provider: b.name,
+      fallback_level: 1,
+    });
     expect(a.fake.count(CHAT_PATH)).toBe(5);
     expect(b.fake.count(CHAT_PATH)).toBe(6);
   });
@@ -90,7 +95,13 @@ describe('provider circuit breaker', () => {
 
     expect(first.overall).toBe('degraded');
     expect(first.providers).toEqual([
-      { provider: a.name, status: 'down', consecutive_failures: 5, cooldown_remaining_secs: expect.any(Number), configured: true },
+      {
+        provider: a.name,
+        status: 'down',
+        consecutive_failures: 5,
+        cooldown_remaining_secs: expect.any(Number),
+        configured: true,
+      },
       { provider: b.name, status: 'healthy', consecutive_failures: 0, cooldown_remaining_secs: 0, configured: true },
     ]);
     const before = entryOf(first, a.name)!.cooldown_remaining_secs;
@@ -111,7 +122,13 @@ describe('provider circuit breaker', () => {
       await failOn(a, b, key.secret, 1);
       const h = await health(t, key.secret);
       expect(h.overall).toBe('degraded');
-      expect(entryOf(h, a.name)).toEqual({ provider: a.name, status: 'degraded', consecutive_failures: failures, cooldown_remaining_secs: 0, configured: true });
+      expect(entryOf(h, a.name)).toEqual({
+        provider: a.name,
+        status: 'degraded',
+        consecutive_failures: failures,
+        cooldown_remaining_secs: 0,
+        configured: true,
+      });
     }
     expect(a.fake.count(CHAT_PATH)).toBe(4);
 
@@ -130,7 +147,13 @@ describe('provider circuit breaker', () => {
     expect((await post(key.secret, chatBody('m-a'))).headers['x-svc-provider-used']).toBe(a.name);
     const healed = await health(t, key.secret);
     expect(healed.overall).toBe('operational');
-    expect(entryOf(healed, a.name)).toEqual({ provider: a.name, status: 'healthy', consecutive_failures: 0, cooldown_remaining_secs: 0, configured: true });
+    expect(entryOf(healed, a.name)).toEqual({
+      provider: a.name,
+      status: 'healthy',
+      consecutive_failures: 0,
+      cooldown_remaining_secs: 0,
+      configured: true,
+    });
 
     // four more failures after the success are 4 in a row, not 8: still degraded, still called
     a.fake.setMode('error500');
@@ -175,59 +198,73 @@ describe('provider circuit breaker', () => {
     expect(entryOf(await health(t, other.secret), a.name)).toMatchObject({ status: 'down', consecutive_failures: 5 });
   });
 
-  it('shares the circuit with every replica, which skips the provider too, and sends one probe in all', async () => {
-    const { a, b, key } = await twoStepKey('replicas');
-    a.fake.setMode('error500');
-    await failOn(a, b, key.secret, 5);
-    a.fake.setMode('ok');
+  it(
+    'shares the circuit with every replica, which skips the provider too, and sends one probe in all',
+    async () => {
+      const { a, b, key } = await twoStepKey('replicas');
+      a.fake.setMode('error500');
+      await failOn(a, b, key.secret, 5);
+      a.fake.setMode('ok');
 
-    await eventually(
-      () => health(replica, key.secret),
-      (h) => entryOf(h, a.name)?.status === 'down',
-      2000,
-      `${a.name} down on the other replica`,
-    );
-    const res = await replica.http.post(CHAT_PATH).set('Authorization', `Bearer ${key.secret}`).send(chatBody('m-a'));
-    expect(res.headers['x-svc-provider-used']).toBe(b.name);
-    expect(a.fake.count(CHAT_PATH)).toBe(5);
-
-    await a.fake.waitUntil(() => a.fake.count(MODELS_PATH) >= 1, PROBE_DEADLINE_MS);
-    for (const app of [t, replica]) {
       await eventually(
-        () => health(app, key.secret),
-        (h) => entryOf(h, a.name)?.status === 'healthy',
+        () => health(replica, key.secret),
+        (h) => entryOf(h, a.name)?.status === 'down',
         2000,
-        `${a.name} healthy on every replica`,
+        `${a.name} down on the other replica`,
       );
-    }
-    await sleep(1000);
-    expect(a.fake.count(MODELS_PATH)).toBe(1);
-    expect(await eventsWhere(t, "type = 'provider_recovered' AND provider = $1", [a.name])).toHaveLength(1);
-  }, PROBE_TEST_TIMEOUT_MS);
+      const res = await replica.http.post(CHAT_PATH).set('Authorization', `Bearer ${key.secret}`).send(chatBody('m-a'));
+      expect(res.headers['x-svc-provider-used']).toBe(b.name);
+      expect(a.fake.count(CHAT_PATH)).toBe(5);
 
-  it('reports recovering while the probe is in flight', async () => {
-    const { a, b, key } = await twoStepKey('recovering');
-    a.fake.setMode('error500');
-    await failOn(a, b, key.secret, 5);
-    // the probe's answer takes 1.5 s
-    a.fake.setMode('slowFirstByte', { delayMs: 1500 });
+      await a.fake.waitUntil(() => a.fake.count(MODELS_PATH) >= 1, PROBE_DEADLINE_MS);
+      for (const app of [t, replica]) {
+        await eventually(
+          () => health(app, key.secret),
+          (h) => entryOf(h, a.name)?.status === 'healthy',
+          2000,
+          `${a.name} healthy on every replica`,
+        );
+      }
+      await sleep(1000);
+      expect(a.fake.count(MODELS_PATH)).toBe(1);
+      expect(await eventsWhere(t, "type = 'provider_recovered' AND provider = $1", [a.name])).toHaveLength(1);
+    },
+    PROBE_TEST_TIMEOUT_MS,
+  );
 
-    await a.fake.waitUntil(() => a.fake.count(MODELS_PATH) >= 1, PROBE_DEADLINE_MS);
-    const during = await health(t, key.secret);
-    expect(entryOf(during, a.name)).toEqual({ provider: a.name, status: 'recovering', consecutive_failures: 5, cooldown_remaining_secs: 0, configured: true });
-    expect(during.overall).toBe('degraded');
-    // a half-open circuit takes no traffic but the probe
-    expect((await post(key.secret, chatBody('m-a'))).headers['x-svc-provider-used']).toBe(b.name);
-    expect(a.fake.count(CHAT_PATH)).toBe(5);
+  it(
+    'reports recovering while the probe is in flight',
+    async () => {
+      const { a, b, key } = await twoStepKey('recovering');
+      a.fake.setMode('error500');
+      await failOn(a, b, key.secret, 5);
+      // the probe's answer takes 1.5 s
+      a.fake.setMode('slowFirstByte', { delayMs: 1500 });
 
-    await eventually(
-      () => health(t, key.secret),
-      (h) => entryOf(h, a.name)?.status === 'healthy',
-      3000,
-      `${a.name} healthy once the slow probe answered`,
-    );
-    expect(a.fake.count(MODELS_PATH)).toBe(1);
-  }, PROBE_TEST_TIMEOUT_MS);
+      await a.fake.waitUntil(() => a.fake.count(MODELS_PATH) >= 1, PROBE_DEADLINE_MS);
+      const during = await health(t, key.secret);
+      expect(entryOf(during, a.name)).toEqual({
+        provider: a.name,
+        status: 'recovering',
+        consecutive_failures: 5,
+        cooldown_remaining_secs: 0,
+        configured: true,
+      });
+      expect(during.overall).toBe('degraded');
+      // a half-open circuit takes no traffic but the probe
+      expect((await post(key.secret, chatBody('m-a'))).headers['x-svc-provider-used']).toBe(b.name);
+      expect(a.fake.count(CHAT_PATH)).toBe(5);
+
+      await eventually(
+        () => health(t, key.secret),
+        (h) => entryOf(h, a.name)?.status === 'healthy',
+        3000,
+        `${a.name} healthy once the slow probe answered`,
+      );
+      expect(a.fake.count(MODELS_PATH)).toBe(1);
+    },
+    PROBE_TEST_TIMEOUT_MS,
+  );
 
   it('answers 503 no_provider_available, calling nobody, when every provider of the chain has an open circuit', async () => {
     const { a, b, key } = await twoStepKey('all open');
@@ -238,7 +275,9 @@ describe('provider circuit breaker', () => {
     const res = await post(key.secret, chatBody('m-a'));
 
     expect(res.status).toBe(503);
-    expect(res.body).toEqual({ error: { message: expect.any(String), type: 'upstream_error', param: null, code: 'no_provider_available' } });
+    expect(res.body).toEqual({
+      error: { message: expect.any(String), type: 'upstream_error', param: null, code: 'no_provider_available' },
+    });
     expect(res.headers['x-svc-request-id']).toMatch(REQUEST_ID);
     expect(JSON.parse(res.headers['x-svc-fallback-alert'])).toMatchObject({ exhausted_provider: b.name });
     expect(a.fake.count(CHAT_PATH)).toBe(5);
@@ -265,7 +304,10 @@ describe('provider circuit breaker', () => {
       const query = pool.query.bind(pool);
       return jest.spyOn(pool, 'query').mockImplementation((...args: unknown[]) => {
         const sent = args[0] as { text?: unknown; values?: unknown } | string;
-        const recovery = typeof sent === 'object' && String(sent.text).startsWith('INSERT INTO "gateway_events"') && JSON.stringify(sent.values).includes('provider_recovered');
+        const recovery =
+          typeof sent === 'object' &&
+          String(sent.text).startsWith('INSERT INTO "gateway_events"') &&
+          JSON.stringify(sent.values).includes('provider_recovered');
         if (recovery && failedWrites++ === 0) return Promise.reject(new Error('connection terminated'));
         return query(...args);
       });
@@ -289,72 +331,91 @@ describe('provider circuit breaker', () => {
     }
   });
 
-  it('sends exactly one probe when the cooldown ends, without traffic, and a successful probe makes the provider healthy with one provider_recovered event', async () => {
-    const { a, b, key } = await twoStepKey('recovers');
-    a.fake.setMode('error500');
-    await failOn(a, b, key.secret, 5);
-    a.fake.setMode('ok');
-    expect(a.fake.count(MODELS_PATH)).toBe(0);
+  it(
+    'sends exactly one probe when the cooldown ends, without traffic, and a successful probe makes the provider healthy with one provider_recovered event',
+    async () => {
+      const { a, b, key } = await twoStepKey('recovers');
+      a.fake.setMode('error500');
+      await failOn(a, b, key.secret, 5);
+      a.fake.setMode('ok');
+      expect(a.fake.count(MODELS_PATH)).toBe(0);
 
-    await a.fake.waitUntil(() => a.fake.count(MODELS_PATH) >= 1, PROBE_DEADLINE_MS);
-    const healed = await eventually(
-      () => health(t, key.secret),
-      (h) => entryOf(h, a.name)?.status === 'healthy',
-      2000,
-      `${a.name} healthy after its probe`,
-    );
-    expect(healed.overall).toBe('operational');
-    expect(entryOf(healed, a.name)).toEqual({ provider: a.name, status: 'healthy', consecutive_failures: 0, cooldown_remaining_secs: 0, configured: true });
+      await a.fake.waitUntil(() => a.fake.count(MODELS_PATH) >= 1, PROBE_DEADLINE_MS);
+      const healed = await eventually(
+        () => health(t, key.secret),
+        (h) => entryOf(h, a.name)?.status === 'healthy',
+        2000,
+        `${a.name} healthy after its probe`,
+      );
+      expect(healed.overall).toBe('operational');
+      expect(entryOf(healed, a.name)).toEqual({
+        provider: a.name,
+        status: 'healthy',
+        consecutive_failures: 0,
+        cooldown_remaining_secs: 0,
+        configured: true,
+      });
 
-    const recovered = await eventually(
-      () => eventsWhere(t, "type = 'provider_recovered' AND provider = $1", [a.name]),
-      (rows) => rows.length > 0,
-      2000,
-      'provider_recovered row',
-    );
-    await sleep(1000);
-    expect(a.fake.count(MODELS_PATH)).toBe(1);
-    expect(await eventsWhere(t, "type = 'provider_recovered' AND provider = $1", [a.name])).toHaveLength(1);
-    expect(recovered[0]).toMatchObject({ id: expect.stringMatching(/^evt_/), key_id: null, provider: a.name });
-    expect(recovered[0].data).toMatchObject({ active_provider: a.name, exhausted_provider: null, fallback_level: null, request_id: expect.stringMatching(REQUEST_ID) });
-    // the probe was the only call: no request of the key reached the provider during the cooldown
-    expect(a.fake.count(CHAT_PATH)).toBe(5);
+      const recovered = await eventually(
+        () => eventsWhere(t, "type = 'provider_recovered' AND provider = $1", [a.name]),
+        (rows) => rows.length > 0,
+        2000,
+        'provider_recovered row',
+      );
+      await sleep(1000);
+      expect(a.fake.count(MODELS_PATH)).toBe(1);
+      expect(await eventsWhere(t, "type = 'provider_recovered' AND provider = $1", [a.name])).toHaveLength(1);
+      expect(recovered[0]).toMatchObject({ id: expect.stringMatching(/^evt_/), key_id: null, provider: a.name });
+      expect(recovered[0].data).toMatchObject({
+        active_provider: a.name,
+        exhausted_provider: null,
+        fallback_level: null,
+        request_id: expect.stringMatching(REQUEST_ID),
+      });
+      // the probe was the only call: no request of the key reached the provider during the cooldown
+      expect(a.fake.count(CHAT_PATH)).toBe(5);
 
-    const res = await post(key.secret, chatBody('m-a'));
-    expect(res.headers['x-svc-provider-used']).toBe(a.name);
-    expect(res.headers['x-svc-fallback-alert']).toBeUndefined();
-  }, PROBE_TEST_TIMEOUT_MS);
+      const res = await post(key.secret, chatBody('m-a'));
+      expect(res.headers['x-svc-provider-used']).toBe(a.name);
+      expect(res.headers['x-svc-fallback-alert']).toBeUndefined();
+    },
+    PROBE_TEST_TIMEOUT_MS,
+  );
 
-  it('opens the circuit for another cooldown when the probe fails, then recovers on a later probe', async () => {
-    const { a, b, key } = await twoStepKey('probe fails');
-    a.fake.setMode('error500');
-    await failOn(a, b, key.secret, 5);
+  it(
+    'opens the circuit for another cooldown when the probe fails, then recovers on a later probe',
+    async () => {
+      const { a, b, key } = await twoStepKey('probe fails');
+      a.fake.setMode('error500');
+      await failOn(a, b, key.secret, 5);
 
-    await a.fake.waitUntil(() => a.fake.count(MODELS_PATH) >= 1, PROBE_DEADLINE_MS);
-    const reopened = await eventually(
-      () => health(t, key.secret),
-      (h) => entryOf(h, a.name)?.status === 'down' && (entryOf(h, a.name)?.cooldown_remaining_secs ?? 0) >= 2,
-      2000,
-      `${a.name} down again after the failed probe`,
-    );
-    expect(entryOf(reopened, a.name)!.consecutive_failures).toBeGreaterThanOrEqual(5);
-    expect(a.fake.count(MODELS_PATH)).toBe(1);
+      await a.fake.waitUntil(() => a.fake.count(MODELS_PATH) >= 1, PROBE_DEADLINE_MS);
+      const reopened = await eventually(
+        () => health(t, key.secret),
+        (h) => entryOf(h, a.name)?.status === 'down' && (entryOf(h, a.name)?.cooldown_remaining_secs ?? 0) >= 2,
+        2000,
+        `${a.name} down again after the failed probe`,
+      );
+      expect(entryOf(reopened, a.name)!.consecutive_failures).toBeGreaterThanOrEqual(5);
+      expect(a.fake.count(MODELS_PATH)).toBe(1);
 
-    // still skipped while down
-    expect((await post(key.secret, chatBody('m-a'))).headers['x-svc-provider-used']).toBe(b.name);
-    expect(a.fake.count(CHAT_PATH)).toBe(5);
-    await sleep(1000);
-    expect(a.fake.count(MODELS_PATH)).toBe(1);
+      // still skipped while down
+      expect((await post(key.secret, chatBody('m-a'))).headers['x-svc-provider-used']).toBe(b.name);
+      expect(a.fake.count(CHAT_PATH)).toBe(5);
+      await sleep(1000);
+      expect(a.fake.count(MODELS_PATH)).toBe(1);
 
-    a.fake.setMode('ok');
-    await a.fake.waitUntil(() => a.fake.count(MODELS_PATH) >= 2, PROBE_DEADLINE_MS);
-    await eventually(
-      () => health(t, key.secret),
-      (h) => entryOf(h, a.name)?.status === 'healthy',
-      2000,
-      `${a.name} healthy after the second probe`,
-    );
-    expect(a.fake.count(MODELS_PATH)).toBe(2);
-    expect(await eventsWhere(t, "type = 'provider_recovered' AND provider = $1", [a.name])).toHaveLength(1);
-  }, PROBE_TEST_TIMEOUT_MS);
+      a.fake.setMode('ok');
+      await a.fake.waitUntil(() => a.fake.count(MODELS_PATH) >= 2, PROBE_DEADLINE_MS);
+      await eventually(
+        () => health(t, key.secret),
+        (h) => entryOf(h, a.name)?.status === 'healthy',
+        2000,
+        `${a.name} healthy after the second probe`,
+      );
+      expect(a.fake.count(MODELS_PATH)).toBe(2);
+      expect(await eventsWhere(t, "type = 'provider_recovered' AND provider = $1", [a.name])).toHaveLength(1);
+    },
+    PROBE_TEST_TIMEOUT_MS,
+  );
 });

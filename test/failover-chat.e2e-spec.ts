@@ -19,7 +19,9 @@ describe('chat completion failover', () => {
   let t: TestApp;
 
   beforeAll(async () => {
-    pool = await ProviderPool.start('fo-chat', 66, { anthropic: { 'claude-fallback': {}, 'claude-overloaded': {}, 'claude-rejects': {} } });
+    pool = await ProviderPool.start('fo-chat', 66, {
+      anthropic: { 'claude-fallback': {}, 'claude-overloaded': {}, 'claude-rejects': {} },
+    });
     t = await startApp({ gateway: pool.gateway, env: { SVC_BREAKER_COOLDOWN_MS: '1000' } });
   });
   afterAll(async () => {
@@ -27,7 +29,8 @@ describe('chat completion failover', () => {
     await pool?.close();
   });
 
-  const post = (secret: string, body: Record<string, unknown>) => t.http.post(CHAT_PATH).set('Authorization', `Bearer ${secret}`).send(body);
+  const post = (secret: string, body: Record<string, unknown>) =>
+    t.http.post(CHAT_PATH).set('Authorization', `Bearer ${secret}`).send(body);
 
   it('serves from the entry step with level-0 headers, the provider in the body and no alert', async () => {
     const [a, b] = pool.take(2);
@@ -127,27 +130,30 @@ describe('chat completion failover', () => {
     ['an HTTP 409 conflict', 'error500', { status: 409 }, 'HTTP 409'],
   ];
 
-  it.each(failoverCases)('fails over to the next step on %s, with the alert header', async (_label, mode, options, reason) => {
-    const [a, b] = pool.take(2);
-    const key = await t.createKey(`failover on ${reason}`, [
-      { provider: a.name, model: 'm-a' },
-      { provider: b.name, model: 'm-b' },
-    ]);
-    a.fake.setMode(mode, options);
+  it.each(failoverCases)(
+    'fails over to the next step on %s, with the alert header',
+    async (_label, mode, options, reason) => {
+      const [a, b] = pool.take(2);
+      const key = await t.createKey(`failover on ${reason}`, [
+        { provider: a.name, model: 'm-a' },
+        { provider: b.name, model: 'm-b' },
+      ]);
+      a.fake.setMode(mode, options);
 
-    const res = await post(key.secret, chatBody('m-a'));
+      const res = await post(key.secret, chatBody('m-a'));
 
-    expect(res.status).toBe(200);
-    expect(res.body.provider).toBe(b.name);
-    expect(res.body.choices[0].message.content).toBe(b.fake.replyFor('m-b'));
-    expect(res.headers['x-svc-provider-used']).toBe(b.name);
-    expect(res.headers['x-svc-is-fallback']).toBe('true');
-    expect(res.headers['x-svc-fallback-level']).toBe('1');
-    expect(res.headers['x-svc-request-id']).toMatch(REQUEST_ID);
-    expect(JSON.parse(res.headers['x-svc-fallback-alert'])).toEqual(servedAlert(a.name, reason, b.name, 1));
-    expect(modelsSent(a.fake)).toEqual(['m-a']);
-    expect(modelsSent(b.fake)).toEqual(['m-b']);
-  });
+      expect(res.status).toBe(200);
+      expect(res.body.provider).toBe(b.name);
+      expect(res.body.choices[0].message.content).toBe(b.fake.replyFor('m-b'));
+      expect(res.headers['x-svc-provider-used']).toBe(b.name);
+      expect(res.headers['x-svc-is-fallback']).toBe('true');
+      expect(res.headers['x-svc-fallback-level']).toBe('1');
+      expect(res.headers['x-svc-request-id']).toMatch(REQUEST_ID);
+      expect(JSON.parse(res.headers['x-svc-fallback-alert'])).toEqual(servedAlert(a.name, reason, b.name, 1));
+      expect(modelsSent(a.fake)).toEqual(['m-a']);
+      expect(modelsSent(b.fake)).toEqual(['m-b']);
+    },
+  );
 
   it('fails over when the upstream refuses the connection', async () => {
     const [a, b] = pool.take(2);
@@ -163,7 +169,12 @@ describe('chat completion failover', () => {
     expect(res.body.provider).toBe(b.name);
     expect(res.headers['x-svc-fallback-level']).toBe('1');
     const alert = JSON.parse(res.headers['x-svc-fallback-alert']) as Record<string, unknown>;
-    expect(alert).toEqual({ message: expect.any(String), exhausted_provider: a.name, active_provider: b.name, fallback_level: 1 });
+    expect(alert).toEqual({
+      message: expect.any(String),
+      exhausted_provider: a.name,
+      active_provider: b.name,
+      fallback_level: 1,
+    });
     expect(alert.message).toMatch(new RegExp(`^${a.name} failed \\(.+\\); served by ${b.name} at level 1$`));
     expect(modelsSent(b.fake)).toEqual(['m-b']);
   });
@@ -228,7 +239,14 @@ describe('chat completion failover', () => {
     const res = await post(key.secret, chatBody('m-a'));
 
     expect(res.status).toBe(status);
-    expect(res.body).toEqual({ error: { message: expect.stringContaining(message), type: 'invalid_request_error', param: null, code: 'upstream_rejected' } });
+    expect(res.body).toEqual({
+      error: {
+        message: expect.stringContaining(message),
+        type: 'invalid_request_error',
+        param: null,
+        code: 'upstream_rejected',
+      },
+    });
     expect(res.headers['x-svc-provider-used']).toBe(a.name);
     expect(res.headers['x-svc-is-fallback']).toBe('false');
     expect(res.headers['x-svc-fallback-level']).toBe('0');
@@ -245,7 +263,13 @@ describe('chat completion failover', () => {
     for (let i = 0; i < 6; i++) expect((await post(key.secret, chatBody('m-a'))).status).toBe(400);
 
     expect(a.fake.count(CHAT_PATH)).toBe(6);
-    expect(entryOf(await health(t, key.secret), a.name)).toEqual({ provider: a.name, status: 'healthy', consecutive_failures: 0, cooldown_remaining_secs: 0, configured: true });
+    expect(entryOf(await health(t, key.secret), a.name)).toEqual({
+      provider: a.name,
+      status: 'healthy',
+      consecutive_failures: 0,
+      cooldown_remaining_secs: 0,
+      configured: true,
+    });
   });
 
   it('relays a rejection from a fallback step with the headers of that step and the alert', async () => {
@@ -282,8 +306,15 @@ describe('chat completion failover', () => {
     const res = await post(key.secret, chatBody('gpt-4o-mini'));
 
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ object: 'chat.completion', model: 'claude-3-5-haiku-latest', provider: claude.name });
-    expect(res.body.choices[0].message).toMatchObject({ role: 'assistant', content: claude.fake.replyFor('claude-3-5-haiku-latest') });
+    expect(res.body).toMatchObject({
+      object: 'chat.completion',
+      model: 'claude-3-5-haiku-latest',
+      provider: claude.name,
+    });
+    expect(res.body.choices[0].message).toMatchObject({
+      role: 'assistant',
+      content: claude.fake.replyFor('claude-3-5-haiku-latest'),
+    });
     expect(res.headers['x-svc-provider-used']).toBe(claude.name);
     expect(JSON.parse(res.headers['x-svc-fallback-alert'])).toEqual(servedAlert(a.name, 'HTTP 503', claude.name, 1));
     expect(claude.fake.requests.map((r) => [r.path, r.model])).toEqual([['/v1/messages', 'claude-3-5-haiku-latest']]);
@@ -336,12 +367,23 @@ describe('chat completion failover', () => {
     const res = await post(key.secret, chatBody('m-a'));
 
     expect(res.status).toBe(502);
-    expect(res.body).toEqual({ error: { message: expect.any(String), type: 'upstream_error', param: null, code: 'all_providers_failed' } });
+    expect(res.body).toEqual({
+      error: { message: expect.any(String), type: 'upstream_error', param: null, code: 'all_providers_failed' },
+    });
     expect(res.headers['x-svc-request-id']).toMatch(REQUEST_ID);
     // every answer carries the failover headers (interface §4.3): none served, after the chain reached level 1
-    expect(res.headers).toMatchObject({ 'x-svc-provider-used': 'none', 'x-svc-is-fallback': 'true', 'x-svc-fallback-level': '1' });
+    expect(res.headers).toMatchObject({
+      'x-svc-provider-used': 'none',
+      'x-svc-is-fallback': 'true',
+      'x-svc-fallback-level': '1',
+    });
     const alert = JSON.parse(res.headers['x-svc-fallback-alert']) as Record<string, unknown>;
-    expect(alert).toEqual({ message: expect.any(String), exhausted_provider: b.name, active_provider: 'none', fallback_level: 1 });
+    expect(alert).toEqual({
+      message: expect.any(String),
+      exhausted_provider: b.name,
+      active_provider: 'none',
+      fallback_level: 1,
+    });
     expect(alert.message).toContain(a.name);
     expect(alert.message).toContain(b.name);
     expect(modelsSent(a.fake)).toEqual(['m-a']);
@@ -358,9 +400,20 @@ describe('chat completion failover', () => {
     const res = await post(key.secret, chatBody('m-z'));
 
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ error: { message: expect.stringContaining('m-z'), type: 'invalid_request_error', param: 'model', code: 'model_not_supported' } });
+    expect(res.body).toEqual({
+      error: {
+        message: expect.stringContaining('m-z'),
+        type: 'invalid_request_error',
+        param: 'model',
+        code: 'model_not_supported',
+      },
+    });
     expect(res.headers['x-svc-request-id']).toMatch(REQUEST_ID);
-    expect(res.headers).toMatchObject({ 'x-svc-provider-used': 'none', 'x-svc-is-fallback': 'false', 'x-svc-fallback-level': '0' });
+    expect(res.headers).toMatchObject({
+      'x-svc-provider-used': 'none',
+      'x-svc-is-fallback': 'false',
+      'x-svc-fallback-level': '0',
+    });
     expect(res.headers['x-svc-fallback-alert']).toBeUndefined();
     expect(a.fake.count()).toBe(0);
     expect(b.fake.count()).toBe(0);
@@ -371,20 +424,33 @@ describe('chat completion failover', () => {
     ['malformed JSON', CHAT_PATH, { authorization: 'key' }, '{"model":', 400],
     ['malformed JSON through Express', `${CHAT_PATH}?via=express`, { authorization: 'key' }, '{"model":', 400],
     ['an invalid body', CHAT_PATH, { authorization: 'key' }, JSON.stringify({ model: 'm-a', messages: 'hi' }), 400],
-    ['a speech request for a model no step serves', '/v1/audio/speech', { authorization: 'key' }, JSON.stringify({ model: 'm-z', text: 'Hi.', voice_setting: { voice_id: 'en-us' } }), 400],
-  ])('names no provider on an answer no step served: %s', async (_, path, headers: { authorization?: string }, body, status) => {
-    const [a] = pool.take(1);
-    const key = await t.createKey('unserved errors', [{ provider: a.name, model: 'm-a' }]);
-    let req = t.http.post(path).set('Content-Type', 'application/json');
-    if (headers.authorization) req = req.set('Authorization', `Bearer ${key.secret}`);
-    const res = await req.send(body);
+    [
+      'a speech request for a model no step serves',
+      '/v1/audio/speech',
+      { authorization: 'key' },
+      JSON.stringify({ model: 'm-z', text: 'Hi.', voice_setting: { voice_id: 'en-us' } }),
+      400,
+    ],
+  ])(
+    'names no provider on an answer no step served: %s',
+    async (_, path, headers: { authorization?: string }, body, status) => {
+      const [a] = pool.take(1);
+      const key = await t.createKey('unserved errors', [{ provider: a.name, model: 'm-a' }]);
+      let req = t.http.post(path).set('Content-Type', 'application/json');
+      if (headers.authorization) req = req.set('Authorization', `Bearer ${key.secret}`);
+      const res = await req.send(body);
 
-    expect(res.status).toBe(status);
-    expect(res.body.error).toEqual(expect.objectContaining({ type: expect.any(String), code: expect.any(String) }));
-    expect(res.headers).toMatchObject({ 'x-svc-provider-used': 'none', 'x-svc-is-fallback': 'false', 'x-svc-fallback-level': '0' });
-    expect(res.headers['x-svc-request-id']).toMatch(REQUEST_ID);
-    expect(a.fake.count()).toBe(0);
-  });
+      expect(res.status).toBe(status);
+      expect(res.body.error).toEqual(expect.objectContaining({ type: expect.any(String), code: expect.any(String) }));
+      expect(res.headers).toMatchObject({
+        'x-svc-provider-used': 'none',
+        'x-svc-is-fallback': 'false',
+        'x-svc-fallback-level': '0',
+      });
+      expect(res.headers['x-svc-request-id']).toMatch(REQUEST_ID);
+      expect(a.fake.count()).toBe(0);
+    },
+  );
 
   it('skips a step whose usage cap is reached, without counting it against the breaker', async () => {
     await awayFromMinuteBoundary();
@@ -401,7 +467,11 @@ describe('chat completion failover', () => {
       served.push(res.headers['x-svc-provider-used']);
       if (i >= 2) {
         expect(res.headers['x-svc-fallback-level']).toBe('1');
-        expect(JSON.parse(res.headers['x-svc-fallback-alert'])).toMatchObject({ exhausted_provider: a.name, active_provider: b.name, fallback_level: 1 });
+        expect(JSON.parse(res.headers['x-svc-fallback-alert'])).toMatchObject({
+          exhausted_provider: a.name,
+          active_provider: b.name,
+          fallback_level: 1,
+        });
       }
     }
 
@@ -409,7 +479,13 @@ describe('chat completion failover', () => {
     expect(a.fake.count(CHAT_PATH)).toBe(2);
     expect(modelsSent(b.fake)).toEqual(['m-b', 'm-b', 'm-b', 'm-b', 'm-b']);
     // five skips in a row are not five failures: the circuit stays closed
-    expect(entryOf(await health(t, key.secret), a.name)).toEqual({ provider: a.name, status: 'healthy', consecutive_failures: 0, cooldown_remaining_secs: 0, configured: true });
+    expect(entryOf(await health(t, key.secret), a.name)).toEqual({
+      provider: a.name,
+      status: 'healthy',
+      consecutive_failures: 0,
+      cooldown_remaining_secs: 0,
+      configured: true,
+    });
   });
 
   it('counts a usage cap per key: another key on the same provider is not capped', async () => {
@@ -440,10 +516,16 @@ describe('chat completion failover', () => {
     const res = await post(key.secret, chatBody('m-a'));
 
     expect(res.status).toBe(503);
-    expect(res.body).toEqual({ error: { message: expect.any(String), type: 'upstream_error', param: null, code: 'no_provider_available' } });
+    expect(res.body).toEqual({
+      error: { message: expect.any(String), type: 'upstream_error', param: null, code: 'no_provider_available' },
+    });
     expect(res.headers['x-svc-request-id']).toMatch(REQUEST_ID);
     expect(JSON.parse(res.headers['x-svc-fallback-alert'])).toMatchObject({ exhausted_provider: b.name });
-    expect(res.headers).toMatchObject({ 'x-svc-provider-used': 'none', 'x-svc-is-fallback': 'true', 'x-svc-fallback-level': '1' });
+    expect(res.headers).toMatchObject({
+      'x-svc-provider-used': 'none',
+      'x-svc-is-fallback': 'true',
+      'x-svc-fallback-level': '1',
+    });
     expect(a.fake.count(CHAT_PATH)).toBe(1);
     expect(b.fake.count(CHAT_PATH)).toBe(1);
     // the caps' minute ends in this many seconds: when the key is served again

@@ -31,7 +31,14 @@ describe('coalesced failover events', () => {
 
   const gateway = () =>
     parseGatewayConfig(
-      ['providers:', '  - name: echo', '    kind: echo', ...Object.values(fakes).map((f) => `  - name: ${f.name}\n    kind: openai\n    base_url: ${f.url}\n    api_key: x`)].join('\n'),
+      [
+        'providers:',
+        '  - name: echo',
+        '    kind: echo',
+        ...Object.values(fakes).map(
+          (f) => `  - name: ${f.name}\n    kind: openai\n    base_url: ${f.url}\n    api_key: x`,
+        ),
+      ].join('\n'),
       'coalescing gateway',
     );
   const env = (window: number) => ({
@@ -58,7 +65,10 @@ describe('coalesced failover events', () => {
   });
 
   const subscribe = async (app: TestApp, secret: string, path: string): Promise<void> => {
-    const res = await app.http.post(PATH).set('Authorization', `Bearer ${secret}`).send({ url: receiver.url(path) });
+    const res = await app.http
+      .post(PATH)
+      .set('Authorization', `Bearer ${secret}`)
+      .send({ url: receiver.url(path) });
     expect(res.status).toBe(201);
   };
   const chat = async (app: TestApp, secret: string, model = 'm-a'): Promise<string> => {
@@ -68,7 +78,11 @@ describe('coalesced failover events', () => {
     return res.headers['x-svc-request-id'];
   };
   const eventRows = (keyId: string) =>
-    t.app.get(DataSource).query<Array<{ data: Record<string, unknown> }>>(`SELECT data FROM gateway_events WHERE key_id = $1 ORDER BY created_at, txid`, [keyId]);
+    t.app
+      .get(DataSource)
+      .query<
+        Array<{ data: Record<string, unknown> }>
+      >(`SELECT data FROM gateway_events WHERE key_id = $1 ORDER BY created_at, txid`, [keyId]);
 
   it('delivers the first of 50 failovers in a window at once with its request id, then one closing event with coalesced_count 49', async () => {
     const key = await t.createKey('coalesced', [
@@ -146,12 +160,17 @@ describe('coalesced failover events', () => {
     const otherModel = await chat(t, key.secret, 'm-b');
     // another exhausted provider: the second step answers again → (m-a, model-a exhausted, model-b)
     fakes['model-b'].setMode('ok');
-    const otherExhausted = await t.http.post(CHAT_PATH).set('Authorization', `Bearer ${key.secret}`).send(chatBody('m-a'));
+    const otherExhausted = await t.http
+      .post(CHAT_PATH)
+      .set('Authorization', `Bearer ${key.secret}`)
+      .send(chatBody('m-a'));
     expect(otherExhausted.headers['x-svc-provider-used']).toBe(fakes['model-b'].name);
 
     const calls = await receiver.waitFor('/conditions', 3);
     expect(calls.every((c) => c.at - opened < WINDOW_SECS * 1000)).toBe(true);
-    expect(calls.map((c) => bodyOf(c).data).map((d) => [d.request_id, d.model, d.exhausted_provider, d.active_provider])).toEqual(
+    expect(
+      calls.map((c) => bodyOf(c).data).map((d) => [d.request_id, d.model, d.exhausted_provider, d.active_provider]),
+    ).toEqual(
       expect.arrayContaining([
         [first, 'm-a', fakes['model-b'].name, 'echo'],
         [otherModel, 'm-b', fakes['model-b'].name, 'echo'],
@@ -159,8 +178,12 @@ describe('coalesced failover events', () => {
       ]),
     );
     // the second m-a failover of the first condition comes in that condition's closing event
-    const closing = (await receiver.waitFor('/conditions', 4, WINDOW_SECS * 1000 + 10000)).map(bodyOf).filter((b) => 'coalesced_count' in b.data);
-    expect(closing.map((b) => [b.data.model, b.data.exhausted_provider, b.data.coalesced_count])).toEqual([['m-a', fakes['model-b'].name, 1]]);
+    const closing = (await receiver.waitFor('/conditions', 4, WINDOW_SECS * 1000 + 10000))
+      .map(bodyOf)
+      .filter((b) => 'coalesced_count' in b.data);
+    expect(closing.map((b) => [b.data.model, b.data.exhausted_provider, b.data.coalesced_count])).toEqual([
+      ['m-a', fakes['model-b'].name, 1],
+    ]);
   }, 30000);
 
   it('runs no SQL on the way of the 2nd to 50th request past an open circuit', async () => {
@@ -197,7 +220,12 @@ describe('coalesced failover events', () => {
       await subscribe(closing, key.secret, '/close');
       const ids: string[] = [];
       for (let i = 0; i < 10; i++) ids.push(await chat(closing, key.secret));
-      const before = await eventually(() => eventRows(key.id), (rows) => rows.length > 0, 5000, 'the first event stored');
+      const before = await eventually(
+        () => eventRows(key.id),
+        (rows) => rows.length > 0,
+        5000,
+        'the first event stored',
+      );
       expect(before.map((r) => r.data.request_id)).toEqual([ids[0]]);
 
       await closing.close();
@@ -227,18 +255,36 @@ describe('coalesced failover events', () => {
   it('stores the closing event of an open window when the built service gets SIGTERM, and exits 0', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'svc-coalescing-'));
     const sigterm = fakes.sigterm;
-    writeFileSync(join(dir, 'gateway.yaml'), `providers:\n  - name: echo\n    kind: echo\n  - name: ${sigterm.name}\n    kind: openai\n    base_url: ${sigterm.url}\n    api_key: x\n`);
-    const service = spawnService({ ...env(600), PORT: '0', HOST: '127.0.0.1', SVC_ADMIN_TOKEN: ADMIN_TOKEN, SVC_CONFIG: join(dir, 'gateway.yaml') });
+    writeFileSync(
+      join(dir, 'gateway.yaml'),
+      `providers:\n  - name: echo\n    kind: echo\n  - name: ${sigterm.name}\n    kind: openai\n    base_url: ${sigterm.url}\n    api_key: x\n`,
+    );
+    const service = spawnService({
+      ...env(600),
+      PORT: '0',
+      HOST: '127.0.0.1',
+      SVC_ADMIN_TOKEN: ADMIN_TOKEN,
+      SVC_CONFIG: join(dir, 'gateway.yaml'),
+    });
     try {
       const [, url] = await service.waitFor(/Gateway listening on (http:\/\/\S+)/, 60000);
       const created = await request(url)
         .post('/v1/admin/keys')
         .set('Authorization', `Bearer ${ADMIN_TOKEN}`)
-        .send({ name: 'sigterm mid-window', chain: [{ provider: sigterm.name, model: 'm-a' }, { provider: 'echo', model: 'echo-1' }] });
+        .send({
+          name: 'sigterm mid-window',
+          chain: [
+            { provider: sigterm.name, model: 'm-a' },
+            { provider: 'echo', model: 'echo-1' },
+          ],
+        });
       expect(created.status).toBe(201);
       const ids: string[] = [];
       for (let i = 0; i < 7; i++) {
-        const res = await request(url).post(CHAT_PATH).set('Authorization', `Bearer ${created.body.secret as string}`).send(chatBody('m-a'));
+        const res = await request(url)
+          .post(CHAT_PATH)
+          .set('Authorization', `Bearer ${created.body.secret as string}`)
+          .send(chatBody('m-a'));
         expect(res.headers['x-svc-is-fallback']).toBe('true');
         ids.push(res.headers['x-svc-request-id']);
       }
@@ -264,7 +310,8 @@ describe('coalesced failover events', () => {
       5000,
       'a closing event counted',
     );
-    const value = (series: string): number => Number(new RegExp(`^${series.replace(/[{}"]/g, '\\$&')} (\\d+)`, 'm').exec(metrics)?.[1] ?? NaN);
+    const value = (series: string): number =>
+      Number(new RegExp(`^${series.replace(/[{}"]/g, '\\$&')} (\\d+)`, 'm').exec(metrics)?.[1] ?? NaN);
     expect(value(`svc_failovers_total{from="${fakes.first.name}",to="echo"}`)).toBe(50);
     expect(value('svc_gateway_events_stored_total{kind="failover_first"}')).toBeGreaterThanOrEqual(5);
     expect(value('svc_gateway_events_pending')).toBe(0);

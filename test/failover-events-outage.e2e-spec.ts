@@ -10,7 +10,8 @@ const PATH = '/v1/user/webhooks';
 /** Issue 15's bound for a failed-over answer while the database is stalled (decisions §8 waits 250 ms for it). */
 const ANSWER_BOUND_MS = 1000;
 
-const bodyOf = (call: ReceivedCall): { data: Record<string, unknown> } => JSON.parse(call.raw.toString('utf8')) as { data: Record<string, unknown> };
+const bodyOf = (call: ReceivedCall): { data: Record<string, unknown> } =>
+  JSON.parse(call.raw.toString('utf8')) as { data: Record<string, unknown> };
 
 /** Decisions §8 and §11: a failover never waits long for the database, and its event is never lost. */
 describe('failover events while the database is away', () => {
@@ -24,8 +25,16 @@ describe('failover events while the database is away', () => {
 
   beforeAll(async () => {
     db = await isolatedDatabase('events_outage');
-    for (const label of ['locked', 'cut']) fakes[label] = await startFakeOpenAi({ name: `out-${label}`, mode: 'error500' });
-    const yaml = ['providers:', '  - name: echo', '    kind: echo', ...Object.values(fakes).map((f) => `  - name: ${f.name}\n    kind: openai\n    base_url: ${f.url}\n    api_key: x`)];
+    for (const label of ['locked', 'cut'])
+      fakes[label] = await startFakeOpenAi({ name: `out-${label}`, mode: 'error500' });
+    const yaml = [
+      'providers:',
+      '  - name: echo',
+      '    kind: echo',
+      ...Object.values(fakes).map(
+        (f) => `  - name: ${f.name}\n    kind: openai\n    base_url: ${f.url}\n    api_key: x`,
+      ),
+    ];
     receiver = await Receiver.start();
     proxy = await TcpProxy.start(db.url);
     t = await startApp({
@@ -51,7 +60,10 @@ describe('failover events while the database is away', () => {
       { provider: fakes[label].name, model: 'm-a' },
       { provider: 'echo', model: 'echo-1' },
     ]);
-    const res = await t.http.post(PATH).set('Authorization', `Bearer ${key.secret}`).send({ url: receiver.url(`/${label}`) });
+    const res = await t.http
+      .post(PATH)
+      .set('Authorization', `Bearer ${key.secret}`)
+      .send({ url: receiver.url(`/${label}`) });
     expect(res.status).toBe(201);
     return key;
   };
@@ -62,7 +74,12 @@ describe('failover events while the database is away', () => {
     return { status: res.status, requestId: res.headers['x-svc-request-id'], ms: Date.now() - started };
   };
   const storedIds = async (requestIds: string[]): Promise<string[]> =>
-    (await admin.query<{ id: string }>(`SELECT data->>'request_id' AS id FROM gateway_events WHERE data->>'request_id' = ANY($1)`, [requestIds])).rows.map((r) => r.id);
+    (
+      await admin.query<{ id: string }>(
+        `SELECT data->>'request_id' AS id FROM gateway_events WHERE data->>'request_id' = ANY($1)`,
+        [requestIds],
+      )
+    ).rows.map((r) => r.id);
   const pendingGauge = async (): Promise<number> => {
     const text = (await t.http.get('/metrics').set('Authorization', `Bearer ${ADMIN_TOKEN}`)).text;
     return Number(/^svc_gateway_events_pending (\d+)/m.exec(text)?.[1] ?? NaN);
@@ -70,8 +87,14 @@ describe('failover events while the database is away', () => {
 
   it('answers a failover within 1 s while every table is locked, then stores its event and delivers its webhook once the lock ends', async () => {
     const key = await twoStepKey('locked');
-    const tables = (await admin.query<{ name: string }>(`SELECT format('%I.%I', schemaname, tablename) AS name FROM pg_tables WHERE schemaname IN ('public', 'pgboss')`)).rows;
-    expect(tables.map((r) => r.name)).toEqual(expect.arrayContaining(['public.gateway_events', 'public.usage_records', 'public.webhook_fanout_state']));
+    const tables = (
+      await admin.query<{ name: string }>(
+        `SELECT format('%I.%I', schemaname, tablename) AS name FROM pg_tables WHERE schemaname IN ('public', 'pgboss')`,
+      )
+    ).rows;
+    expect(tables.map((r) => r.name)).toEqual(
+      expect.arrayContaining(['public.gateway_events', 'public.usage_records', 'public.webhook_fanout_state']),
+    );
 
     await admin.query('BEGIN');
     let answer: { status: number; requestId: string; ms: number };
@@ -87,9 +110,19 @@ describe('failover events while the database is away', () => {
       await admin.query('COMMIT');
     }
 
-    await eventually(() => storedIds([answer.requestId]), (ids) => ids.length === 1, 15000, 'the event stored after the lock');
+    await eventually(
+      () => storedIds([answer.requestId]),
+      (ids) => ids.length === 1,
+      15000,
+      'the event stored after the lock',
+    );
     const [call] = await receiver.waitFor('/locked', 1, 15000);
-    expect(bodyOf(call).data).toMatchObject({ proxy_key: key.id, request_id: answer.requestId, exhausted_provider: fakes.locked.name, active_provider: 'echo' });
+    expect(bodyOf(call).data).toMatchObject({
+      proxy_key: key.id,
+      request_id: answer.requestId,
+      exhausted_provider: fakes.locked.name,
+      active_provider: 'echo',
+    });
   }, 40000);
 
   it('loses no event when the database connection is cut: each is retried from memory until stored, then delivered', async () => {
@@ -107,7 +140,12 @@ describe('failover events while the database is away', () => {
     }
 
     const requestIds = answers.map((a) => a.requestId);
-    await eventually(() => storedIds(requestIds), (ids) => ids.length === 5, 30000, 'every event stored after the cut');
+    await eventually(
+      () => storedIds(requestIds),
+      (ids) => ids.length === 5,
+      30000,
+      'every event stored after the cut',
+    );
     expect((await storedIds(requestIds)).sort()).toEqual([...requestIds].sort());
     const calls = await receiver.waitFor('/cut', 5, 30000);
     expect(calls.map((c) => bodyOf(c).data.request_id).sort()).toEqual([...requestIds].sort());
@@ -162,7 +200,9 @@ describe('database deadlines', () => {
       } finally {
         await admin.query('COMMIT');
       }
-      expect((await t.http.get('/v1/audio/voice_consents').set('Authorization', `Bearer ${key.secret}`)).status).toBe(200);
+      expect((await t.http.get('/v1/audio/voice_consents').set('Authorization', `Bearer ${key.secret}`)).status).toBe(
+        200,
+      );
     } finally {
       await t.close();
     }

@@ -23,7 +23,9 @@ describe('failover events and usage records', () => {
 
   beforeAll(async () => {
     // one word of 8 MiB: its first chunk alone is more than a paused client and the socket buffers take
-    pool = await ProviderPool.start('fo-events', 20, { special: { huge: { reply: `${'x'.repeat(8 * 1024 * 1024)} end`, chunkDelayMs: 1000 } } });
+    pool = await ProviderPool.start('fo-events', 20, {
+      special: { huge: { reply: `${'x'.repeat(8 * 1024 * 1024)} end`, chunkDelayMs: 1000 } },
+    });
     t = await startApp({ gateway: pool.gateway });
   });
   afterAll(async () => {
@@ -31,7 +33,8 @@ describe('failover events and usage records', () => {
     await pool?.close();
   });
 
-  const post = (secret: string, body: Record<string, unknown>) => t.http.post(CHAT_PATH).set('Authorization', `Bearer ${secret}`).send(body);
+  const post = (secret: string, body: Record<string, unknown>) =>
+    t.http.post(CHAT_PATH).set('Authorization', `Bearer ${secret}`).send(body);
   const usage = async (secret: string, requestId: string): Promise<UsageRecord[]> => {
     const res = await t.http.get('/v1/usage').query({ request_id: requestId }).set('Authorization', `Bearer ${secret}`);
     expect(res.status).toBe(200);
@@ -59,7 +62,12 @@ describe('failover events and usage records', () => {
     // no polling: the event is stored before the response is sent
     const rows = await eventsWhere(t, "data->>'request_id' = $1", [requestId]);
     expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({ id: expect.stringMatching(/^evt_[0-9a-f-]{36}$/), type: 'failover', key_id: key.id, provider: b.name });
+    expect(rows[0]).toMatchObject({
+      id: expect.stringMatching(/^evt_[0-9a-f-]{36}$/),
+      type: 'failover',
+      key_id: key.id,
+      provider: b.name,
+    });
     expect(rows[0].data).toEqual({
       proxy_key: key.id,
       model: 'm-a',
@@ -83,7 +91,13 @@ describe('failover events and usage records', () => {
     expect(res.headers.get('x-svc-provider-used')).toBe(b.name);
     const rows = await eventsWhere(t, "data->>'request_id' = $1", [requestId]);
     expect(rows).toHaveLength(1);
-    expect(rows[0].data).toMatchObject({ proxy_key: key.id, model: 'm-a', exhausted_provider: a.name, active_provider: b.name, fallback_level: 1 });
+    expect(rows[0].data).toMatchObject({
+      proxy_key: key.id,
+      model: 'm-a',
+      exhausted_provider: a.name,
+      active_provider: b.name,
+      fallback_level: 1,
+    });
   });
 
   it('stores no event when the entry step serves or every step fails', async () => {
@@ -96,7 +110,11 @@ describe('failover events and usage records', () => {
 
     expect(served.status).toBe(200);
     expect(failed.status).toBe(502);
-    expect(await eventsWhere(t, "data->>'request_id' = ANY($1)", [[served.headers['x-svc-request-id'], failed.headers['x-svc-request-id']]])).toEqual([]);
+    expect(
+      await eventsWhere(t, "data->>'request_id' = ANY($1)", [
+        [served.headers['x-svc-request-id'], failed.headers['x-svc-request-id']],
+      ]),
+    ).toEqual([]);
     expect(await eventsWhere(t, 'key_id = $1', [key.id])).toEqual([]);
   });
 
@@ -164,7 +182,9 @@ describe('failover events and usage records', () => {
 
     const [record] = await usage(key.secret, res.headers.get('x-svc-request-id') ?? '');
     expect(record).toMatchObject({ status: 200, provider: a.name, model: 'm-a', fallback_level: 0 });
-    expect(record.attempts).toEqual([{ provider: a.name, model: 'm-a', level: 0, outcome: 'ok', latency_ms: expect.any(Number) }]);
+    expect(record.attempts).toEqual([
+      { provider: a.name, model: 'm-a', level: 0, outcome: 'ok', latency_ms: expect.any(Number) },
+    ]);
   });
 
   it('records a stream that broke after its first byte as failed', async () => {
@@ -203,7 +223,14 @@ describe('failover events and usage records', () => {
       3000,
       'usage record of the abandoned request',
     );
-    expect(rows).toEqual([{ status: 499, attempts: [{ provider: a.name, model: 'm-a', level: 0, outcome: 'client disconnected', latency_ms: expect.any(Number) }] }]);
+    expect(rows).toEqual([
+      {
+        status: 499,
+        attempts: [
+          { provider: a.name, model: 'm-a', level: 0, outcome: 'client disconnected', latency_ms: expect.any(Number) },
+        ],
+      },
+    ]);
     expect(b.fake.count()).toBe(0);
   });
 

@@ -32,7 +32,9 @@ describe('chat completion failover through the openai SDK', () => {
     const { a, b, client } = await clientFor('sdk failover');
     a.fake.setMode('error500', { status: 503 });
 
-    const { data, response, request_id } = await client.chat.completions.create({ model: 'm-a', messages }).withResponse();
+    const { data, response, request_id } = await client.chat.completions
+      .create({ model: 'm-a', messages })
+      .withResponse();
 
     // the SDK's own request id accessors name this gateway's request
     expect(request_id).toMatch(REQUEST_ID);
@@ -46,7 +48,9 @@ describe('chat completion failover through the openai SDK', () => {
     expect(response.headers.get('x-svc-is-fallback')).toBe('true');
     expect(response.headers.get('x-svc-fallback-level')).toBe('1');
     expect(response.headers.get('x-svc-request-id')).toMatch(REQUEST_ID);
-    expect(JSON.parse(response.headers.get('x-svc-fallback-alert') ?? 'null')).toEqual(servedAlert(a.name, 'HTTP 503', b.name, 1));
+    expect(JSON.parse(response.headers.get('x-svc-fallback-alert') ?? 'null')).toEqual(
+      servedAlert(a.name, 'HTTP 503', b.name, 1),
+    );
     expect(modelsSent(a.fake)).toEqual(['m-a']);
     expect(modelsSent(b.fake)).toEqual(['m-b']);
   });
@@ -70,7 +74,9 @@ describe('chat completion failover through the openai SDK', () => {
     const { a, b, client } = await clientFor('sdk stream');
     a.fake.setMode('rate429');
 
-    const { data: stream, response } = await client.chat.completions.create({ model: 'm-a', messages, stream: true }).withResponse();
+    const { data: stream, response } = await client.chat.completions
+      .create({ model: 'm-a', messages, stream: true })
+      .withResponse();
     let text = '';
     const providers = new Set<string>();
     for await (const chunk of stream) {
@@ -83,14 +89,23 @@ describe('chat completion failover through the openai SDK', () => {
     expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
     expect(response.headers.get('x-svc-provider-used')).toBe(b.name);
     expect(response.headers.get('x-svc-fallback-level')).toBe('1');
-    expect(JSON.parse(response.headers.get('x-svc-fallback-alert') ?? 'null')).toEqual(servedAlert(a.name, 'HTTP 429', b.name, 1));
-    expect(b.fake.requests.map((r) => ({ model: r.model, stream: r.stream }))).toEqual([{ model: 'm-b', stream: true }]);
+    expect(JSON.parse(response.headers.get('x-svc-fallback-alert') ?? 'null')).toEqual(
+      servedAlert(a.name, 'HTTP 429', b.name, 1),
+    );
+    expect(b.fake.requests.map((r) => ({ model: r.model, stream: r.stream }))).toEqual([
+      { model: 'm-b', stream: true },
+    ]);
   });
 
   it('streams through the SDK with a usage chunk when stream_options asks for it', async () => {
     const { a, client } = await clientFor('sdk stream usage');
 
-    const stream = await client.chat.completions.create({ model: 'm-a', messages, stream: true, stream_options: { include_usage: true } });
+    const stream = await client.chat.completions.create({
+      model: 'm-a',
+      messages,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     let usage: OpenAI.CompletionUsage | null | undefined;
     let text = '';
     for await (const chunk of stream) {
@@ -99,7 +114,11 @@ describe('chat completion failover through the openai SDK', () => {
     }
 
     expect(text).toBe(a.fake.replyFor('m-a'));
-    expect(usage).toMatchObject({ prompt_tokens: expect.any(Number), completion_tokens: expect.any(Number), total_tokens: expect.any(Number) });
+    expect(usage).toMatchObject({
+      prompt_tokens: expect.any(Number),
+      completion_tokens: expect.any(Number),
+      total_tokens: expect.any(Number),
+    });
   });
 
   it('raises BadRequestError with the upstream message when the upstream rejects the request, without failing over', async () => {
@@ -165,7 +184,9 @@ describe('chat completion failover through the openai SDK', () => {
     expect(failed.code).toBe('all_providers_failed');
     expect(failed.headers.get('x-svc-request-id')).toMatch(REQUEST_ID);
     expect(failed.requestID).toBe(failed.headers.get('x-svc-request-id'));
-    expect(JSON.parse(failed.headers.get('x-svc-fallback-alert') ?? 'null')).toMatchObject({ exhausted_provider: b.name });
+    expect(JSON.parse(failed.headers.get('x-svc-fallback-alert') ?? 'null')).toMatchObject({
+      exhausted_provider: b.name,
+    });
   });
 
   it('raises an APIError from the stream when the upstream breaks after the first chunk', async () => {

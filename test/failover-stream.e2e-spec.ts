@@ -1,6 +1,15 @@
 import type { FakeOpenAiMode, ModeOptions } from './fakes/fake-openai';
 import { startApp, TestApp } from './support/app';
-import { CHAT_PATH, chatBody, modelsSent, parseSse, ProviderPool, REQUEST_ID, servedAlert, streamChat } from './support/failover';
+import {
+  CHAT_PATH,
+  chatBody,
+  modelsSent,
+  parseSse,
+  ProviderPool,
+  REQUEST_ID,
+  servedAlert,
+  streamChat,
+} from './support/failover';
 
 /** `stream: true` chat completions: failover before the first byte only, explicit errors after it. */
 describe('streaming chat completion failover', () => {
@@ -63,7 +72,8 @@ describe('streaming chat completion failover', () => {
     const first = await reader.read();
     expect(new TextDecoder().decode(first.value)).toMatch(/^data: \{/);
     let rest = '';
-    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) rest += new TextDecoder().decode(chunk.value);
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read())
+      rest += new TextDecoder().decode(chunk.value);
     const total = Date.now() - started;
 
     expect(rest).toContain('data: [DONE]');
@@ -80,24 +90,31 @@ describe('streaming chat completion failover', () => {
     ['an HTTP 409 conflict', 'error500', { status: 409 }, 'HTTP 409'],
   ];
 
-  it.each(failoverCases)('fails over before the first byte on %s and streams the fallback with its own model', async (_label, mode, options, reason) => {
-    const { a, b, key } = await twoStepKey(`stream failover ${reason}`);
-    a.fake.setMode(mode, options);
+  it.each(failoverCases)(
+    'fails over before the first byte on %s and streams the fallback with its own model',
+    async (_label, mode, options, reason) => {
+      const { a, b, key } = await twoStepKey(`stream failover ${reason}`);
+      a.fake.setMode(mode, options);
 
-    const res = await streamChat(t, key.secret, chatBody('m-a'));
+      const res = await streamChat(t, key.secret, chatBody('m-a'));
 
-    expect(res.status).toBe(200);
-    expect(res.headers.get('x-svc-provider-used')).toBe(b.name);
-    expect(res.headers.get('x-svc-is-fallback')).toBe('true');
-    expect(res.headers.get('x-svc-fallback-level')).toBe('1');
-    expect(res.headers.get('x-svc-request-id')).toMatch(REQUEST_ID);
-    expect(JSON.parse(res.headers.get('x-svc-fallback-alert') ?? 'null')).toEqual(servedAlert(a.name, reason, b.name, 1));
-    expect(res.events[res.events.length - 1]).toBe('[DONE]');
-    for (const chunk of res.events.slice(0, -1)) expect(chunk).toMatchObject({ provider: b.name, model: 'm-b' });
-    expect(res.content).toBe(b.fake.replyFor('m-b'));
-    expect(modelsSent(a.fake)).toEqual(['m-a']);
-    expect(b.fake.requests.map((r) => ({ model: r.model, stream: r.stream }))).toEqual([{ model: 'm-b', stream: true }]);
-  });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('x-svc-provider-used')).toBe(b.name);
+      expect(res.headers.get('x-svc-is-fallback')).toBe('true');
+      expect(res.headers.get('x-svc-fallback-level')).toBe('1');
+      expect(res.headers.get('x-svc-request-id')).toMatch(REQUEST_ID);
+      expect(JSON.parse(res.headers.get('x-svc-fallback-alert') ?? 'null')).toEqual(
+        servedAlert(a.name, reason, b.name, 1),
+      );
+      expect(res.events[res.events.length - 1]).toBe('[DONE]');
+      for (const chunk of res.events.slice(0, -1)) expect(chunk).toMatchObject({ provider: b.name, model: 'm-b' });
+      expect(res.content).toBe(b.fake.replyFor('m-b'));
+      expect(modelsSent(a.fake)).toEqual(['m-a']);
+      expect(b.fake.requests.map((r) => ({ model: r.model, stream: r.stream }))).toEqual([
+        { model: 'm-b', stream: true },
+      ]);
+    },
+  );
 
   it('fails over when the upstream refuses the connection', async () => {
     const { a, b, key } = await twoStepKey('stream refused');
@@ -107,7 +124,11 @@ describe('streaming chat completion failover', () => {
 
     expect(res.status).toBe(200);
     expect(res.headers.get('x-svc-provider-used')).toBe(b.name);
-    expect(JSON.parse(res.headers.get('x-svc-fallback-alert') ?? 'null')).toMatchObject({ exhausted_provider: a.name, active_provider: b.name, fallback_level: 1 });
+    expect(JSON.parse(res.headers.get('x-svc-fallback-alert') ?? 'null')).toMatchObject({
+      exhausted_provider: a.name,
+      active_provider: b.name,
+      fallback_level: 1,
+    });
     expect(res.content).toBe(b.fake.replyFor('m-b'));
   });
 
@@ -119,7 +140,9 @@ describe('streaming chat completion failover', () => {
 
     expect(res.status).toBe(200);
     expect(res.headers.get('x-svc-provider-used')).toBe(b.name);
-    expect(JSON.parse(res.headers.get('x-svc-fallback-alert') ?? 'null')).toEqual(servedAlert(a.name, 'timeout', b.name, 1));
+    expect(JSON.parse(res.headers.get('x-svc-fallback-alert') ?? 'null')).toEqual(
+      servedAlert(a.name, 'timeout', b.name, 1),
+    );
     expect(res.headersAfterMs).toBeGreaterThanOrEqual(300);
     expect(res.totalMs).toBeLessThan(2000);
     expect(res.content).toBe(b.fake.replyFor('m-b'));
@@ -154,24 +177,27 @@ describe('streaming chat completion failover', () => {
   it.each([
     ['a 400', 'bad400' as const, 400],
     ['a 404', 'notfound404' as const, 404],
-  ])('answers %s before the first byte as a JSON upstream_rejected error without failing over', async (_label, mode, status) => {
-    const { a, b, key } = await twoStepKey(`stream rejected ${status}`);
-    a.fake.setMode(mode, { message: `${a.name} says no (${status})` });
+  ])(
+    'answers %s before the first byte as a JSON upstream_rejected error without failing over',
+    async (_label, mode, status) => {
+      const { a, b, key } = await twoStepKey(`stream rejected ${status}`);
+      a.fake.setMode(mode, { message: `${a.name} says no (${status})` });
 
-    const res = await streamChat(t, key.secret, chatBody('m-a'));
+      const res = await streamChat(t, key.secret, chatBody('m-a'));
 
-    expect(res.status).toBe(status);
-    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
-    const body = JSON.parse(res.text) as { error: Record<string, unknown> };
-    expect(body.error).toMatchObject({ type: 'invalid_request_error', code: 'upstream_rejected', param: null });
-    expect(body.error.message).toContain(`${a.name} says no (${status})`);
-    expect(res.headers.get('x-svc-provider-used')).toBe(a.name);
-    expect(res.headers.get('x-svc-is-fallback')).toBe('false');
-    expect(res.headers.get('x-svc-fallback-level')).toBe('0');
-    expect(res.headers.get('x-svc-request-id')).toMatch(REQUEST_ID);
-    expect(res.headers.get('x-svc-fallback-alert')).toBeNull();
-    expect(b.fake.count()).toBe(0);
-  });
+      expect(res.status).toBe(status);
+      expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+      const body = JSON.parse(res.text) as { error: Record<string, unknown> };
+      expect(body.error).toMatchObject({ type: 'invalid_request_error', code: 'upstream_rejected', param: null });
+      expect(body.error.message).toContain(`${a.name} says no (${status})`);
+      expect(res.headers.get('x-svc-provider-used')).toBe(a.name);
+      expect(res.headers.get('x-svc-is-fallback')).toBe('false');
+      expect(res.headers.get('x-svc-fallback-level')).toBe('0');
+      expect(res.headers.get('x-svc-request-id')).toMatch(REQUEST_ID);
+      expect(res.headers.get('x-svc-fallback-alert')).toBeNull();
+      expect(b.fake.count()).toBe(0);
+    },
+  );
 
   it('ends the stream with an error event and no [DONE] when the upstream drops after the first chunk, without failing over', async () => {
     const { a, b, key } = await twoStepKey('drop after first chunk');
@@ -201,7 +227,9 @@ describe('streaming chat completion failover', () => {
     expect(res.status).toBe(200);
     expect(res.content).toBe(a.fake.replyFor('m-a'));
     expect(res.events).not.toContain('[DONE]');
-    expect(res.events[res.events.length - 1]).toMatchObject({ error: { message: expect.any(String), code: expect.any(String) } });
+    expect(res.events[res.events.length - 1]).toMatchObject({
+      error: { message: expect.any(String), code: expect.any(String) },
+    });
     expect(b.fake.count()).toBe(0);
   });
 
@@ -218,9 +246,16 @@ describe('streaming chat completion failover', () => {
 
     expect(res.status).toBe(200);
     expect(res.headers.get('x-svc-provider-used')).toBe(claude.name);
-    expect(JSON.parse(res.headers.get('x-svc-fallback-alert') ?? 'null')).toEqual(servedAlert(a.name, 'HTTP 503', claude.name, 1));
+    expect(JSON.parse(res.headers.get('x-svc-fallback-alert') ?? 'null')).toEqual(
+      servedAlert(a.name, 'HTTP 503', claude.name, 1),
+    );
     expect(res.events[res.events.length - 1]).toBe('[DONE]');
-    for (const chunk of res.events.slice(0, -1)) expect(chunk).toMatchObject({ object: 'chat.completion.chunk', model: 'claude-3-5-haiku-latest', provider: claude.name });
+    for (const chunk of res.events.slice(0, -1))
+      expect(chunk).toMatchObject({
+        object: 'chat.completion.chunk',
+        model: 'claude-3-5-haiku-latest',
+        provider: claude.name,
+      });
     expect(res.content).toBe(claude.fake.replyFor('claude-3-5-haiku-latest'));
     expect(claude.fake.requests.map((r) => ({ path: r.path, model: r.model, stream: r.stream }))).toEqual([
       { path: '/v1/messages', model: 'claude-3-5-haiku-latest', stream: true },
@@ -242,7 +277,10 @@ describe('streaming chat completion failover', () => {
     expect(res.headers.get('x-svc-provider-used')).toBe(claude.name);
     expect(res.events).not.toContain('[DONE]');
     expect(res.events[0]).toMatchObject({ object: 'chat.completion.chunk', provider: claude.name });
-    expect(res.events[res.events.length - 1]).toMatchObject({ error: { message: expect.stringContaining(claude.name), type: 'upstream_error' }, provider: claude.name });
+    expect(res.events[res.events.length - 1]).toMatchObject({
+      error: { message: expect.stringContaining(claude.name), type: 'upstream_error' },
+      provider: claude.name,
+    });
     expect(b.fake.count()).toBe(0);
   });
 
@@ -276,9 +314,14 @@ describe('streaming chat completion failover', () => {
     const res = await streamChat(t, key.secret, chatBody('m-a'));
 
     expect(res.status).toBe(502);
-    expect(JSON.parse(res.text)).toEqual({ error: { message: expect.any(String), type: 'upstream_error', param: null, code: 'all_providers_failed' } });
+    expect(JSON.parse(res.text)).toEqual({
+      error: { message: expect.any(String), type: 'upstream_error', param: null, code: 'all_providers_failed' },
+    });
     expect(res.headers.get('x-svc-request-id')).toMatch(REQUEST_ID);
-    expect(JSON.parse(res.headers.get('x-svc-fallback-alert') ?? 'null')).toMatchObject({ exhausted_provider: b.name, fallback_level: 1 });
+    expect(JSON.parse(res.headers.get('x-svc-fallback-alert') ?? 'null')).toMatchObject({
+      exhausted_provider: b.name,
+      fallback_level: 1,
+    });
     expect(b.fake.requests.map((r) => r.model)).toEqual(['m-b']);
   });
 
@@ -288,7 +331,11 @@ describe('streaming chat completion failover', () => {
     const res = await streamChat(t, key.secret, chatBody('m-z'));
 
     expect(res.status).toBe(400);
-    expect(JSON.parse(res.text).error).toMatchObject({ code: 'model_not_supported', param: 'model', type: 'invalid_request_error' });
+    expect(JSON.parse(res.text).error).toMatchObject({
+      code: 'model_not_supported',
+      param: 'model',
+      type: 'invalid_request_error',
+    });
     expect(a.fake.count() + b.fake.count()).toBe(0);
   });
 });

@@ -7,7 +7,15 @@ import { CHAT_PATH, chatBody, eventually, streamChat } from './support/failover'
 import { SqlCounter, TracedRequest } from './support/sql-counter';
 
 const GATEWAY = (upstream: FakeOpenAi): string =>
-  ['providers:', '  - name: echo', '    kind: echo', `  - name: ${upstream.name}`, '    kind: openai', `    base_url: ${upstream.url}`, '    api_key: x'].join('\n');
+  [
+    'providers:',
+    '  - name: echo',
+    '    kind: echo',
+    `  - name: ${upstream.name}`,
+    '    kind: openai',
+    `    base_url: ${upstream.url}`,
+    '    api_key: x',
+  ].join('\n');
 
 /** README "Usage records are written in batches off the request path; a request served by its entry step runs no SQL" (decisions §8). */
 describe('no database on the hot path', () => {
@@ -18,14 +26,21 @@ describe('no database on the hot path', () => {
   let plain: { id: string; secret: string };
   let capped: { id: string; secret: string };
 
-  const chat = (secret: string, model = 'm-1') => t.http.post(CHAT_PATH).set('Authorization', `Bearer ${secret}`).send(chatBody(model));
+  const chat = (secret: string, model = 'm-1') =>
+    t.http.post(CHAT_PATH).set('Authorization', `Bearer ${secret}`).send(chatBody(model));
   /** The request the counter followed for the last chat completion. */
   const lastChat = (): TracedRequest => {
     const traced = counter.requestsTo(CHAT_PATH);
     return traced[traced.length - 1];
   };
   const usageRows = async (requestIds: string[]): Promise<number> =>
-    Number((await db.query<Array<{ n: string }>>(`SELECT count(*) AS n FROM usage_records WHERE request_id = ANY($1)`, [requestIds]))[0].n);
+    Number(
+      (
+        await db.query<Array<{ n: string }>>(`SELECT count(*) AS n FROM usage_records WHERE request_id = ANY($1)`, [
+          requestIds,
+        ])
+      )[0].n,
+    );
 
   beforeAll(async () => {
     upstream = await startFakeOpenAi({ name: 'hot-path-upstream' });
@@ -46,7 +61,12 @@ describe('no database on the hot path', () => {
     const warm: string[] = [];
     for (let i = 0; i < 3; i++) warm.push((await chat(plain.secret)).headers['x-svc-request-id']);
     warm.push((await chat(capped.secret)).headers['x-svc-request-id']);
-    await eventually(() => usageRows(warm), (n) => n === warm.length, 10000, 'warm-up usage records written');
+    await eventually(
+      () => usageRows(warm),
+      (n) => n === warm.length,
+      10000,
+      'warm-up usage records written',
+    );
   });
   afterAll(async () => {
     counter?.uninstall();
@@ -67,7 +87,12 @@ describe('no database on the hot path', () => {
     expect(traced.finished).toBe(true);
     expect(traced.beforeResponse).toEqual([]);
     // the usage record is in the database, and the INSERT that put it there ran outside the request
-    await eventually(() => usageRows([requestId]), (n) => n === 1, 10000, 'usage record written');
+    await eventually(
+      () => usageRows([requestId]),
+      (n) => n === 1,
+      10000,
+      'usage record written',
+    );
     expect(traced.afterResponse).toEqual([]);
     const writes = counter.statements.slice(background).filter((s) => /^INSERT INTO "usage_records"/.test(s.sql));
     expect(writes.length).toBeGreaterThanOrEqual(1);

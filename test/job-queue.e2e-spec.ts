@@ -15,7 +15,13 @@ async function waitFor(check: () => boolean, timeoutMs = 15000): Promise<void> {
 
 describe.each([
   ['PostgreSQL', (): Record<string, string | undefined> => ({})],
-  ['the embedded database', (): Record<string, string | undefined> => ({ DATABASE_URL: undefined, SVC_DATA_DIR: mkdtempSync(join(tmpdir(), 'svc-jobs-')) })],
+  [
+    'the embedded database',
+    (): Record<string, string | undefined> => ({
+      DATABASE_URL: undefined,
+      SVC_DATA_DIR: mkdtempSync(join(tmpdir(), 'svc-jobs-')),
+    }),
+  ],
 ])('job queue on %s', (_, env) => {
   let t: TestApp;
   let dataDir: string | undefined;

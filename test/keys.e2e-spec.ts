@@ -1,6 +1,6 @@
 import type { Response } from 'supertest';
 import { isDeepStrictEqual } from 'node:util';
-import type { ChainStepDto } from '../src/keys/dto/chain-step.dto';
+import type { ChainStepDto } from '../src/config/chain-step.dto';
 import { Client } from 'pg';
 import { hashSecret, KeyDirectory } from '../src/keys/key-directory';
 import { KeysRepository } from '../src/keys/keys.repository';
@@ -32,7 +32,9 @@ async function within(limitMs: number, check: () => Promise<boolean>): Promise<n
   }
 }
 
-const errorBody = (type: string, code: string, param: string | null): object => ({ error: { message: expect.any(String), type, param, code } });
+const errorBody = (type: string, code: string, param: string | null): object => ({
+  error: { message: expect.any(String), type, param, code },
+});
 
 describe('admin API: proxy keys', () => {
   let t: TestApp;
@@ -71,7 +73,9 @@ describe('admin API: proxy keys', () => {
   });
 
   it('never shows a secret in the list or on retrieve', async () => {
-    const created = (await createKey({ name: 'hidden secret', chain: ECHO_CHAIN })).body as ProxyKey & { secret: string };
+    const created = (await createKey({ name: 'hidden secret', chain: ECHO_CHAIN })).body as ProxyKey & {
+      secret: string;
+    };
     const got = await t.http.get(`${KEYS}/${created.id}`).set('Authorization', ADMIN);
     expect(got.status).toBe(200);
     expect(got.body).not.toHaveProperty('secret');
@@ -116,12 +120,18 @@ describe('admin API: proxy keys', () => {
   });
 
   it('refuses a chain step with an unknown provider, naming the step', async () => {
-    const res = await createKey({ name: 'bad chain', chain: [...ECHO_CHAIN, { provider: 'nosuchprovider', model: 'm' }] });
+    const res = await createKey({
+      name: 'bad chain',
+      chain: [...ECHO_CHAIN, { provider: 'nosuchprovider', model: 'm' }],
+    });
     expect(res.status).toBe(400);
     expect(res.body).toEqual(errorBody('invalid_request_error', 'unknown_provider', 'chain[1].provider'));
 
     const { id } = await t.createKey('patched with a bad chain');
-    const patched = await t.http.patch(`${KEYS}/${id}`).set('Authorization', ADMIN).send({ chain: [{ provider: 'nosuchprovider', model: 'm' }] });
+    const patched = await t.http
+      .patch(`${KEYS}/${id}`)
+      .set('Authorization', ADMIN)
+      .send({ chain: [{ provider: 'nosuchprovider', model: 'm' }] });
     expect(patched.status).toBe(400);
     expect(patched.body).toEqual(errorBody('invalid_request_error', 'unknown_provider', 'chain[0].provider'));
   });
@@ -139,14 +149,21 @@ describe('admin API: proxy keys', () => {
   });
 
   it('refuses a usage cap with an unknown window, naming the field', async () => {
-    const res = await createKey({ name: 'cap', chain: [{ provider: 'echo', model: 'echo-1', usage_cap: { requests: 1, per: 'week' } }] });
+    const res = await createKey({
+      name: 'cap',
+      chain: [{ provider: 'echo', model: 'echo-1', usage_cap: { requests: 1, per: 'week' } }],
+    });
     expect(res.status).toBe(400);
     expect(res.body).toEqual(errorBody('invalid_request_error', 'invalid_value', 'chain[0].usage_cap.per'));
   });
 
   it('refuses a key without a name or chain', async () => {
-    expect((await createKey({ chain: ECHO_CHAIN })).body).toEqual(errorBody('invalid_request_error', 'missing_field', 'name'));
-    expect((await createKey({ name: 'no chain' })).body).toEqual(errorBody('invalid_request_error', 'missing_field', 'chain'));
+    expect((await createKey({ chain: ECHO_CHAIN })).body).toEqual(
+      errorBody('invalid_request_error', 'missing_field', 'name'),
+    );
+    expect((await createKey({ name: 'no chain' })).body).toEqual(
+      errorBody('invalid_request_error', 'missing_field', 'chain'),
+    );
   });
 
   it('refuses an empty chain on create and on PATCH, and leaves the key as it was', async () => {
@@ -156,10 +173,16 @@ describe('admin API: proxy keys', () => {
     expect(created.body).toEqual(refused);
     expect(created.body.error.message).toMatch(/at least one step/);
     const { id } = await t.createKey('emptied');
-    const patched = await t.http.patch(`${KEYS}/${id}`).set('Authorization', ADMIN).send({ name: 'emptied again', chain: [] });
+    const patched = await t.http
+      .patch(`${KEYS}/${id}`)
+      .set('Authorization', ADMIN)
+      .send({ name: 'emptied again', chain: [] });
     expect(patched.status).toBe(400);
     expect(patched.body).toEqual(refused);
-    expect((await t.http.get(`${KEYS}/${id}`).set('Authorization', ADMIN)).body).toMatchObject({ name: 'emptied', chain: ECHO_CHAIN });
+    expect((await t.http.get(`${KEYS}/${id}`).set('Authorization', ADMIN)).body).toMatchObject({
+      name: 'emptied',
+      chain: ECHO_CHAIN,
+    });
     // the service itself (what the CLI and the bootstrap keys call) refuses it as well
     const service = t.app.get(KeysService);
     await expect(service.create('no steps', [])).rejects.toMatchObject({ code: 'invalid_value', param: 'chain' });
@@ -255,7 +278,10 @@ describe('proxy keys across replicas', () => {
     const db = new Client({ connectionString: process.env.DATABASE_URL });
     await db.connect();
     try {
-      await db.query(`INSERT INTO proxy_keys (id, name, secret_hash, secret_hint, chain) VALUES ($1, $1, $2, 'xxxx', $3)`, [id, hashSecret(secret), JSON.stringify(ECHO_CHAIN)]);
+      await db.query(
+        `INSERT INTO proxy_keys (id, name, secret_hash, secret_hint, chain) VALUES ($1, $1, $2, 'xxxx', $3)`,
+        [id, hashSecret(secret), JSON.stringify(ECHO_CHAIN)],
+      );
     } finally {
       await db.end();
     }
@@ -304,7 +330,9 @@ describe('proxy keys across replicas', () => {
     const signature = jest.spyOn(repository, 'signature');
     const findAll = jest.spyOn(repository, 'findAll');
     try {
-      const statuses = await Promise.all(Array.from({ length: 300 }, (_, i) => status(b, `sk-svc-unknown${i}${'u'.repeat(30)}`)));
+      const statuses = await Promise.all(
+        Array.from({ length: 300 }, (_, i) => status(b, `sk-svc-unknown${i}${'u'.repeat(30)}`)),
+      );
       expect(statuses.every((s) => s === 401)).toBe(true);
       // the 300 arrive within a few hundred ms: they share a check every 200 ms (plus the periodic poll)
       expect(signature.mock.calls.length).toBeLessThanOrEqual(8);
@@ -315,7 +343,7 @@ describe('proxy keys across replicas', () => {
     }
   });
 
-  it("applies on B, within 1.5 s, a chain change made through A", async () => {
+  it('applies on B, within 1.5 s, a chain change made through A', async () => {
     const { id, secret } = await a.createKey('rechained on a', ECHO_CHAIN);
     const directory = b.app.get(KeyDirectory);
     expect((await directory.authenticate(secret))?.chain).toEqual(ECHO_CHAIN);
@@ -327,7 +355,9 @@ describe('proxy keys across replicas', () => {
     const patched = await a.http.patch(`/v1/admin/keys/${id}`).set('Authorization', ADMIN).send({ chain });
     expect(patched.status).toBe(200);
     expect((await a.app.get(KeyDirectory).authenticate(secret))?.chain).toEqual(chain);
-    const took = await within(1500, async () => isDeepStrictEqual((await directory.authenticate(secret))?.chain, chain));
+    const took = await within(1500, async () =>
+      isDeepStrictEqual((await directory.authenticate(secret))?.chain, chain),
+    );
     expect(took).toBeLessThanOrEqual(1500);
   });
 });

@@ -28,7 +28,9 @@ describe('licence and third-party notice', () => {
   });
 
   it('lists every production dependency of the lockfile with its licence', () => {
-    const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean; version: string }> };
+    const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, { dev?: boolean; version: string }>;
+    };
     const notice = readFileSync(join(root, 'THIRD-PARTY-NOTICES.md'), 'utf8');
     const production = Object.entries(lock.packages).filter(([path, entry]) => path !== '' && !entry.dev);
     expect(production.length).toBeGreaterThan(100);
@@ -39,16 +41,25 @@ describe('licence and third-party notice', () => {
   });
 
   it('no copyleft package placed in the workers is loaded by the gateway process, after speech in every format', () => {
-    const run = spawnSync(process.execPath, [join(root, 'test/support/loaded-modules.js')], { cwd: root, encoding: 'utf8', timeout: 120000 });
+    const run = spawnSync(process.execPath, [join(root, 'test/support/loaded-modules.js')], {
+      cwd: root,
+      encoding: 'utf8',
+      timeout: 120000,
+    });
     if (run.status !== 0) throw new Error(`the gateway did not run: ${run.stderr}`);
-    const { statuses, loaded } = JSON.parse(run.stdout) as { statuses: Array<[string, number, number]>; loaded: string[] };
+    const { statuses, loaded } = JSON.parse(run.stdout) as {
+      statuses: Array<[string, number, number]>;
+      loaded: string[];
+    };
     // the speech really was made (so the encoders and the engine were needed somewhere)
     for (const [, status, bytes] of statuses) {
       expect(status).toBe(200);
       expect(bytes).toBeGreaterThan(1000);
     }
     expect(loaded.some((file) => file.includes('/dist/src/app.module.js'))).toBe(true);
-    const workerOnly = evaluate(`console.log(JSON.stringify(Object.entries(licences.COPYLEFT_PLACEMENT).filter(([, p]) => p.where === 'worker').map(([name]) => name)))`) as string[];
+    const workerOnly = evaluate(
+      `console.log(JSON.stringify(Object.entries(licences.COPYLEFT_PLACEMENT).filter(([, p]) => p.where === 'worker').map(([name]) => name)))`,
+    ) as string[];
     expect(workerOnly).toEqual(expect.arrayContaining(['espeak-ng', '@breezystack/lamejs']));
     const inProcess = loaded.filter((file) => workerOnly.some((name) => file.includes(`/node_modules/${name}/`)));
     expect(inProcess).toEqual([]);

@@ -1,5 +1,5 @@
 import WebSocket from 'ws';
-import { RateLimiter } from '../src/limits/rate-limiter.service';
+import { RateLimiter } from '../src/quotas/rate-limiter.service';
 import { MAX_MESSAGE_BYTES } from '../src/speech/stream/speech-stream.gateway';
 import { startApp, TestApp } from './support/app';
 import { awayFromMinuteBoundary, eventually, REQUEST_ID } from './support/failover';
@@ -13,7 +13,12 @@ import { refusedUpgrade, StreamClient } from './support/ws-client';
 const RATE_LIMIT = 5;
 const MAX_STREAMS = 2;
 const SPEECH_CHAIN = [{ provider: 'espeak', model: 'speech-02-hd' }];
-const START = { event: 'task_start', model: 'speech-02-hd', voice_setting: { voice_id: 'en-us' }, audio_setting: { format: 'pcm' } };
+const START = {
+  event: 'task_start',
+  model: 'speech-02-hd',
+  voice_setting: { voice_id: 'en-us' },
+  audio_setting: { format: 'pcm' },
+};
 
 const errorBody = (type: string, code: string, param: string | null = null): Record<string, unknown> => ({
   error: { message: expect.any(String), type, param, code },
@@ -27,7 +32,11 @@ describe('limits', () => {
 
   beforeAll(async () => {
     // 200,000 waiting characters speak for longer than the default audio cap: raised so the text queue's own limit is what answers
-    const env = { SVC_RATE_LIMIT_RPM: String(RATE_LIMIT), SVC_WS_MAX_STREAMS_PER_KEY: String(MAX_STREAMS), SVC_MAX_AUDIO_SECONDS: '86400' };
+    const env = {
+      SVC_RATE_LIMIT_RPM: String(RATE_LIMIT),
+      SVC_WS_MAX_STREAMS_PER_KEY: String(MAX_STREAMS),
+      SVC_MAX_AUDIO_SECONDS: '86400',
+    };
     t = await startApp({ env });
     replica = await startApp({ env });
     wsUrl = `${t.url.replace('http', 'ws')}/v1/audio/speech/stream`;
@@ -37,8 +46,10 @@ describe('limits', () => {
     await t?.close();
   });
 
-  const healthOf = (app: TestApp, secret: string) => app.http.get('/v1/providers/health').set('Authorization', `Bearer ${secret}`);
-  const connect = (secret: string): Promise<StreamClient> => StreamClient.connect(wsUrl, { Authorization: `Bearer ${secret}` });
+  const healthOf = (app: TestApp, secret: string) =>
+    app.http.get('/v1/providers/health').set('Authorization', `Bearer ${secret}`);
+  const connect = (secret: string): Promise<StreamClient> =>
+    StreamClient.connect(wsUrl, { Authorization: `Bearer ${secret}` });
 
   describe('per-key request rate limit', () => {
     it('answers the request over the limit with 429 rate_limited and Retry-After, on every route and on the WebSocket upgrade', async () => {
@@ -48,7 +59,10 @@ describe('limits', () => {
 
       for (let i = 0; i < RATE_LIMIT; i++) expect((await healthOf(t, key.secret)).status).toBe(200);
       const refused = await healthOf(t, key.secret);
-      const chat = await t.http.post('/v1/chat/completions').set('Authorization', `Bearer ${key.secret}`).send({ model: 'echo-1', messages: [] });
+      const chat = await t.http
+        .post('/v1/chat/completions')
+        .set('Authorization', `Bearer ${key.secret}`)
+        .send({ model: 'echo-1', messages: [] });
       const upgrade = await refusedUpgrade(wsUrl, { Authorization: `Bearer ${key.secret}` });
 
       expect(refused.status).toBe(429);
@@ -65,7 +79,13 @@ describe('limits', () => {
       // another key has its own budget
       expect((await healthOf(t, other.secret)).status).toBe(200);
       // a wrong key is still told so, not rate limited
-      expect((await t.http.get('/v1/providers/health').set('Authorization', 'Bearer sk-svc-wrongwrongwrongwrongwrongwrongwrong')).status).toBe(401);
+      expect(
+        (
+          await t.http
+            .get('/v1/providers/health')
+            .set('Authorization', 'Bearer sk-svc-wrongwrongwrongwrongwrongwrongwrong')
+        ).status,
+      ).toBe(401);
     });
 
     it('shares the count between replicas through the database, within one sync interval', async () => {
@@ -73,13 +93,23 @@ describe('limits', () => {
       const key = await t.createKey('rate limited on two replicas', SPEECH_CHAIN);
 
       for (let i = 0; i < RATE_LIMIT - 1; i++) expect((await healthOf(t, key.secret)).status).toBe(200);
-      await eventually(() => replica.app.get(RateLimiter).count(key.id), (n) => n === RATE_LIMIT - 1, 5000, 'the other replica knows the count');
+      await eventually(
+        () => replica.app.get(RateLimiter).count(key.id),
+        (n) => n === RATE_LIMIT - 1,
+        5000,
+        'the other replica knows the count',
+      );
 
       expect((await healthOf(replica, key.secret)).status).toBe(200);
       const refused = await healthOf(replica, key.secret);
       expect(refused.status).toBe(429);
       expect(refused.body).toEqual(errorBody('rate_limit_error', 'rate_limited'));
-      await eventually(() => t.app.get(RateLimiter).count(key.id), (n) => n === RATE_LIMIT, 5000, 'the first replica learns of the request served by the other');
+      await eventually(
+        () => t.app.get(RateLimiter).count(key.id),
+        (n) => n === RATE_LIMIT,
+        5000,
+        'the first replica learns of the request served by the other',
+      );
       expect((await healthOf(t, key.secret)).status).toBe(429);
     });
   });
@@ -101,7 +131,11 @@ describe('limits', () => {
       .set('Authorization', `Bearer ${key.secret}`)
       .send({ model: 'speech-02-hd', text: '🎤'.repeat(10_001), voice_setting: { voice_id: 'en-us' } });
     expect(res.status).toBe(413);
-    expect(res.body.error).toMatchObject({ code: 'text_too_long', param: 'text', message: "'text' has 10001 characters; the limit is 10000." });
+    expect(res.body.error).toMatchObject({
+      code: 'text_too_long',
+      param: 'text',
+      message: "'text' has 10001 characters; the limit is 10000.",
+    });
   });
 
   describe('speech WebSocket', () => {
@@ -113,7 +147,10 @@ describe('limits', () => {
       client.send({ event: 'task_continue', text: '🎤'.repeat(10_001) });
       const failed = await client.waitFor((m) => m.event === 'task_failed');
       // the same code and count as synchronous speech
-      expect(failed.error).toMatchObject({ code: 'text_too_long', message: "'text' has 10001 characters; the limit is 10000." });
+      expect(failed.error).toMatchObject({
+        code: 'text_too_long',
+        message: "'text' has 10001 characters; the limit is 10000.",
+      });
       expect(await client.closed).toBe(1008);
     });
 

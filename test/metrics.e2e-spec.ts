@@ -31,7 +31,10 @@ describe('GET /metrics', () => {
       ...[primary, backup].map((f) => `  - name: ${f.name}\n    kind: openai\n    base_url: ${f.url}\n    api_key: x`),
       '  - name: espeak\n    kind: espeak',
     ].join('\n');
-    t = await startApp({ gateway: parseGatewayConfig(yaml, 'metrics gateway'), env: { DATABASE_URL: db.url, SVC_WEBHOOK_ALLOW_PRIVATE: 'true' } });
+    t = await startApp({
+      gateway: parseGatewayConfig(yaml, 'metrics gateway'),
+      env: { DATABASE_URL: db.url, SVC_WEBHOOK_ALLOW_PRIVATE: 'true' },
+    });
     secret = (
       await t.createKey('metrics', [
         { provider: primary.name, model: 'm-primary' },
@@ -57,7 +60,9 @@ describe('GET /metrics', () => {
   it('is behind the admin token: none → 401, a proxy key → 403, the token → Prometheus text', async () => {
     const none = await t.http.get('/metrics');
     expect(none.status).toBe(401);
-    expect(none.body).toEqual({ error: expect.objectContaining({ type: 'authentication_error', code: 'missing_api_key' }) });
+    expect(none.body).toEqual({
+      error: expect.objectContaining({ type: 'authentication_error', code: 'missing_api_key' }),
+    });
     const proxyKey = await t.http.get('/metrics').set('Authorization', `Bearer ${secret}`);
     expect(proxyKey.status).toBe(403);
     expect(proxyKey.body.error.code).toBe('admin_token_required');
@@ -70,7 +75,10 @@ describe('GET /metrics', () => {
   });
 
   it('counts a failed-over chat request by route, status and provider, with its upstream latencies, failover, breaker state and webhook delivery', async () => {
-    const hook = await t.http.post('/v1/user/webhooks').set('Authorization', `Bearer ${secret}`).send({ url: receiver.url('/metrics-hook') });
+    const hook = await t.http
+      .post('/v1/user/webhooks')
+      .set('Authorization', `Bearer ${secret}`)
+      .send({ url: receiver.url('/metrics-hook') });
     expect(hook.status).toBe(201);
 
     const res = await t.http.post(CHAT_PATH).set('Authorization', `Bearer ${secret}`).send(chatBody('m-primary'));
@@ -80,14 +88,32 @@ describe('GET /metrics', () => {
     expect(unknown.status).toBe(404);
     await receiver.waitFor('/metrics-hook', 1, 20000);
 
-    const text = await eventually(scrape, (m) => sample(m, 'svc_webhook_deliveries_total{outcome="delivered"}') === 1, 20000, 'the delivery counted');
+    const text = await eventually(
+      scrape,
+      (m) => sample(m, 'svc_webhook_deliveries_total{outcome="delivered"}') === 1,
+      20000,
+      'the delivery counted',
+    );
 
-    expect(sample(text, `svc_http_requests_total{method="POST",route="/v1/chat/completions",status="200",provider="${backup.name}"}`)).toBe(1);
-    expect(sample(text, 'svc_http_requests_total{method="POST",route="/v1/user/webhooks",status="201",provider="none"}')).toBe(1);
-    expect(sample(text, 'svc_http_requests_total{method="GET",route="unmatched",status="404",provider="none"}')).toBe(1);
-    expect(sample(text, `svc_upstream_request_duration_seconds_count{provider="${primary.name}",outcome="error"}`)).toBe(1);
+    expect(
+      sample(
+        text,
+        `svc_http_requests_total{method="POST",route="/v1/chat/completions",status="200",provider="${backup.name}"}`,
+      ),
+    ).toBe(1);
+    expect(
+      sample(text, 'svc_http_requests_total{method="POST",route="/v1/user/webhooks",status="201",provider="none"}'),
+    ).toBe(1);
+    expect(sample(text, 'svc_http_requests_total{method="GET",route="unmatched",status="404",provider="none"}')).toBe(
+      1,
+    );
+    expect(
+      sample(text, `svc_upstream_request_duration_seconds_count{provider="${primary.name}",outcome="error"}`),
+    ).toBe(1);
     expect(sample(text, `svc_upstream_request_duration_seconds_count{provider="${backup.name}",outcome="ok"}`)).toBe(1);
-    expect(sample(text, `svc_upstream_request_duration_seconds_bucket{le="+Inf",provider="${backup.name}",outcome="ok"}`)).toBe(1);
+    expect(
+      sample(text, `svc_upstream_request_duration_seconds_bucket{le="+Inf",provider="${backup.name}",outcome="ok"}`),
+    ).toBe(1);
     expect(sample(text, `svc_failovers_total{from="${primary.name}",to="${backup.name}"}`)).toBe(1);
     expect(sample(text, `svc_circuit_state{provider="${primary.name}",state="degraded"}`)).toBe(1);
     expect(sample(text, `svc_circuit_state{provider="${primary.name}",state="healthy"}`)).toBe(0);
@@ -99,7 +125,9 @@ describe('GET /metrics', () => {
 
   it('reports WebSocket sessions while they are open', async () => {
     expect(sample(await scrape(), 'svc_ws_sessions_open')).toBe(0);
-    const client = await StreamClient.connect(`${t.url.replace('http', 'ws')}/v1/audio/speech/stream`, { Authorization: `Bearer ${secret}` });
+    const client = await StreamClient.connect(`${t.url.replace('http', 'ws')}/v1/audio/speech/stream`, {
+      Authorization: `Bearer ${secret}`,
+    });
     await client.waitFor((m) => m.event === 'connected_success');
 
     expect(sample(await scrape(), 'svc_ws_sessions_open')).toBe(1);
@@ -113,13 +141,28 @@ describe('GET /metrics', () => {
     const created = await t.http
       .post('/v1/audio/speech/async')
       .set('Authorization', `Bearer ${secret}`)
-      .send({ model: 'speech-02-hd', text: 'A short task for the metrics.', voice_setting: { voice_id: 'en-us' }, audio_setting: { format: 'pcm', sample_rate: 16000 } });
+      .send({
+        model: 'speech-02-hd',
+        text: 'A short task for the metrics.',
+        voice_setting: { voice_id: 'en-us' },
+        audio_setting: { format: 'pcm', sample_rate: 16000 },
+      });
     expect(created.status).toBe(202);
 
-    const text = await eventually(scrape, (m) => sample(m, 'svc_speech_task_duration_seconds_count{outcome="completed"}') === 1, 60000, 'the task timed');
+    const text = await eventually(
+      scrape,
+      (m) => sample(m, 'svc_speech_task_duration_seconds_count{outcome="completed"}') === 1,
+      60000,
+      'the task timed',
+    );
 
     expect(sample(text, 'svc_speech_task_duration_seconds_sum{outcome="completed"}')).toBeGreaterThan(0);
     expect(sample(text, 'svc_queue_depth{queue="speech-tasks"}')).toBe(0);
-    expect(sample(text, 'svc_http_requests_total{method="POST",route="/v1/audio/speech/async",status="202",provider="none"}')).toBe(1);
+    expect(
+      sample(
+        text,
+        'svc_http_requests_total{method="POST",route="/v1/audio/speech/async",status="202",provider="none"}',
+      ),
+    ).toBe(1);
   });
 });

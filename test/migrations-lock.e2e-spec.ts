@@ -13,7 +13,9 @@ describe('migrations at start', () => {
   afterAll(() => adminQuery(admin, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
 
   it('run once in all when several replicas start together on an empty database', async () => {
-    const replicas = await Promise.all([1, 2, 3].map(() => new DataSource(dataSourceOptions(url, { poolSize: 1 })).initialize()));
+    const replicas = await Promise.all(
+      [1, 2, 3].map(() => new DataSource(dataSourceOptions(url, { poolSize: 1 })).initialize()),
+    );
     try {
       // pool size 1: the lock and the migrations must share a connection (as on the embedded database)
       const outcomes = await Promise.allSettled(replicas.map((dataSource) => runMigrationsExclusively(dataSource)));

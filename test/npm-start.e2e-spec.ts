@@ -55,7 +55,11 @@ interface NpmStart {
 
 /** `npm start` as a process manager runs it: its own process group, its output read. */
 function npmStart(env: Record<string, string>): NpmStart {
-  const child = spawn('npm', ['start'], { cwd: projectRoot(), env: { ...process.env, LOG_LEVEL: 'warn', ...env }, detached: true });
+  const child = spawn('npm', ['start'], {
+    cwd: projectRoot(),
+    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
+    detached: true,
+  });
   let text = '';
   child.stdout.on('data', (chunk: Buffer) => (text += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (text += chunk.toString()));
@@ -86,7 +90,10 @@ describe('npm start under a process manager', () => {
     upstream.setMode('slowFirstByte', { model: 'm-slow', delayMs: SLOW_MS });
     database = await isolatedDatabase('npm_start');
     dir = mkdtempSync(join(tmpdir(), 'svc-npm-start-'));
-    writeFileSync(join(dir, 'gateway.yaml'), `providers:\n  - { name: ${upstream.name}, kind: openai, base_url: "${upstream.url}", api_key: x }\n`);
+    writeFileSync(
+      join(dir, 'gateway.yaml'),
+      `providers:\n  - { name: ${upstream.name}, kind: openai, base_url: "${upstream.url}", api_key: x }\n`,
+    );
   });
   afterAll(async () => {
     // whatever a failed test left in its own process groups
@@ -99,39 +106,49 @@ describe('npm start under a process manager', () => {
   it.each([
     ['SIGTERM sent to the npm process (a process manager)', 'npm' as const, 'SIGTERM' as const],
     ['SIGINT sent to its whole process group (Ctrl-C in a terminal)', 'group' as const, 'SIGINT' as const],
-  ])('%s: the in-flight request completes, npm exits 0 within the grace time, the port is free and no process is left', async (_label, target, signal) => {
-    const port = await freePort();
-    const start = npmStart({ DATABASE_URL: database.url, PORT: String(port), HOST: '127.0.0.1', SVC_ADMIN_TOKEN: ADMIN_TOKEN, SVC_CONFIG: join(dir, 'gateway.yaml'), SVC_SHUTDOWN_GRACE_MS: String(GRACE_MS) });
-    const pgid = start.child.pid ?? 0;
-    groups.push(pgid);
-    await waitForOutput(start, /Gateway listening on http:\/\/\S+/, 90000);
-    // the prestart found the compiled output up to date: no rebuild on every start
-    expect(start.output()).toContain('dist is up to date with its sources, not rebuilding');
-    const url = `http://127.0.0.1:${port}`;
-    const created = await fetch(`${url}/v1/admin/keys`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: `npm start ${signal}`, chain: [{ provider: upstream.name, model: 'm-slow' }] }),
-    });
-    const { secret } = (await created.json()) as { secret: string };
-    const sent = upstream.count(CHAT_PATH);
-    const inFlight = fetch(`${url}${CHAT_PATH}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
-      body: JSON.stringify(chatBody('m-slow')),
-    }).then(async (res) => ({ status: res.status, body: (await res.json()) as { choices?: unknown[] } }));
-    await upstream.waitUntil(() => upstream.count(CHAT_PATH) === sent + 1, 10000);
+  ])(
+    '%s: the in-flight request completes, npm exits 0 within the grace time, the port is free and no process is left',
+    async (_label, target, signal) => {
+      const port = await freePort();
+      const start = npmStart({
+        DATABASE_URL: database.url,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        SVC_ADMIN_TOKEN: ADMIN_TOKEN,
+        SVC_CONFIG: join(dir, 'gateway.yaml'),
+        SVC_SHUTDOWN_GRACE_MS: String(GRACE_MS),
+      });
+      const pgid = start.child.pid ?? 0;
+      groups.push(pgid);
+      await waitForOutput(start, /Gateway listening on http:\/\/\S+/, 90000);
+      // the prestart found the compiled output up to date: no rebuild on every start
+      expect(start.output()).toContain('dist is up to date with its sources, not rebuilding');
+      const url = `http://127.0.0.1:${port}`;
+      const created = await fetch(`${url}/v1/admin/keys`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: `npm start ${signal}`, chain: [{ provider: upstream.name, model: 'm-slow' }] }),
+      });
+      const { secret } = (await created.json()) as { secret: string };
+      const sent = upstream.count(CHAT_PATH);
+      const inFlight = fetch(`${url}${CHAT_PATH}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+        body: JSON.stringify(chatBody('m-slow')),
+      }).then(async (res) => ({ status: res.status, body: (await res.json()) as { choices?: unknown[] } }));
+      await upstream.waitUntil(() => upstream.count(CHAT_PATH) === sent + 1, 10000);
 
-    const signalledAt = Date.now();
-    process.kill(target === 'npm' ? pgid : -pgid, signal);
-    const answer = await inFlight;
-    expect(answer.status).toBe(200);
-    expect(answer.body.choices).toHaveLength(1);
-    const exit = await start.exited;
-    expect({ code: exit.code, signal: exit.signal }).toEqual({ code: 0, signal: null });
-    expect(exit.at - signalledAt).toBeLessThan(GRACE_MS);
-    expect(start.output()).toMatch(new RegExp(`${signal} received: draining`));
-    expect(await portTaken(port)).toBe(false);
-    expect(groupMembers(pgid)).toEqual([]);
-  });
+      const signalledAt = Date.now();
+      process.kill(target === 'npm' ? pgid : -pgid, signal);
+      const answer = await inFlight;
+      expect(answer.status).toBe(200);
+      expect(answer.body.choices).toHaveLength(1);
+      const exit = await start.exited;
+      expect({ code: exit.code, signal: exit.signal }).toEqual({ code: 0, signal: null });
+      expect(exit.at - signalledAt).toBeLessThan(GRACE_MS);
+      expect(start.output()).toMatch(new RegExp(`${signal} received: draining`));
+      expect(await portTaken(port)).toBe(false);
+      expect(groupMembers(pgid)).toEqual([]);
+    },
+  );
 });

@@ -15,7 +15,9 @@ describe('OpenAPI document', () => {
   // the document comes from the build (the swagger CLI plugin runs in `nest build`; npm test builds first)
   it('matches the committed openapi/openapi.json (run `npm run openapi` after changing a route or DTO)', () => {
     const root = projectRoot();
-    const generated = execFileSync(process.execPath, [join(root, 'dist/src/bin/write-openapi.js'), '--stdout'], { encoding: 'utf8' });
+    const generated = execFileSync(process.execPath, [join(root, 'dist/src/bin/write-openapi.js'), '--stdout'], {
+      encoding: 'utf8',
+    });
     expect(generated).toBe(readFileSync(join(root, 'openapi/openapi.json'), 'utf8'));
   });
 
@@ -23,8 +25,19 @@ describe('OpenAPI document', () => {
     const res = await t.http.get('/openapi.json');
     expect(res.status).toBe(200);
     const paths = Object.keys(res.body.paths);
-    expect(paths).toEqual(expect.arrayContaining(['/v1/audio/voice_consents', '/v1/audio/voice_consents/{consent_id}', '/v1/audio/voice_consents/{consent_id}/content', '/v1/admin/keys', '/v1/admin/keys/{key_id}']));
-    expect(res.body.components.securitySchemes).toMatchObject({ 'proxy-key': { scheme: 'bearer' }, admin: { scheme: 'bearer' } });
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        '/v1/audio/voice_consents',
+        '/v1/audio/voice_consents/{consent_id}',
+        '/v1/audio/voice_consents/{consent_id}/content',
+        '/v1/admin/keys',
+        '/v1/admin/keys/{key_id}',
+      ]),
+    );
+    expect(res.body.components.securitySchemes).toMatchObject({
+      'proxy-key': { scheme: 'bearer' },
+      admin: { scheme: 'bearer' },
+    });
     const create = res.body.paths['/v1/audio/voice_consents'].post;
     expect(Object.keys(create.requestBody.content)).toEqual(['multipart/form-data']);
     expect(create.responses['415'].content['application/json'].schema.$ref).toBe('#/components/schemas/ErrorResponse');
@@ -41,7 +54,25 @@ describe('OpenAPI document', () => {
   });
 
   it('gives each error status examples whose type and status match the error code table', async () => {
-    const doc = (await t.http.get('/openapi.json')).body as { paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { examples?: Record<string, { value: { error: { type: string; code: ErrorCode } } }> }> }> }>> };
+    const doc = (await t.http.get('/openapi.json')).body as {
+      paths: Record<
+        string,
+        Record<
+          string,
+          {
+            responses: Record<
+              string,
+              {
+                content?: Record<
+                  string,
+                  { examples?: Record<string, { value: { error: { type: string; code: ErrorCode } } }> }
+                >;
+              }
+            >;
+          }
+        >
+      >;
+    };
     const seen = new Set<string>();
     for (const item of Object.values(doc.paths)) {
       for (const operation of Object.values(item)) {
@@ -50,14 +81,27 @@ describe('OpenAPI document', () => {
           const examples = response.content?.['application/json']?.examples ?? {};
           for (const example of Object.values(examples)) {
             const { type, code } = example.value.error;
-            expect({ status: ERROR_CODES[code].status, type: ERROR_CODES[code].type }).toEqual({ status: Number(status), type });
+            expect({ status: ERROR_CODES[code].status, type: ERROR_CODES[code].type }).toEqual({
+              status: Number(status),
+              type,
+            });
             seen.add(`${status} ${code}`);
           }
         }
       }
     }
     // a 401 no longer shows an invalid_request_error: it shows the authentication errors
-    expect([...seen]).toEqual(expect.arrayContaining(['401 missing_api_key', '401 invalid_api_key', '404 resource_not_found', '413 text_too_long', '429 rate_limited', '502 all_providers_failed', '503 no_provider_available']));
+    expect([...seen]).toEqual(
+      expect.arrayContaining([
+        '401 missing_api_key',
+        '401 invalid_api_key',
+        '404 resource_not_found',
+        '413 text_too_long',
+        '429 rate_limited',
+        '502 all_providers_failed',
+        '503 no_provider_available',
+      ]),
+    );
   });
 
   it('serves Swagger UI at /docs', async () => {

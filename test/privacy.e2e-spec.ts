@@ -15,7 +15,8 @@ describe('privacy: what is deleted, and when', () => {
   let auth: string;
   let database: { url: string; drop(): Promise<void> };
 
-  const count = async (sql: string, params: unknown[]): Promise<number> => Number((await db.query<Array<{ n: string }>>(sql, params))[0].n);
+  const count = async (sql: string, params: unknown[]): Promise<number> =>
+    Number((await db.query<Array<{ n: string }>>(sql, params))[0].n);
 
   beforeAll(async () => {
     // a one-second retention: the test drives expiry by the setting, not by waiting a day. A database of its own:
@@ -33,10 +34,20 @@ describe('privacy: what is deleted, and when', () => {
 
   it('deletes the recording bytes with the consent', async () => {
     const recording = tinyWav();
-    const created = await t.http.post('/v1/audio/voice_consents').set('Authorization', auth).field('language', 'en').field('name', 'to be deleted').attach('recording', recording, 'c.wav');
+    const created = await t.http
+      .post('/v1/audio/voice_consents')
+      .set('Authorization', auth)
+      .field('language', 'en')
+      .field('name', 'to be deleted')
+      .attach('recording', recording, 'c.wav');
     expect(created.status).toBe(200);
     const id = created.body.id as string;
-    expect(await count('SELECT count(*) AS n FROM consent_recordings WHERE consent_id = $1 AND octet_length(data) = $2', [id, recording.length])).toBe(1);
+    expect(
+      await count('SELECT count(*) AS n FROM consent_recordings WHERE consent_id = $1 AND octet_length(data) = $2', [
+        id,
+        recording.length,
+      ]),
+    ).toBe(1);
 
     expect((await t.http.delete(`/v1/audio/voice_consents/${id}`).set('Authorization', auth)).status).toBe(200);
     expect(await count('SELECT count(*) AS n FROM consent_recordings WHERE consent_id = $1', [id])).toBe(0);
@@ -45,7 +56,15 @@ describe('privacy: what is deleted, and when', () => {
   });
 
   it('removes the audio and the text of an async task once its retention is over', async () => {
-    const submitted = await t.http.post('/v1/audio/speech/async').set('Authorization', auth).send({ model: 'speech-02-hd', text: TEXT, voice_setting: { voice_id: 'en-us' }, audio_setting: { format: 'wav' } });
+    const submitted = await t.http
+      .post('/v1/audio/speech/async')
+      .set('Authorization', auth)
+      .send({
+        model: 'speech-02-hd',
+        text: TEXT,
+        voice_setting: { voice_id: 'en-us' },
+        audio_setting: { format: 'wav' },
+      });
     expect(submitted.status).toBe(202);
     const id = submitted.body.id as string;
     let status = 'queued';
@@ -55,14 +74,20 @@ describe('privacy: what is deleted, and when', () => {
     }
     expect(['completed', 'expired']).toContain(status);
     // completed with a one-second retention: past it within a second and a half
-    const [{ expires_at: expiresAt }] = await db.query<Array<{ expires_at: Date }>>('SELECT expires_at FROM speech_tasks WHERE id = $1', [id]);
+    const [{ expires_at: expiresAt }] = await db.query<Array<{ expires_at: Date }>>(
+      'SELECT expires_at FROM speech_tasks WHERE id = $1',
+      [id],
+    );
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, expiresAt.getTime() - Date.now()) + 200));
 
     // the retention job (every minute), run now
     await t.app.get(SpeechTaskScheduler).applyRetention();
     expect(await count('SELECT count(*) AS n FROM speech_task_results WHERE task_id = $1', [id])).toBe(0);
     expect(await count('SELECT count(*) AS n FROM speech_task_chunks WHERE task_id = $1', [id])).toBe(0);
-    const [row] = await db.query<Array<{ status: string; job: { text: string }; plan: unknown[] }>>('SELECT status, job, plan FROM speech_tasks WHERE id = $1', [id]);
+    const [row] = await db.query<Array<{ status: string; job: { text: string }; plan: unknown[] }>>(
+      'SELECT status, job, plan FROM speech_tasks WHERE id = $1',
+      [id],
+    );
     expect(row.status).toBe('expired');
     expect(row.job.text).toBe('');
     expect(row.plan).toEqual([]);

@@ -34,7 +34,12 @@ describe('liveness and readiness', () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
       status: 'ok',
-      info: { database: { status: 'up' }, migrations: { status: 'up' }, queue: { status: 'up' }, shutdown: { status: 'up' } },
+      info: {
+        database: { status: 'up' },
+        migrations: { status: 'up' },
+        queue: { status: 'up' },
+        shutdown: { status: 'up' },
+      },
       error: {},
     });
   });
@@ -79,21 +84,48 @@ describe('a database outage while the service runs', () => {
 
     const list = await t.http.get(CONSENTS).set(...auth());
     expect(list.status).toBe(503);
-    expect(list.body).toEqual({ error: { message: 'The database is unavailable; retry shortly.', type: 'api_error', param: null, code: 'database_unavailable' } });
+    expect(list.body).toEqual({
+      error: {
+        message: 'The database is unavailable; retry shortly.',
+        type: 'api_error',
+        param: null,
+        code: 'database_unavailable',
+      },
+    });
     expect(list.headers['x-svc-request-id']).toMatch(/^req_/);
     const ready = await t.http.get('/readyz');
     expect(ready.status).toBe(503);
-    expect(ready.body).toEqual({ error: { message: expect.stringMatching(/^Not ready: database \(unreachable: .+\)/), type: 'api_error', param: null, code: 'not_ready' } });
+    expect(ready.body).toEqual({
+      error: {
+        message: expect.stringMatching(/^Not ready: database \(unreachable: .+\)/),
+        type: 'api_error',
+        param: null,
+        code: 'not_ready',
+      },
+    });
     expect((await t.http.get('/healthz')).status).toBe(200);
     // keys are served from memory and usage is written in batches: chat goes on, its record waits for the database
-    const chat = await t.http.post(CHAT_PATH).set(...auth()).send(chatBody('echo-1'));
+    const chat = await t.http
+      .post(CHAT_PATH)
+      .set(...auth())
+      .send(chatBody('echo-1'));
     expect(chat.status).toBe(200);
     const requestId = chat.headers['x-svc-request-id'];
 
     await proxy.restore();
 
-    await eventually(() => t.http.get('/readyz').then((r) => r.status), (status) => status === 200, 30000, 'ready again');
-    const again = await eventually(() => t.http.get(CONSENTS).set(...auth()), (r) => r.status === 200, 30000, 'consents listed again');
+    await eventually(
+      () => t.http.get('/readyz').then((r) => r.status),
+      (status) => status === 200,
+      30000,
+      'ready again',
+    );
+    const again = await eventually(
+      () => t.http.get(CONSENTS).set(...auth()),
+      (r) => r.status === 200,
+      30000,
+      'consents listed again',
+    );
     expect(again.body).toMatchObject({ object: 'list' });
     const usage = await eventually(
       () => t.http.get(`/v1/usage?request_id=${requestId}`).set(...auth()),
@@ -105,7 +137,12 @@ describe('a database outage while the service runs', () => {
     // the pool really reconnected (not only the probes), and the job queue takes jobs again
     await expect(t.app.get(DataSource).query('SELECT 1 AS one')).resolves.toEqual([{ one: 1 }]);
     await queue.send(queueName, { n: 'after the outage' });
-    await eventually(() => worked, (w) => w.length === 1, 30000, 'the job sent after the outage worked');
+    await eventually(
+      () => worked,
+      (w) => w.length === 1,
+      30000,
+      'the job sent after the outage worked',
+    );
     expect(worked).toEqual(['after the outage']);
   });
 });
@@ -128,9 +165,17 @@ describe('a service started before its database', () => {
   });
 
   it('waits for the database with a clear log line per attempt, then starts and becomes ready', async () => {
-    service = spawnService({ DATABASE_URL: proxy.urlFor(database.url), PORT: '0', HOST: '127.0.0.1', SVC_ADMIN_TOKEN: undefined });
+    service = spawnService({
+      DATABASE_URL: proxy.urlFor(database.url),
+      PORT: '0',
+      HOST: '127.0.0.1',
+      SVC_ADMIN_TOKEN: undefined,
+    });
     const where = `127\\.0\\.0\\.1:\\d+/svc_test_probes_wait_\\d+_\\d+`;
-    await service.waitFor(new RegExp(`waiting for the database at ${where}: connect ECONNREFUSED [^;]+; retrying in 1 s \\(attempt 1\\)`), 60000);
+    await service.waitFor(
+      new RegExp(`waiting for the database at ${where}: connect ECONNREFUSED [^;]+; retrying in 1 s \\(attempt 1\\)`),
+      60000,
+    );
     await service.waitFor(/retrying in 2 s \(attempt 2\)/, 30000);
     expect(service.output()).not.toMatch(/Gateway listening/);
 

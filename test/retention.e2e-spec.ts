@@ -19,7 +19,8 @@ describe('records retention', () => {
     await db?.drop();
   });
 
-  const ids = async (query: string): Promise<string[]> => (await sql.query<Array<{ id: string }>>(query)).map((r) => r.id);
+  const ids = async (query: string): Promise<string[]> =>
+    (await sql.query<Array<{ id: string }>>(query)).map((r) => r.id);
 
   it('deletes usage records past SVC_USAGE_RETENTION and only those', async () => {
     const record = (requestId: string, age: string): Promise<unknown> =>
@@ -35,7 +36,10 @@ describe('records retention', () => {
 
     const { usage } = await t.app.get(RecordsRetention).apply();
     expect(usage).toBe(2);
-    expect(await ids(`SELECT request_id AS id FROM usage_records ORDER BY usage_records.id`)).toEqual(['req_recent', 'req_new']);
+    expect(await ids(`SELECT request_id AS id FROM usage_records ORDER BY usage_records.id`)).toEqual([
+      'req_recent',
+      'req_new',
+    ]);
     expect((await t.app.get(RecordsRetention).apply()).usage).toBe(0);
   });
 
@@ -43,11 +47,10 @@ describe('records retention', () => {
     // the cursor stands at transaction 1000; events of transaction 10 are behind it, of 2^40 ahead of it
     await sql.query(`UPDATE webhook_fanout_state SET cursor_txid = 1000, cursor_id = '' WHERE id = 1`);
     const event = (id: string, txid: number, age: string): Promise<unknown> =>
-      sql.query(`INSERT INTO gateway_events (id, type, key_id, provider, data, txid, created_at) VALUES ($1, 'failover', 'key', 'p', '{}', $2, now() - $3::interval)`, [
-        id,
-        txid,
-        age,
-      ]);
+      sql.query(
+        `INSERT INTO gateway_events (id, type, key_id, provider, data, txid, created_at) VALUES ($1, 'failover', 'key', 'p', '{}', $2, now() - $3::interval)`,
+        [id, txid, age],
+      );
     await event('evt_old_handled', 10, '3 hours');
     await event('evt_recent_handled', 10, '1 hour');
     await event('evt_old_waiting', 2 ** 40, '3 hours');

@@ -63,20 +63,36 @@ describe('async speech tasks on two replicas', () => {
       const created = await a.http
         .post('/v1/audio/speech/async')
         .set('Authorization', `Bearer ${secret}`)
-        .send({ model: MODEL, text, voice_setting: { voice_id: 'English_Graceful_Lady' }, audio_setting: { format: 'wav', sample_rate: 16000, channel: 1 } });
+        .send({
+          model: MODEL,
+          text,
+          voice_setting: { voice_id: 'English_Graceful_Lady' },
+          audio_setting: { format: 'wav', sample_rate: 16000, channel: 1 },
+        });
       expect(created.status).toBe(202);
       ids.push(created.body.id as string);
     }
 
     for (const [i, id] of ids.entries()) {
       const task = await eventually(
-        async () => (await b.http.get(`/v1/audio/speech/async/${id}`).set('Authorization', `Bearer ${secret}`)).body as TaskRecord,
+        async () =>
+          (await b.http.get(`/v1/audio/speech/async/${id}`).set('Authorization', `Bearer ${secret}`))
+            .body as TaskRecord,
         (t) => t.status === 'completed' || t.status === 'failed',
         90000,
         `task ${id} done, polled on B`,
       );
-      expect(task).toMatchObject({ status: 'completed', characters: texts[i].length, characters_done: texts[i].length, provider: minimax.name });
-      const file = await b.http.get(`/v1/audio/speech/async/${id}/download`).set('Authorization', `Bearer ${secret}`).buffer(true).parse(binary);
+      expect(task).toMatchObject({
+        status: 'completed',
+        characters: texts[i].length,
+        characters_done: texts[i].length,
+        provider: minimax.name,
+      });
+      const file = await b.http
+        .get(`/v1/audio/speech/async/${id}/download`)
+        .set('Authorization', `Bearer ${secret}`)
+        .buffer(true)
+        .parse(binary);
       expect(file.status).toBe(200);
       expect(file.headers['content-type']).toBe('audio/wav');
       const bytes = file.body as Buffer;
@@ -85,10 +101,12 @@ describe('async speech tasks on two replicas', () => {
     }
 
     // synthesised once: one upstream call per planned chunk, no chunk text twice, one claim per task
-    const rows = (await set.db.query<{ id: string; chunks_total: number; attempts: number; worker_id: string }>(
-      `SELECT id, chunks_total, attempts, worker_id FROM speech_tasks WHERE id = ANY($1)`,
-      [ids],
-    )).rows;
+    const rows = (
+      await set.db.query<{ id: string; chunks_total: number; attempts: number; worker_id: string }>(
+        `SELECT id, chunks_total, attempts, worker_id FROM speech_tasks WHERE id = ANY($1)`,
+        [ids],
+      )
+    ).rows;
     const chunks = rows.reduce((sum, r) => sum + r.chunks_total, 0);
     expect(chunks).toBeGreaterThanOrEqual(2 * ids.length);
     const sent = minimax.requests.filter((r) => r.path === T2A).map((r) => (r.body as { text: string }).text);
@@ -96,12 +114,20 @@ describe('async speech tasks on two replicas', () => {
     expect(new Set(sent).size).toBe(sent.length);
     expect(rows.map((r) => r.attempts)).toEqual(ids.map(() => 1));
     const usage = await eventually(
-      async () => (await set.db.query<{ request_id: string }>(`SELECT request_id FROM usage_records WHERE request_id LIKE ANY($1)`, [ids.map((id) => `req_${id}_%`)])).rows,
+      async () =>
+        (
+          await set.db.query<{ request_id: string }>(
+            `SELECT request_id FROM usage_records WHERE request_id LIKE ANY($1)`,
+            [ids.map((id) => `req_${id}_%`)],
+          )
+        ).rows,
       (found) => found.length >= chunks,
       5000,
       'one usage record per chunk',
     );
     expect(usage).toHaveLength(chunks);
-    process.stdout.write(`scale-out tasks: ${ids.length} tasks, ${chunks} chunks, run by ${new Set(rows.map((r) => r.worker_id)).size} worker(s)\n`);
+    process.stdout.write(
+      `scale-out tasks: ${ids.length} tasks, ${chunks} chunks, run by ${new Set(rows.map((r) => r.worker_id)).size} worker(s)\n`,
+    );
   });
 });

@@ -21,11 +21,15 @@ describe('two replicas over one database', () => {
   const fakes: Record<string, FakeOpenAi> = {};
 
   beforeAll(async () => {
-    for (const label of ['old', 'new', 'trip', 'backup', 'burst', 'capped', 'spread']) fakes[label] = await startFakeOpenAi({ name: `so-${label}` });
+    for (const label of ['old', 'new', 'trip', 'backup', 'burst', 'capped', 'spread'])
+      fakes[label] = await startFakeOpenAi({ name: `so-${label}` });
     receiver = await Receiver.start();
     set = await startReplicas(
       'scale_out',
-      [{ name: 'echo', kind: 'echo' }, ...Object.values(fakes).map((f) => ({ name: f.name, kind: 'openai', url: f.url }))],
+      [
+        { name: 'echo', kind: 'echo' },
+        ...Object.values(fakes).map((f) => ({ name: f.name, kind: 'openai', url: f.url })),
+      ],
       {
         SVC_BREAKER_COOLDOWN_MS: String(COOLDOWN_MS),
         SVC_WEBHOOK_ALLOW_PRIVATE: 'true',
@@ -43,21 +47,29 @@ describe('two replicas over one database', () => {
     await Promise.all(Object.values(fakes).map((f) => f.close()));
   });
 
-  const chat = (via: Replica, secret: string, model: string) => via.http.post(CHAT_PATH).set('Authorization', `Bearer ${secret}`).send(chatBody(model));
+  const chat = (via: Replica, secret: string, model: string) =>
+    via.http.post(CHAT_PATH).set('Authorization', `Bearer ${secret}`).send(chatBody(model));
   const health = async (via: Replica, secret: string): Promise<Health> => {
     const res = await via.http.get('/v1/providers/health').set('Authorization', `Bearer ${secret}`);
     expect(res.status).toBe(200);
     return res.body as Health;
   };
-  const statusOf = (h: Health, provider: string): string | undefined => h.providers.find((p) => p.provider === provider)?.status;
+  const statusOf = (h: Health, provider: string): string | undefined =>
+    h.providers.find((p) => p.provider === provider)?.status;
   const subscribe = async (via: Replica, secret: string, path: string, events: string[]): Promise<string> => {
-    const res = await via.http.post(WEBHOOKS).set('Authorization', `Bearer ${secret}`).send({ url: receiver.url(path), events });
+    const res = await via.http
+      .post(WEBHOOKS)
+      .set('Authorization', `Bearer ${secret}`)
+      .send({ url: receiver.url(path), events });
     expect(res.status).toBe(201);
     return res.body.secret as string;
   };
   const eventIds = async (sql: string, params: unknown[]): Promise<string[]> =>
-    (await set.db.query<{ id: string }>(`SELECT id FROM gateway_events WHERE ${sql} ORDER BY id`, params)).rows.map((r) => r.id);
-  const deliveredIds = (path: string): string[] => receiver.callsTo(path).map((c: ReceivedCall) => (JSON.parse(c.raw.toString('utf8')) as { id: string }).id);
+    (await set.db.query<{ id: string }>(`SELECT id FROM gateway_events WHERE ${sql} ORDER BY id`, params)).rows.map(
+      (r) => r.id,
+    );
+  const deliveredIds = (path: string): string[] =>
+    receiver.callsTo(path).map((c: ReceivedCall) => (JSON.parse(c.raw.toString('utf8')) as { id: string }).id);
 
   it('honours on B, at the very next request, a key created through A', async () => {
     const key = await set.createKey(a, 'made on a', [{ provider: 'echo', model: 'echo-1' }]);
@@ -77,7 +89,10 @@ describe('two replicas over one database', () => {
     const seen: Array<[number, unknown]> = [];
     for (let i = 1; i <= 10; i++) {
       const provider = i % 2 === 0 ? old.name : next.name;
-      const patched = await a.http.patch(`/v1/admin/keys/${key.id}`).set('Authorization', `Bearer ${ADMIN_TOKEN}`).send({ chain: [{ provider, model: `m-${i}` }] });
+      const patched = await a.http
+        .patch(`/v1/admin/keys/${key.id}`)
+        .set('Authorization', `Bearer ${ADMIN_TOKEN}`)
+        .send({ chain: [{ provider, model: `m-${i}` }] });
       expect(patched.status).toBe(200);
       const res = await chat(b, key.secret, `m-${i}`);
       seen.push([res.status, res.headers['x-svc-provider-used']]);
@@ -98,25 +113,48 @@ describe('two replicas over one database', () => {
       { provider: backup.name, model: 'm-backup' },
     ]);
     const paths = ['/breaker-1', '/breaker-2'];
-    const secrets = [await subscribe(a, key.secret, paths[0], ['failover', 'provider_recovered']), await subscribe(b, key.secret, paths[1], ['failover', 'provider_recovered'])];
+    const secrets = [
+      await subscribe(a, key.secret, paths[0], ['failover', 'provider_recovered']),
+      await subscribe(b, key.secret, paths[1], ['failover', 'provider_recovered']),
+    ];
     trip.setMode('error500', { status: 503 });
 
-    for (let i = 0; i < 5; i++) expect((await chat(a, key.secret, 'm-trip')).headers['x-svc-provider-used']).toBe(backup.name);
+    for (let i = 0; i < 5; i++)
+      expect((await chat(a, key.secret, 'm-trip')).headers['x-svc-provider-used']).toBe(backup.name);
     expect(trip.count(CHAT_PATH)).toBe(5);
 
-    const seen = await eventually(() => health(b, key.secret), (h) => statusOf(h, trip.name) === 'down', PROPAGATION_MS, `${trip.name} down on B`);
+    const seen = await eventually(
+      () => health(b, key.secret),
+      (h) => statusOf(h, trip.name) === 'down',
+      PROPAGATION_MS,
+      `${trip.name} down on B`,
+    );
     expect(seen.overall).toBe('degraded');
-    expect(seen.providers[0]).toEqual({ provider: trip.name, status: 'down', consecutive_failures: 5, cooldown_remaining_secs: expect.any(Number), configured: true });
+    expect(seen.providers[0]).toEqual({
+      provider: trip.name,
+      status: 'down',
+      consecutive_failures: 5,
+      cooldown_remaining_secs: expect.any(Number),
+      configured: true,
+    });
     const skipped = await chat(b, key.secret, 'm-trip');
     expect(skipped.status).toBe(200);
     expect(skipped.headers['x-svc-provider-used']).toBe(backup.name);
-    expect(JSON.parse(skipped.headers['x-svc-fallback-alert'])).toMatchObject({ exhausted_provider: trip.name, active_provider: backup.name });
+    expect(JSON.parse(skipped.headers['x-svc-fallback-alert'])).toMatchObject({
+      exhausted_provider: trip.name,
+      active_provider: backup.name,
+    });
     expect(trip.count(CHAT_PATH)).toBe(5);
 
     trip.setMode('ok');
     await trip.waitUntil(() => trip.count(MODELS_PATH) >= 1, COOLDOWN_MS + 15000);
     for (const replica of [a, b]) {
-      await eventually(() => health(replica, key.secret), (h) => statusOf(h, trip.name) === 'healthy', PROPAGATION_MS, `${trip.name} healthy on ${replica.label}`);
+      await eventually(
+        () => health(replica, key.secret),
+        (h) => statusOf(h, trip.name) === 'healthy',
+        PROPAGATION_MS,
+        `${trip.name} healthy on ${replica.label}`,
+      );
     }
     // another whole cooldown: a replica that would probe a second time has had its chance
     await sleep(COOLDOWN_MS + 1000);
@@ -149,9 +187,13 @@ describe('two replicas over one database', () => {
     await subscribe(b, key.secret, paths[1], ['failover']);
     await subscribe(a, bystander.secret, '/burst-bystander', ['failover', 'provider_recovered']);
 
-    const answers = await Promise.all(Array.from({ length: 24 }, (_, i) => chat(i % 2 === 0 ? a : b, key.secret, 'm-burst')));
+    const answers = await Promise.all(
+      Array.from({ length: 24 }, (_, i) => chat(i % 2 === 0 ? a : b, key.secret, 'm-burst')),
+    );
 
-    expect(answers.map((r) => [r.status, r.headers['x-svc-provider-used'], r.headers['x-svc-fallback-level']])).toEqual(Array(24).fill([200, 'echo', '1']));
+    expect(answers.map((r) => [r.status, r.headers['x-svc-provider-used'], r.headers['x-svc-fallback-level']])).toEqual(
+      Array(24).fill([200, 'echo', '1']),
+    );
     const stored = await eventIds(`type = 'failover' AND key_id = $1`, [key.id]);
     expect(stored).toHaveLength(24);
     for (const path of paths) await receiver.waitFor(path, stored.length, 45000);
@@ -173,7 +215,14 @@ describe('two replicas over one database', () => {
       if (left < 90_000) await sleep(left + 100);
     });
     const sharedCount = async (keyId: string): Promise<number> =>
-      Number((await set.db.query<{ n: string }>(`SELECT coalesce(sum(count), 0) AS n FROM usage_counters WHERE counter = $1`, [`${keyId}#0`])).rows[0].n);
+      Number(
+        (
+          await set.db.query<{ n: string }>(
+            `SELECT coalesce(sum(count), 0) AS n FROM usage_counters WHERE counter = $1`,
+            [`${keyId}#0`],
+          )
+        ).rows[0].n,
+      );
     const servedBy = async (via: Replica, secret: string, n: number): Promise<string[]> => {
       const out: string[] = [];
       for (let i = 0; i < n; i++) out.push((await chat(via, secret, 'm-cap')).headers['x-svc-provider-used']);
@@ -187,7 +236,12 @@ describe('two replicas over one database', () => {
         { provider: 'echo', model: 'echo-1' },
       ]);
       expect(await servedBy(a, key.secret, CAP)).toEqual(Array(CAP).fill(capped.name));
-      await eventually(() => sharedCount(key.id), (n) => n === CAP, 5000, 'A counted the cap in the shared table');
+      await eventually(
+        () => sharedCount(key.id),
+        (n) => n === CAP,
+        5000,
+        'A counted the cap in the shared table',
+      );
       // B reads the shared totals every sync interval (1 s): give it two
       await sleep(2500);
 
@@ -205,19 +259,32 @@ describe('two replicas over one database', () => {
       ]);
       expect((await chat(b, key.secret, 'echo-1')).status).toBe(200);
 
-      const [onA, onB] = await Promise.all([a, b].map((via) => Promise.all(Array.from({ length: 10 }, () => chat(via, key.secret, 'm-cap')))));
+      const [onA, onB] = await Promise.all(
+        [a, b].map((via) => Promise.all(Array.from({ length: 10 }, () => chat(via, key.secret, 'm-cap')))),
+      );
 
-      const served = (answers: typeof onA): number => answers.filter((r) => r.headers['x-svc-provider-used'] === spread.name).length;
+      const served = (answers: typeof onA): number =>
+        answers.filter((r) => r.headers['x-svc-provider-used'] === spread.name).length;
       const [servedA, servedB] = [served(onA), served(onB)];
       expect([...onA, ...onB].every((r) => r.status === 200)).toBe(true);
       expect(servedA + servedB).toBeGreaterThanOrEqual(cap);
       // README: with R replicas a cap can be overshot by at most what R-1 replicas serve in one interval
       expect(servedA + servedB - cap).toBeLessThanOrEqual(Math.min(servedA, servedB));
       expect(spread.count(CHAT_PATH)).toBe(servedA + servedB);
-      await eventually(() => sharedCount(key.id), (n) => n === servedA + servedB, 5000, 'both replicas counted in the shared table');
+      await eventually(
+        () => sharedCount(key.id),
+        (n) => n === servedA + servedB,
+        5000,
+        'both replicas counted in the shared table',
+      );
       await sleep(2500);
 
-      expect([...(await servedBy(a, key.secret, 2)), ...(await servedBy(b, key.secret, 2))]).toEqual(['echo', 'echo', 'echo', 'echo']);
+      expect([...(await servedBy(a, key.secret, 2)), ...(await servedBy(b, key.secret, 2))]).toEqual([
+        'echo',
+        'echo',
+        'echo',
+        'echo',
+      ]);
       expect(spread.count(CHAT_PATH)).toBe(servedA + servedB);
     });
   });

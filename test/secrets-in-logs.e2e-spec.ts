@@ -56,29 +56,51 @@ describe('secrets in logs, errors, lists and the OpenAPI document', () => {
 
   it('never writes an issued secret or the admin token to the logs', async () => {
     const http = request(url);
-    const created = await http.post('/v1/admin/keys').set(...admin).send({ name: 'secrets', chain: [{ provider: 'echo', model: 'echo-1' }] });
+    const created = await http
+      .post('/v1/admin/keys')
+      .set(...admin)
+      .send({ name: 'secrets', chain: [{ provider: 'echo', model: 'echo-1' }] });
     expect(created.status).toBe(201);
     const secret = created.body.secret as string;
     issued.push(secret);
     const auth = ['Authorization', `Bearer ${secret}`] as const;
 
-    const hook = await http.post('/v1/user/webhooks').set(...auth).send({ url: receiver.url('/hook') });
+    const hook = await http
+      .post('/v1/user/webhooks')
+      .set(...auth)
+      .send({ url: receiver.url('/hook') });
     expect(hook.status).toBe(201);
     issued.push(hook.body.secret as string);
     const rotated = await http.post(`/v1/user/webhooks/${hook.body.id as string}/rotate-secret`).set(...auth);
     expect(rotated.status).toBe(200);
     issued.push(rotated.body.secret as string);
-    expect((await http.post(`/v1/user/webhooks/${hook.body.id as string}/test`).set(...auth)).body).toMatchObject({ delivered: true });
+    expect((await http.post(`/v1/user/webhooks/${hook.body.id as string}/test`).set(...auth)).body).toMatchObject({
+      delivered: true,
+    });
 
     // failing requests that carry the secret in every place a client might put it
-    expect((await http.post('/v1/audio/voice_consents/vc_nope').set(...auth).set('Content-Type', 'application/json').send('{"name":')).status).toBe(400);
+    expect(
+      (
+        await http
+          .post('/v1/audio/voice_consents/vc_nope')
+          .set(...auth)
+          .set('Content-Type', 'application/json')
+          .send('{"name":')
+      ).status,
+    ).toBe(400);
     expect((await http.get('/v1/audio/voice_consents/vc_nope').set(...auth)).status).toBe(404);
     expect((await http.get('/v1/admin/keys').set(...auth)).status).toBe(403);
     expect((await http.get(`/v1/audio/voices?api_key=${secret}`)).status).toBe(401);
     expect((await http.get('/v1/audio/voices').set('x-api-key', secret)).status).toBe(401);
     expect((await http.get('/v1/admin/keys').set('Authorization', `Bearer ${ADMIN_TOKEN}x`)).status).toBe(401);
     expect((await http.get('/v1/audio/voices').set('Authorization', `Bearer ${secret}x`)).status).toBe(401);
-    expect((await http.get('/v1/audio/voices').set('Authorization', `Basic ${Buffer.from(`user:${secret}`).toString('base64')}`)).status).toBe(401);
+    expect(
+      (
+        await http
+          .get('/v1/audio/voices')
+          .set('Authorization', `Basic ${Buffer.from(`user:${secret}`).toString('base64')}`)
+      ).status,
+    ).toBe(401);
     const wsUrl = `${url.replace(/^http/, 'ws')}/v1/audio/speech/stream`;
     const stream = await StreamClient.connect(`${wsUrl}?api_key=${secret}`);
     stream.ws.close();
@@ -106,13 +128,19 @@ describe('secrets in logs, errors, lists and the OpenAPI document', () => {
     expect(wrongPath.body).not.toContain(secret);
 
     // a write that fails while it holds a new endpoint secret: the key was deleted behind the service's back
-    const doomed = await http.post('/v1/admin/keys').set(...admin).send({ name: 'doomed', chain: [{ provider: 'echo', model: 'echo-1' }] });
+    const doomed = await http
+      .post('/v1/admin/keys')
+      .set(...admin)
+      .send({ name: 'doomed', chain: [{ provider: 'echo', model: 'echo-1' }] });
     issued.push(doomed.body.secret as string);
     const db = new Client({ connectionString: process.env.DATABASE_URL });
     await db.connect();
     await db.query('DELETE FROM proxy_keys WHERE id = $1', [doomed.body.id]);
     await db.end();
-    const failed = await http.post('/v1/user/webhooks').set('Authorization', `Bearer ${doomed.body.secret as string}`).send({ url: receiver.url('/doomed') });
+    const failed = await http
+      .post('/v1/user/webhooks')
+      .set('Authorization', `Bearer ${doomed.body.secret as string}`)
+      .send({ url: receiver.url('/doomed') });
     expect(failed.status).toBeGreaterThanOrEqual(400);
     expect(JSON.stringify(failed.body)).not.toMatch(ISSUED_SECRET);
 
@@ -128,7 +156,14 @@ describe('secrets in logs, errors, lists and the OpenAPI document', () => {
 
   it('shows no secret in lists, reads or error bodies', async () => {
     // a second service on the same database: the first one is stopped by now
-    const again = spawnService({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', SVC_ADMIN_TOKEN: ADMIN_TOKEN, OPENAI_API_KEY: undefined, MINIMAX_API_KEY: undefined });
+    const again = spawnService({
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      SVC_ADMIN_TOKEN: ADMIN_TOKEN,
+      OPENAI_API_KEY: undefined,
+      MINIMAX_API_KEY: undefined,
+    });
     try {
       const [, base] = await again.waitFor(/Gateway listening on (http:\/\/\S+)/, 60000);
       const http = request(base);

@@ -31,7 +31,12 @@ async function chat(url: string, secret: string, body: Record<string, unknown>):
     headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
     body: JSON.stringify(body),
   });
-  return { status: res.status, requestId: res.headers.get('x-svc-request-id'), fallback: res.headers.get('x-svc-is-fallback') === 'true', body: await res.text() };
+  return {
+    status: res.status,
+    requestId: res.headers.get('x-svc-request-id'),
+    fallback: res.headers.get('x-svc-is-fallback') === 'true',
+    body: await res.text(),
+  };
 }
 
 /** Resolves when a TCP connection to `port` opens, rejects with its error otherwise. */
@@ -62,7 +67,10 @@ describe('SIGTERM', () => {
     dir = mkdtempSync(join(tmpdir(), 'svc-shutdown-'));
     const yaml = [
       'providers:',
-      ...[failing, upstream].map((f) => `  - name: ${f.name}\n    kind: openai\n    base_url: ${f.url}\n    api_key: x\n    capabilities: [chat]`),
+      ...[failing, upstream].map(
+        (f) =>
+          `  - name: ${f.name}\n    kind: openai\n    base_url: ${f.url}\n    api_key: x\n    capabilities: [chat]`,
+      ),
       '  - name: espeak\n    kind: espeak',
     ];
     writeFileSync(join(dir, 'gateway.yaml'), yaml.join('\n'));
@@ -94,8 +102,14 @@ describe('SIGTERM', () => {
     });
     const [, url] = await service.waitFor(/Gateway listening on (http:\/\/\S+)/, 60000);
     const port = Number(new URL(url).port);
-    const createKey = async (name: string, chain: Array<{ provider: string; model: string }>): Promise<{ id: string; secret: string }> => {
-      const res = await request(url).post('/v1/admin/keys').set('Authorization', `Bearer ${ADMIN_TOKEN}`).send({ name, chain });
+    const createKey = async (
+      name: string,
+      chain: Array<{ provider: string; model: string }>,
+    ): Promise<{ id: string; secret: string }> => {
+      const res = await request(url)
+        .post('/v1/admin/keys')
+        .set('Authorization', `Bearer ${ADMIN_TOKEN}`)
+        .send({ name, chain });
       expect(res.status).toBe(201);
       return { id: res.body.id as string, secret: res.body.secret as string };
     };
@@ -119,8 +133,15 @@ describe('SIGTERM', () => {
     expect(before.map((a) => a.status)).toEqual(Array(16).fill(200));
 
     // a speech stream with audio under way
-    const stream = await StreamClient.connect(`${url.replace('http', 'ws')}/v1/audio/speech/stream`, { Authorization: `Bearer ${speaker.secret}` });
-    stream.send({ event: 'task_start', model: 'speech-02-hd', voice_setting: { voice_id: 'en-us' }, audio_setting: { format: 'pcm', sample_rate: 16000 } });
+    const stream = await StreamClient.connect(`${url.replace('http', 'ws')}/v1/audio/speech/stream`, {
+      Authorization: `Bearer ${speaker.secret}`,
+    });
+    stream.send({
+      event: 'task_start',
+      model: 'speech-02-hd',
+      voice_setting: { voice_id: 'en-us' },
+      audio_setting: { format: 'pcm', sample_rate: 16000 },
+    });
     await stream.waitFor((m) => m.event === 'task_started', 60000);
     stream.send({ event: 'task_continue', text: 'The first sentence is spoken now. The second one follows it. ' });
     await stream.waitFor((m) => m.event === 'task_continued', 60000);
@@ -151,15 +172,23 @@ describe('SIGTERM', () => {
     const answered = [...before, ...during];
     const requestIds = answered.map((a) => a.requestId);
     expect(requestIds.every((id) => id !== null)).toBe(true);
-    const usage = await db.query<{ request_id: string; status: number }>('SELECT request_id, status FROM usage_records WHERE request_id = ANY($1)', [requestIds]);
+    const usage = await db.query<{ request_id: string; status: number }>(
+      'SELECT request_id, status FROM usage_records WHERE request_id = ANY($1)',
+      [requestIds],
+    );
     expect(usage.rows.map((r) => r.request_id).sort()).toEqual([...requestIds].sort());
     expect(usage.rows.every((r) => r.status === 200)).toBe(true);
     const failedOver = answered.filter((a) => a.fallback).map((a) => a.requestId);
     expect(failedOver).toHaveLength(8 + 4 + 3);
-    const events = await db.query<{ request_id: string }>(`SELECT data->>'request_id' AS request_id FROM gateway_events WHERE type = 'failover'`);
+    const events = await db.query<{ request_id: string }>(
+      `SELECT data->>'request_id' AS request_id FROM gateway_events WHERE type = 'failover'`,
+    );
     expect(events.rows.map((r) => r.request_id).sort()).toEqual([...failedOver].sort());
     // the sentences the stream spoke have their usage records too
-    const spoken = await db.query<{ n: string }>(`SELECT count(*) AS n FROM usage_records WHERE key_id = $1 AND capability = 'speech' AND status = 200`, [speaker.id]);
+    const spoken = await db.query<{ n: string }>(
+      `SELECT count(*) AS n FROM usage_records WHERE key_id = $1 AND capability = 'speech' AND status = 200`,
+      [speaker.id],
+    );
     expect(Number(spoken.rows[0].n)).toBeGreaterThanOrEqual(1);
   });
 });

@@ -12,6 +12,8 @@ describe('smoke', () => {
     const res = await t.http.get('/v1/nope').set('Authorization', `Bearer ${key.secret}`);
     expect(res.status).toBe(404);
     expect(res.headers['x-svc-request-id']).toMatch(/^req_[0-9A-Za-z]{20}$/);
-    expect(res.body).toEqual({ error: { message: expect.any(String), type: 'not_found_error', param: null, code: 'route_not_found' } });
+    expect(res.body).toEqual({
+      error: { message: expect.any(String), type: 'not_found_error', param: null, code: 'route_not_found' },
+    });
   });
 });

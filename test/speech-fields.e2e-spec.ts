@@ -32,7 +32,11 @@ const MINIMAX_FIELDS = {
 };
 const VOICE_FIELDS = { emotion: 'happy', text_normalization: true, english_normalization: true, latex_read: false };
 
-const request = (voice: string, extra: Record<string, unknown> = {}, voiceExtra: Record<string, unknown> = {}): Record<string, unknown> => ({
+const request = (
+  voice: string,
+  extra: Record<string, unknown> = {},
+  voiceExtra: Record<string, unknown> = {},
+): Record<string, unknown> => ({
   model: MODEL,
   text: TEXT,
   voice_setting: { voice_id: voice, speed: 1.2, pitch: 2, ...voiceExtra },
@@ -55,19 +59,34 @@ describe("MiniMax's optional speech fields", () => {
   const secrets: Record<string, string> = {};
 
   beforeAll(async () => {
-    [minimax, openai, eleven] = await Promise.all([startFakeMiniMax({ name: 'sf-minimax' }), startFakeOpenAi({ name: 'sf-openai' }), startFakeElevenLabs({ name: 'sf-eleven' })]);
-    const provider = (name: string, kind: string, url: string): string => `  - { name: ${name}, kind: ${kind}, base_url: "${url}", api_key: k }`;
+    [minimax, openai, eleven] = await Promise.all([
+      startFakeMiniMax({ name: 'sf-minimax' }),
+      startFakeOpenAi({ name: 'sf-openai' }),
+      startFakeElevenLabs({ name: 'sf-eleven' }),
+    ]);
+    const provider = (name: string, kind: string, url: string): string =>
+      `  - { name: ${name}, kind: ${kind}, base_url: "${url}", api_key: k }`;
     const gateway = parseGatewayConfig(
-      ['providers:', '  - { name: espeak, kind: espeak }', provider('sf-minimax', 'minimax', minimax.url), provider('sf-openai', 'openai', openai.url), provider('sf-eleven', 'elevenlabs', eleven.url)].join(
-        '\n',
-      ),
+      [
+        'providers:',
+        '  - { name: espeak, kind: espeak }',
+        provider('sf-minimax', 'minimax', minimax.url),
+        provider('sf-openai', 'openai', openai.url),
+        provider('sf-eleven', 'elevenlabs', eleven.url),
+      ].join('\n'),
       'speech fields test',
     );
     t = await startApp({ gateway });
     secrets.minimax = (await t.createKey('sf minimax', [{ provider: 'sf-minimax', model: MODEL }])).secret;
     secrets.espeak = (await t.createKey('sf espeak', [{ provider: 'espeak', model: MODEL }])).secret;
-    secrets.openai = (await t.createKey('sf openai', [{ provider: 'sf-openai', model: MODEL, voice_map: { '*': 'alloy' } }])).secret;
-    secrets.eleven = (await t.createKey('sf eleven', [{ provider: 'sf-eleven', model: MODEL, voice_map: { '*': '21m00Tcm4TlvDq8ikWAM' } }])).secret;
+    secrets.openai = (
+      await t.createKey('sf openai', [{ provider: 'sf-openai', model: MODEL, voice_map: { '*': 'alloy' } }])
+    ).secret;
+    secrets.eleven = (
+      await t.createKey('sf eleven', [
+        { provider: 'sf-eleven', model: MODEL, voice_map: { '*': '21m00Tcm4TlvDq8ikWAM' } },
+      ])
+    ).secret;
   });
   afterAll(async () => {
     await t.close();
@@ -85,7 +104,10 @@ describe("MiniMax's optional speech fields", () => {
     const sent = minimax.requests.filter((r) => r.path === T2A).map((r) => r.body as Record<string, unknown>);
     expect(sent).toHaveLength(1);
     const { stream: _stream, stream_options: _options, output_format: _format, ...shaping } = MINIMAX_FIELDS;
-    expect(sent[0]).toMatchObject({ ...shaping, voice_setting: { voice_id: 'male-qn-qingse', speed: 1.2, pitch: 2, vol: 1, ...VOICE_FIELDS } });
+    expect(sent[0]).toMatchObject({
+      ...shaping,
+      voice_setting: { voice_id: 'male-qn-qingse', speed: 1.2, pitch: 2, vol: 1, ...VOICE_FIELDS },
+    });
     // the gateway still asks for hex, streamed, and re-serves the bytes itself
     expect(sent[0]).toMatchObject({ stream: true, stream_options: { exclude_aggregated_audio: true } });
     expect(sent[0]).not.toHaveProperty('output_format');
@@ -94,7 +116,11 @@ describe("MiniMax's optional speech fields", () => {
   });
 
   it('sends no ignored-fields header when everything the request carried was used', async () => {
-    const res = await speak(t, secrets.minimax, request('male-qn-qingse', { language_boost: 'auto', stream: true }, { emotion: 'calm' }));
+    const res = await speak(
+      t,
+      secrets.minimax,
+      request('male-qn-qingse', { language_boost: 'auto', stream: true }, { emotion: 'calm' }),
+    );
     expect(res.status).toBe(200);
     expect(res.headers.has(IGNORED)).toBe(false);
   });
@@ -118,16 +144,26 @@ describe("MiniMax's optional speech fields", () => {
   });
 
   it('lets the offline engine shift pitch and names the rest as ignored', async () => {
-    const res = await speak(t, secrets.espeak, request('en-us', { language_boost: 'English', aigc_watermark: true }, { emotion: 'sad' }));
+    const res = await speak(
+      t,
+      secrets.espeak,
+      request('en-us', { language_boost: 'English', aigc_watermark: true }, { emotion: 'sad' }),
+    );
     expect(res.status).toBe(200);
     expect(res.headers.get('x-svc-provider-used')).toBe('espeak');
     expect(ignoredOf(res.headers)).toEqual(['voice_setting.emotion', 'language_boost', 'aigc_watermark']);
   });
 
   it('says an emotion to OpenAI as instructions, and names pitch and the MiniMax-only fields as ignored', async () => {
-    const res = await speak(t, secrets.openai, request('narrator', { voice_modify: { timbre: 40 } }, { emotion: 'surprised', latex_read: true }));
+    const res = await speak(
+      t,
+      secrets.openai,
+      request('narrator', { voice_modify: { timbre: 40 } }, { emotion: 'surprised', latex_read: true }),
+    );
     expect(res.status).toBe(200);
-    const sent = openai.requests.filter((r) => r.path === '/v1/audio/speech').map((r) => r.body as Record<string, unknown>);
+    const sent = openai.requests
+      .filter((r) => r.path === '/v1/audio/speech')
+      .map((r) => r.body as Record<string, unknown>);
     expect(sent).toHaveLength(1);
     expect(sent[0]).toMatchObject({ voice: 'alloy', instructions: 'Speak in a surprised tone.' });
     expect(sent[0]).not.toHaveProperty('voice_modify');
@@ -135,7 +171,11 @@ describe("MiniMax's optional speech fields", () => {
   });
 
   it('passes text_normalization to ElevenLabs as apply_text_normalization', async () => {
-    const res = await speak(t, secrets.eleven, request('narrator', {}, { text_normalization: false, english_normalization: true }));
+    const res = await speak(
+      t,
+      secrets.eleven,
+      request('narrator', {}, { text_normalization: false, english_normalization: true }),
+    );
     expect(res.status).toBe(200);
     const sent = eleven.requests.map((r) => r.body as Record<string, unknown>);
     expect(sent).toHaveLength(1);
@@ -144,21 +184,88 @@ describe("MiniMax's optional speech fields", () => {
   });
 
   it.each([
-    ['an emotion MiniMax does not define', request('en-us', {}, { emotion: 'ecstatic' }), 'invalid_value', 'voice_setting.emotion'],
-    ['voice_modify.pitch past 100', request('en-us', { voice_modify: { pitch: 101 } }), 'invalid_value', 'voice_modify.pitch'],
-    ['a fractional voice_modify.intensity', request('en-us', { voice_modify: { intensity: 1.5 } }), 'invalid_value', 'voice_modify.intensity'],
-    ['an unknown sound effect', request('en-us', { voice_modify: { sound_effects: 'cathedral' } }), 'invalid_value', 'voice_modify.sound_effects'],
-    ['five timbre weights', request('en-us', { timbre_weights: Array.from({ length: 5 }, () => ({ voice_id: 'female-shaonv', weight: 20 })) }), 'invalid_value', 'timbre_weights'],
-    ['a timbre weight of 0', request('en-us', { timbre_weights: [{ voice_id: 'female-shaonv', weight: 0 }] }), 'invalid_value', 'timbre_weights[0].weight'],
-    ['a language MiniMax does not boost', request('en-us', { language_boost: 'Klingon' }), 'invalid_value', 'language_boost'],
-    ['output_format other than hex or url', request('en-us', { output_format: 'base64' }), 'invalid_value', 'output_format'],
+    [
+      'an emotion MiniMax does not define',
+      request('en-us', {}, { emotion: 'ecstatic' }),
+      'invalid_value',
+      'voice_setting.emotion',
+    ],
+    [
+      'voice_modify.pitch past 100',
+      request('en-us', { voice_modify: { pitch: 101 } }),
+      'invalid_value',
+      'voice_modify.pitch',
+    ],
+    [
+      'a fractional voice_modify.intensity',
+      request('en-us', { voice_modify: { intensity: 1.5 } }),
+      'invalid_value',
+      'voice_modify.intensity',
+    ],
+    [
+      'an unknown sound effect',
+      request('en-us', { voice_modify: { sound_effects: 'cathedral' } }),
+      'invalid_value',
+      'voice_modify.sound_effects',
+    ],
+    [
+      'five timbre weights',
+      request('en-us', {
+        timbre_weights: Array.from({ length: 5 }, () => ({ voice_id: 'female-shaonv', weight: 20 })),
+      }),
+      'invalid_value',
+      'timbre_weights',
+    ],
+    [
+      'a timbre weight of 0',
+      request('en-us', { timbre_weights: [{ voice_id: 'female-shaonv', weight: 0 }] }),
+      'invalid_value',
+      'timbre_weights[0].weight',
+    ],
+    [
+      'a language MiniMax does not boost',
+      request('en-us', { language_boost: 'Klingon' }),
+      'invalid_value',
+      'language_boost',
+    ],
+    [
+      'output_format other than hex or url',
+      request('en-us', { output_format: 'base64' }),
+      'invalid_value',
+      'output_format',
+    ],
     ['a string for stream', request('en-us', { stream: 'yes' }), 'invalid_value', 'stream'],
-    ['a subtitle type MiniMax does not define', request('en-us', { subtitle_type: 'paragraph' }), 'invalid_value', 'subtitle_type'],
-    ['a non-string pronunciation', request('en-us', { pronunciation_dict: { tone: [7] } }), 'invalid_value', 'pronunciation_dict.tone'],
+    [
+      'a subtitle type MiniMax does not define',
+      request('en-us', { subtitle_type: 'paragraph' }),
+      'invalid_value',
+      'subtitle_type',
+    ],
+    [
+      'a non-string pronunciation',
+      request('en-us', { pronunciation_dict: { tone: [7] } }),
+      'invalid_value',
+      'pronunciation_dict.tone',
+    ],
     ['a field MiniMax does not define', request('en-us', { mood: 'good' }), 'unknown_field', 'mood'],
-    ['a voice_setting field MiniMax does not define', request('en-us', {}, { mood: 'good' }), 'unknown_field', 'voice_setting.mood'],
-    ['a voice_modify field MiniMax does not define', request('en-us', { voice_modify: { reverb: 3 } }), 'unknown_field', 'voice_modify.reverb'],
-    ['a stream_options field MiniMax does not define', request('en-us', { stream_options: { include_usage: true } }), 'unknown_field', 'stream_options.include_usage'],
+    [
+      'a voice_setting field MiniMax does not define',
+      request('en-us', {}, { mood: 'good' }),
+      'unknown_field',
+      'voice_setting.mood',
+    ],
+    [
+      'a voice_modify field MiniMax does not define',
+      request('en-us', { voice_modify: { reverb: 3 } }),
+      'unknown_field',
+      'voice_modify.reverb',
+    ],
+    [
+      'a stream_options field MiniMax does not define',
+      request('en-us', { stream_options: { include_usage: true } }),
+      'unknown_field',
+      'stream_options.include_usage',
+    ],
   ])('refuses %s with 400 naming the field', async (_, body, code, param) => {
     const res = await speak(t, secrets.espeak, body);
     expect(res.status).toBe(400);
@@ -170,14 +277,27 @@ describe("MiniMax's optional speech fields", () => {
     const created = await t.http
       .post('/v1/audio/speech/async')
       .set('Authorization', `Bearer ${secrets.minimax}`)
-      .send({ ...request('male-qn-qingse', MINIMAX_FIELDS, VOICE_FIELDS), audio_setting: { format: 'wav', sample_rate: 16000 } });
+      .send({
+        ...request('male-qn-qingse', MINIMAX_FIELDS, VOICE_FIELDS),
+        audio_setting: { format: 'wav', sample_rate: 16000 },
+      });
     expect(created.status).toBe(202);
-    expect((created.headers[IGNORED]).split(', ')).toEqual(['stream', 'stream_options', 'output_format', 'subtitle_enable', 'subtitle_type']);
+    expect(created.headers[IGNORED].split(', ')).toEqual([
+      'stream',
+      'stream_options',
+      'output_format',
+      'subtitle_enable',
+      'subtitle_type',
+    ]);
     const id = (created.body as { id: string }).id;
     const deadline = Date.now() + 60000;
     let status = '';
     while (Date.now() < deadline) {
-      status = ((await t.http.get(`/v1/audio/speech/async/${id}`).set('Authorization', `Bearer ${secrets.minimax}`)).body as { status: string }).status;
+      status = (
+        (await t.http.get(`/v1/audio/speech/async/${id}`).set('Authorization', `Bearer ${secrets.minimax}`)).body as {
+          status: string;
+        }
+      ).status;
       if (status === 'completed' || status === 'failed') break;
       await new Promise((r) => setTimeout(r, 200));
     }
@@ -185,7 +305,12 @@ describe("MiniMax's optional speech fields", () => {
     const sent = minimax.requests.filter((r) => r.path === T2A).map((r) => r.body as Record<string, unknown>);
     expect(sent.length).toBeGreaterThan(0);
     for (const body of sent) {
-      expect(body).toMatchObject({ language_boost: 'English', timbre_weights: MINIMAX_FIELDS.timbre_weights, voice_modify: MINIMAX_FIELDS.voice_modify, voice_setting: VOICE_FIELDS });
+      expect(body).toMatchObject({
+        language_boost: 'English',
+        timbre_weights: MINIMAX_FIELDS.timbre_weights,
+        voice_modify: MINIMAX_FIELDS.voice_modify,
+        voice_setting: VOICE_FIELDS,
+      });
     }
   });
 

@@ -28,7 +28,8 @@ async function sseEvents(response: Response): Promise<SpeechEvent[]> {
     });
 }
 
-const audioOf = (events: SpeechEvent[]): Buffer => Buffer.concat(events.filter((e) => e.type === 'speech.audio.delta').map((e) => Buffer.from(e.audio ?? '', 'base64')));
+const audioOf = (events: SpeechEvent[]): Buffer =>
+  Buffer.concat(events.filter((e) => e.type === 'speech.audio.delta').map((e) => Buffer.from(e.audio ?? '', 'base64')));
 
 /** OpenAI's speech SSE (decisions §10) and OpenAI's field names in errors, through the official `openai` SDK, unchanged. */
 describe('OpenAI speech: stream_format "sse" and field names through the openai SDK', () => {
@@ -44,8 +45,14 @@ describe('OpenAI speech: stream_format "sse" and field names through the openai 
       'openai sse test',
     );
     t = await startApp({ gateway });
-    client = new OpenAI({ apiKey: (await t.createKey('sse', [{ provider: 'espeak', model: MODEL }])).secret, baseURL: `${t.url}/v1`, maxRetries: 0 });
-    const mm = await t.createKey('sse minimax', [{ provider: MINIMAX, model: MODEL, voice_map: { '*': 'English_Graceful_Lady' } }]);
+    client = new OpenAI({
+      apiKey: (await t.createKey('sse', [{ provider: 'espeak', model: MODEL }])).secret,
+      baseURL: `${t.url}/v1`,
+      maxRetries: 0,
+    });
+    const mm = await t.createKey('sse minimax', [
+      { provider: MINIMAX, model: MODEL, voice_map: { '*': 'English_Graceful_Lady' } },
+    ]);
     failing = new OpenAI({ apiKey: mm.secret, baseURL: `${t.url}/v1`, maxRetries: 0 });
   });
   afterAll(async () => {
@@ -56,15 +63,26 @@ describe('OpenAI speech: stream_format "sse" and field names through the openai 
 
   it('streams speech.audio.delta events of base64 audio, then speech.audio.done, that decode to the requested wav', async () => {
     const input = 'Streamed as server-sent events, the way OpenAI streams speech.';
-    const response = await client.audio.speech.create({ model: MODEL, input, voice: 'en-us', response_format: 'wav', stream_format: 'sse' });
+    const response = await client.audio.speech.create({
+      model: MODEL,
+      input,
+      voice: 'en-us',
+      response_format: 'wav',
+      stream_format: 'sse',
+    });
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
     expect(response.headers.get('x-svc-provider-used')).toBe('espeak');
     const events = await sseEvents(response);
     const deltas = events.slice(0, -1);
     expect(deltas.length).toBeGreaterThan(0);
-    expect(deltas.every((e) => e.type === 'speech.audio.delta' && typeof e.audio === 'string' && e.audio.length > 0)).toBe(true);
-    expect(events[events.length - 1]).toEqual({ type: 'speech.audio.done', usage: { input_tokens: input.length, output_tokens: 0, total_tokens: input.length } });
+    expect(
+      deltas.every((e) => e.type === 'speech.audio.delta' && typeof e.audio === 'string' && e.audio.length > 0),
+    ).toBe(true);
+    expect(events[events.length - 1]).toEqual({
+      type: 'speech.audio.done',
+      usage: { input_tokens: input.length, output_tokens: 0, total_tokens: input.length },
+    });
     const wav = audioOf(events);
     const header = parseWavHeader(wav);
     // OpenAI's own output shape: 24 kHz mono
@@ -73,7 +91,13 @@ describe('OpenAI speech: stream_format "sse" and field names through the openai 
   });
 
   it('streams pcm through a MiniMax step as events too, every delta decoding to whole audio bytes', async () => {
-    const response = await failing.audio.speech.create({ model: MODEL, input: 'Hello from MiniMax, as events.', voice: 'narrator', response_format: 'pcm', stream_format: 'sse' });
+    const response = await failing.audio.speech.create({
+      model: MODEL,
+      input: 'Hello from MiniMax, as events.',
+      voice: 'narrator',
+      response_format: 'pcm',
+      stream_format: 'sse',
+    });
     expect(response.headers.get('x-svc-provider-used')).toBe(MINIMAX);
     const events = await sseEvents(response);
     expect(events.filter((e) => e.type === 'speech.audio.delta').length).toBeGreaterThan(1);
@@ -83,7 +107,13 @@ describe('OpenAI speech: stream_format "sse" and field names through the openai 
 
   it('ends the event stream with an error event and no speech.audio.done when the provider fails mid-stream', async () => {
     minimax.setMode('midStreamBaseRespError');
-    const response = await failing.audio.speech.create({ model: MODEL, input: 'This one breaks off.', voice: 'narrator', response_format: 'mp3', stream_format: 'sse' });
+    const response = await failing.audio.speech.create({
+      model: MODEL,
+      input: 'This one breaks off.',
+      voice: 'narrator',
+      response_format: 'mp3',
+      stream_format: 'sse',
+    });
     const events = await sseEvents(response);
     expect(events[0].type).toBe('speech.audio.delta');
     expect(events[events.length - 1]).toMatchObject({ error: { code: 'all_providers_failed' } });
@@ -103,9 +133,19 @@ describe('OpenAI speech: stream_format "sse" and field names through the openai 
     expect(voice).toBeInstanceOf(BadRequestError);
     expect(voice).toMatchObject({ status: 400, code: 'voice_not_found', param: 'voice' });
     expect(voice.message).not.toContain('voice_setting');
-    expect(await refusal({ model: MODEL, input: 'x'.repeat(10001), voice: 'en-us' })).toMatchObject({ status: 413, code: 'text_too_long', param: 'input' });
-    expect(await refusal({ model: MODEL, input: 'x', voice: 'en-us', response_format: 'aac' })).toMatchObject({ status: 400, param: 'response_format' });
-    expect(await refusal({ model: MODEL, input: 'x', voice: 'en-us', speed: 4 })).toMatchObject({ status: 400, param: 'speed' });
+    expect(await refusal({ model: MODEL, input: 'x'.repeat(10001), voice: 'en-us' })).toMatchObject({
+      status: 413,
+      code: 'text_too_long',
+      param: 'input',
+    });
+    expect(await refusal({ model: MODEL, input: 'x', voice: 'en-us', response_format: 'aac' })).toMatchObject({
+      status: 400,
+      param: 'response_format',
+    });
+    expect(await refusal({ model: MODEL, input: 'x', voice: 'en-us', speed: 4 })).toMatchObject({
+      status: 400,
+      param: 'speed',
+    });
     expect(await refusal({ model: MODEL, input: '', voice: 'en-us' })).toMatchObject({ status: 400, param: 'input' });
     const stream = await refusal({ model: MODEL, input: 'x', voice: 'en-us', stream_format: 'chunks' as 'sse' });
     expect(stream).toMatchObject({ status: 400, param: 'stream_format' });

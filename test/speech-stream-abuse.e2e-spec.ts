@@ -8,7 +8,12 @@ import { eventually } from './support/failover';
 import { ServiceProcess, spawnService } from './support/process';
 import { StreamClient } from './support/ws-client';
 
-const START = { event: 'task_start', model: 'speech-02-hd', voice_setting: { voice_id: 'en-us' }, audio_setting: { format: 'pcm' } };
+const START = {
+  event: 'task_start',
+  model: 'speech-02-hd',
+  voice_setting: { voice_id: 'en-us' },
+  audio_setting: { format: 'pcm' },
+};
 const STALL_MS = 1500;
 const BURST = 500;
 const EACH_KIND = 20;
@@ -50,7 +55,13 @@ function serverHoldsConnection(pid: number, serverPort: number, clientPort: numb
     .split('\n')
     .slice(1)
     .map((line) => line.trim().split(/\s+/))
-    .some((cols) => cols.length > 9 && cols[1].endsWith(`:${hex(serverPort)}`) && cols[2].endsWith(`:${hex(clientPort)}`) && held.has(cols[9]));
+    .some(
+      (cols) =>
+        cols.length > 9 &&
+        cols[1].endsWith(`:${hex(serverPort)}`) &&
+        cols[2].endsWith(`:${hex(clientPort)}`) &&
+        held.has(cols[9]),
+    );
 }
 
 const underlyingSocket = (ws: WebSocket): Socket => (ws as unknown as { _socket: Socket })._socket;
@@ -85,7 +96,12 @@ describe('speech WebSocket abuse', () => {
 
   /** Sockets and memory back near the baseline, and the service still speaks. */
   const expectRecovered = async (): Promise<void> => {
-    await eventually(() => socketInodes(pid).size, (n) => n <= baselineSockets + SOCKET_SLACK, 30_000, 'service sockets back near the baseline');
+    await eventually(
+      () => socketInodes(pid).size,
+      (n) => n <= baselineSockets + SOCKET_SLACK,
+      30_000,
+      'service sockets back near the baseline',
+    );
     expect(rssKb(pid)).toBeLessThan(baselineRssKb + RSS_SLACK_KB);
     await speakOnce();
   };
@@ -222,7 +238,12 @@ describe('speech WebSocket abuse', () => {
     socket.pause();
     expect(serverHoldsConnection(pid, port, clientPort)).toBe(true);
 
-    await eventually(() => serverHoldsConnection(pid, port, clientPort), (held) => !held, 60_000, 'the service dropped the stalled client');
+    await eventually(
+      () => serverHoldsConnection(pid, port, clientPort),
+      (held) => !held,
+      60_000,
+      'the service dropped the stalled client',
+    );
     socket.resume();
 
     // the connection ends without the task's end: no task_finished, no normal close

@@ -34,7 +34,8 @@ describe('speech WebSocket: MiniMax clients, tickets, revocation', () => {
   let minimaxKey: { id: string; secret: string };
   let ws: string;
 
-  const gatewayYaml = (url: string): string => `providers:\n  - { name: mm, kind: minimax, base_url: "${url}", api_key: k }\n  - { name: espeak, kind: espeak }\n`;
+  const gatewayYaml = (url: string): string =>
+    `providers:\n  - { name: mm, kind: minimax, base_url: "${url}", api_key: k }\n  - { name: espeak, kind: espeak }\n`;
   const bearer = (secret: string): Record<string, string> => ({ Authorization: `Bearer ${secret}` });
   const admin = { Authorization: `Bearer ${ADMIN_TOKEN}` };
 
@@ -45,7 +46,9 @@ describe('speech WebSocket: MiniMax clients, tickets, revocation', () => {
     t = await startApp({ gateway });
     other = await startApp({ gateway: parseGatewayConfig(gatewayYaml(minimax.url), 'minimax ws test b') });
     espeakKey = await t.createKey('ws espeak', [{ provider: 'espeak', model: MODEL }]);
-    minimaxKey = await t.createKey('ws minimax', [{ provider: 'mm', model: MODEL, voice_map: { '*': 'male-qn-qingse' } }]);
+    minimaxKey = await t.createKey('ws minimax', [
+      { provider: 'mm', model: MODEL, voice_map: { '*': 'male-qn-qingse' } },
+    ]);
     ws = t.url.replace('http', 'ws');
   }, 120000);
   afterAll(async () => {
@@ -68,63 +71,102 @@ describe('speech WebSocket: MiniMax clients, tickets, revocation', () => {
     expect(client.closeCode).toBe(1000);
     const sent = minimax.requests.filter((r) => r.path === '/v1/t2a_v2').map((r) => r.body as Record<string, unknown>);
     expect(sent.length).toBeGreaterThan(0);
-    for (const body of sent) expect(body).toMatchObject({ ...extra, voice_setting: { voice_id: 'male-qn-qingse', emotion: 'calm' } });
+    for (const body of sent)
+      expect(body).toMatchObject({ ...extra, voice_setting: { voice_id: 'male-qn-qingse', emotion: 'calm' } });
   });
 
   describe.each([
     ['espeak', () => espeakKey],
     ['the MiniMax upstream', () => minimaxKey],
   ])('a client that waits for is_final after every task_continue, on %s', (_, key) => {
-    it.each(PATHS)('gets each text answered with is_final and extra_info within 2 s, three times, on %s', async (path) => {
-      const { client, utterances, started } = await speakLikeMiniMaxClient(
-        `${ws}${path}`,
-        bearer(key().secret),
-        { event: 'task_start', model: MODEL, voice_setting: { voice_id: 'en-us' }, audio_setting: { format: 'mp3', sample_rate: 32000, channel: 1 } },
-        TEXTS,
-      );
-      expect(client.closeCode).toBe(1000);
-      expectEnvelope(client);
-      const traceId = client.upgradeHeaders['x-svc-request-id'] as string;
-      expect(started.request_id).toBe(traceId);
-      expect(utterances).toHaveLength(3);
-      utterances.forEach((u, i) => {
-        // exactly the last message of each text is final, and it carries audio and MiniMax's extra_info
-        expect(u.messages.map((m) => m.is_final)).toEqual([...u.messages.slice(1).map(() => false), true]);
-        expect(u.audio.length).toBeGreaterThan(0);
-        for (const m of u.messages) expect(m.request_id).toBe(`${traceId}_${i + 1}`);
-        const last = u.messages[u.messages.length - 1];
-        expect(last.extra_info).toEqual({
-          audio_length: expect.any(Number),
-          audio_sample_rate: 32000,
-          audio_size: u.audio.length,
-          audio_format: 'mp3',
-          audio_channel: 1,
-          usage_characters: u.text.length,
-          bitrate: 128000,
+    it.each(PATHS)(
+      'gets each text answered with is_final and extra_info within 2 s, three times, on %s',
+      async (path) => {
+        const { client, utterances, started } = await speakLikeMiniMaxClient(
+          `${ws}${path}`,
+          bearer(key().secret),
+          {
+            event: 'task_start',
+            model: MODEL,
+            voice_setting: { voice_id: 'en-us' },
+            audio_setting: { format: 'mp3', sample_rate: 32000, channel: 1 },
+          },
+          TEXTS,
+        );
+        expect(client.closeCode).toBe(1000);
+        expectEnvelope(client);
+        const traceId = client.upgradeHeaders['x-svc-request-id'] as string;
+        expect(started.request_id).toBe(traceId);
+        expect(utterances).toHaveLength(3);
+        utterances.forEach((u, i) => {
+          // exactly the last message of each text is final, and it carries audio and MiniMax's extra_info
+          expect(u.messages.map((m) => m.is_final)).toEqual([...u.messages.slice(1).map(() => false), true]);
+          expect(u.audio.length).toBeGreaterThan(0);
+          for (const m of u.messages) expect(m.request_id).toBe(`${traceId}_${i + 1}`);
+          const last = u.messages[u.messages.length - 1];
+          expect(last.extra_info).toEqual({
+            audio_length: expect.any(Number),
+            audio_sample_rate: 32000,
+            audio_size: u.audio.length,
+            audio_format: 'mp3',
+            audio_channel: 1,
+            usage_characters: u.text.length,
+            bitrate: 128000,
+          });
+          expect((last.extra_info as { audio_length: number }).audio_length).toBeGreaterThan(100);
+          expect(parseFirstMp3Frame(u.audio).sampleRate).toBe(32000);
         });
-        expect((last.extra_info as { audio_length: number }).audio_length).toBeGreaterThan(100);
-        expect(parseFirstMp3Frame(u.audio).sampleRate).toBe(32000);
-      });
-      // nothing after the last is_final but task_finished
-      expect(client.messages[client.messages.length - 1].event).toBe('task_finished');
+        // nothing after the last is_final but task_finished
+        expect(client.messages[client.messages.length - 1].event).toBe('task_finished');
 
-      // the usage of the stream is found by its trace_id, and of each text by that text's request_id
-      const all = await eventually(() => usage(key().secret, `request_id=${traceId}`), (res) => res.status === 200 && res.body.data.length === 3, 5000, 'usage of the stream');
-      expect((all.body.data as Array<{ request_id: string }>).map((r) => r.request_id)).toEqual([1, 2, 3].map((n) => `${traceId}_${n}`));
-      const second = await usage(key().secret, `request_id=${traceId}_2`);
-      expect(second.body.data).toEqual([expect.objectContaining({ request_id: `${traceId}_2`, characters: TEXTS[1].length, status: 200 })]);
-    });
+        // the usage of the stream is found by its trace_id, and of each text by that text's request_id
+        const all = await eventually(
+          () => usage(key().secret, `request_id=${traceId}`),
+          (res) => res.status === 200 && res.body.data.length === 3,
+          5000,
+          'usage of the stream',
+        );
+        expect((all.body.data as Array<{ request_id: string }>).map((r) => r.request_id)).toEqual(
+          [1, 2, 3].map((n) => `${traceId}_${n}`),
+        );
+        const second = await usage(key().secret, `request_id=${traceId}_2`);
+        expect(second.body.data).toEqual([
+          expect.objectContaining({ request_id: `${traceId}_2`, characters: TEXTS[1].length, status: 200 }),
+        ]);
+      },
+    );
   });
 
   it('answers a text that makes no audio with an is_final message too (empty audio), so the client is not left waiting', async () => {
-    const { utterances } = await speakLikeMiniMaxClient(`${ws}${PATHS[1]}`, bearer(espeakKey.secret), { event: 'task_start', model: MODEL, voice_setting: { voice_id: 'en-us' } }, ['   ', 'Now words.']);
-    expect(utterances[0].messages).toEqual([expect.objectContaining({ is_final: true, data: { audio: '' }, extra_info: expect.objectContaining({ audio_size: 0, audio_length: 0 }) })]);
+    const { utterances } = await speakLikeMiniMaxClient(
+      `${ws}${PATHS[1]}`,
+      bearer(espeakKey.secret),
+      { event: 'task_start', model: MODEL, voice_setting: { voice_id: 'en-us' } },
+      ['   ', 'Now words.'],
+    );
+    expect(utterances[0].messages).toEqual([
+      expect.objectContaining({
+        is_final: true,
+        data: { audio: '' },
+        extra_info: expect.objectContaining({ audio_size: 0, audio_length: 0 }),
+      }),
+    ]);
     expect(utterances[1].audio.length).toBeGreaterThan(0);
   });
 
   it.each([
-    ['an invalid parameter', { event: 'task_start', model: MODEL, voice_setting: { voice_id: 'en-us', speed: 9 } }, 'invalid_value', 2013],
-    ['an unknown voice', { event: 'task_start', model: MODEL, voice_setting: { voice_id: 'no-such-voice' } }, 'voice_not_found', 2013],
+    [
+      'an invalid parameter',
+      { event: 'task_start', model: MODEL, voice_setting: { voice_id: 'en-us', speed: 9 } },
+      'invalid_value',
+      2013,
+    ],
+    [
+      'an unknown voice',
+      { event: 'task_start', model: MODEL, voice_setting: { voice_id: 'no-such-voice' } },
+      'voice_not_found',
+      2013,
+    ],
   ])('puts MiniMax status code on task_failed for %s', async (_, start, code, status) => {
     const client = await StreamClient.connect(`${ws}${PATHS[1]}`, bearer(espeakKey.secret));
     client.send(start);
@@ -139,13 +181,22 @@ describe('speech WebSocket: MiniMax clients, tickets, revocation', () => {
     const refused = await refusedUpgrade(`${ws}/v1/audio/speech/streams?api_key=${espeakKey.secret}`);
     expect(refused.status).toBe(404);
     expect(refused.requestId).toMatch(/^req_/);
-    expect(JSON.parse(refused.body)).toMatchObject({ error: { type: 'not_found_error', code: 'route_not_found', message: expect.stringContaining('/v1/audio/speech/streams') } });
+    expect(JSON.parse(refused.body)).toMatchObject({
+      error: {
+        type: 'not_found_error',
+        code: 'route_not_found',
+        message: expect.stringContaining('/v1/audio/speech/streams'),
+      },
+    });
     expect(refused.body).not.toContain(espeakKey.secret);
     expect(refused.body).not.toContain('api_key');
   });
 
   describe('tickets', () => {
-    const issue = async (via: TestApp = t, secret = espeakKey.secret): Promise<{ ticket: string; expires_at: number }> => {
+    const issue = async (
+      via: TestApp = t,
+      secret = espeakKey.secret,
+    ): Promise<{ ticket: string; expires_at: number }> => {
       const res = await via.http.post('/v1/audio/speech/stream/tickets').set(bearer(secret));
       expect(res.status).toBe(201);
       return res.body as { ticket: string; expires_at: number };
@@ -158,7 +209,9 @@ describe('speech WebSocket: MiniMax clients, tickets, revocation', () => {
     const refusedTicket = async (via: TestApp, ticket: string): Promise<void> => {
       const refused = await refusedUpgrade(`${via.url.replace('http', 'ws')}${PATHS[0]}?ticket=${ticket}`);
       expect(refused.status).toBe(401);
-      expect(JSON.parse(refused.body)).toMatchObject({ error: { type: 'authentication_error', code: 'invalid_ticket' } });
+      expect(JSON.parse(refused.body)).toMatchObject({
+        error: { type: 'authentication_error', code: 'invalid_ticket' },
+      });
       expect(refused.body).not.toContain(ticket);
     };
 
@@ -194,7 +247,11 @@ describe('speech WebSocket: MiniMax clients, tickets, revocation', () => {
     it('refuses an expired ticket, a made-up one, and the ticket of a key deleted since', async () => {
       const expired = await issue();
       // a minute later, as far as the database can tell
-      await t.app.get(DataSource).query(`UPDATE stream_tickets SET expires_at = now() - interval '1 second' WHERE ticket_hash = $1`, [hashSecret(expired.ticket)]);
+      await t.app
+        .get(DataSource)
+        .query(`UPDATE stream_tickets SET expires_at = now() - interval '1 second' WHERE ticket_hash = $1`, [
+          hashSecret(expired.ticket),
+        ]);
       await refusedTicket(t, expired.ticket);
       await refusedTicket(t, 'wst_madeupmadeupmadeupmadeupmadeup12');
       const doomed = await t.createKey('ticket doomed', [{ provider: 'espeak', model: MODEL }]);
@@ -214,27 +271,38 @@ describe('speech WebSocket: MiniMax clients, tickets, revocation', () => {
     it.each([
       ['task_continue', { event: 'task_continue', text: 'Should never be spoken.' }],
       ['task_finish', { event: 'task_finish' }],
-    ])('refuses the next message (%s) of an open stream whose key was deleted: task_failed key_revoked, close 1008, no audio', async (_, next) => {
-      const key = await t.createKey('revoked idle', [{ provider: 'espeak', model: MODEL }]);
-      const client = await StreamClient.connect(`${ws}${PATHS[0]}`, bearer(key.secret));
-      client.send({ event: 'task_start', model: MODEL, voice_setting: { voice_id: 'en-us' } });
-      await client.waitFor((m) => m.event === 'task_started');
-      expect((await t.http.delete(`/v1/admin/keys/${key.id}`).set(admin)).status).toBe(200);
-      client.send(next);
-      const failed = await client.waitFor((m) => m.event === 'task_failed');
-      expect(failed.error).toMatchObject({ code: 'key_revoked' });
-      expect(failed.base_resp).toMatchObject({ status_code: 1004 });
-      expect(await client.closed).toBe(1008);
-      expect(client.messages.filter((m) => m.event === 'task_continued')).toEqual([]);
-    });
+    ])(
+      'refuses the next message (%s) of an open stream whose key was deleted: task_failed key_revoked, close 1008, no audio',
+      async (_, next) => {
+        const key = await t.createKey('revoked idle', [{ provider: 'espeak', model: MODEL }]);
+        const client = await StreamClient.connect(`${ws}${PATHS[0]}`, bearer(key.secret));
+        client.send({ event: 'task_start', model: MODEL, voice_setting: { voice_id: 'en-us' } });
+        await client.waitFor((m) => m.event === 'task_started');
+        expect((await t.http.delete(`/v1/admin/keys/${key.id}`).set(admin)).status).toBe(200);
+        client.send(next);
+        const failed = await client.waitFor((m) => m.event === 'task_failed');
+        expect(failed.error).toMatchObject({ code: 'key_revoked' });
+        expect(failed.base_resp).toMatchObject({ status_code: 1004 });
+        expect(await client.closed).toBe(1008);
+        expect(client.messages.filter((m) => m.event === 'task_continued')).toEqual([]);
+      },
+    );
 
     it('stops the audio of a long text once the key is deleted', async () => {
       const key = await t.createKey('revoked busy', [{ provider: 'espeak', model: MODEL }]);
       const client = await StreamClient.connect(`${ws}${PATHS[0]}`, bearer(key.secret));
-      client.send({ event: 'task_start', model: MODEL, voice_setting: { voice_id: 'en-us' }, audio_setting: { format: 'pcm', sample_rate: 44100, channel: 2 } });
+      client.send({
+        event: 'task_start',
+        model: MODEL,
+        voice_setting: { voice_id: 'en-us' },
+        audio_setting: { format: 'pcm', sample_rate: 44100, channel: 2 },
+      });
       await client.waitFor((m) => m.event === 'task_started');
       // about 100 s of speech (17 MB of pcm); the client reads nothing meanwhile, so synthesis waits at the 1 MiB mark
-      const long = Array.from({ length: 24 }, (_, i) => `Sentence number ${i + 1} keeps the engine busy for a while longer.`).join(' ');
+      const long = Array.from(
+        { length: 24 },
+        (_, i) => `Sentence number ${i + 1} keeps the engine busy for a while longer.`,
+      ).join(' ');
       client.ws.pause();
       client.send({ event: 'task_continue', text: long });
       await sleep(1500);
@@ -254,12 +322,20 @@ describe('speech WebSocket: MiniMax clients, tickets, revocation', () => {
       const key = await t.createKey('rechained', [{ provider: 'espeak', model: MODEL }]);
       const client = await StreamClient.connect(`${ws}${PATHS[1]}`, bearer(key.secret));
       await client.waitFor((m) => m.event === 'connected_success');
-      const patched = await t.http.patch(`/v1/admin/keys/${key.id}`).set(admin).send({ chain: [{ provider: 'mm', model: MODEL, voice_map: { '*': 'male-qn-qingse' } }] });
+      const patched = await t.http
+        .patch(`/v1/admin/keys/${key.id}`)
+        .set(admin)
+        .send({ chain: [{ provider: 'mm', model: MODEL, voice_map: { '*': 'male-qn-qingse' } }] });
       expect(patched.status).toBe(200);
       client.send({ event: 'task_start', model: MODEL, voice_setting: { voice_id: 'en-us' } });
-      expect(await client.waitFor((m) => m.event === 'task_started')).toMatchObject({ provider: 'mm', fallback_level: 0 });
+      expect(await client.waitFor((m) => m.event === 'task_started')).toMatchObject({
+        provider: 'mm',
+        fallback_level: 0,
+      });
       client.send({ event: 'task_continue', text: 'Spoken by the new chain.' });
-      expect(await client.waitFor((m) => m.event === 'task_continued' && m.is_final === true)).toMatchObject({ provider: 'mm' });
+      expect(await client.waitFor((m) => m.event === 'task_continued' && m.is_final === true)).toMatchObject({
+        provider: 'mm',
+      });
       client.ws.close();
     });
   });
@@ -272,8 +348,18 @@ describe('speech WebSocket: MiniMax clients, tickets, revocation', () => {
         .send({ model: MODEL, text: 'An async task, spoken in the background.', voice_setting: { voice_id: 'en-us' } });
       expect(created.status).toBe(202);
       const taskId = created.body.id as string;
-      await eventually(() => t.http.get(`/v1/audio/speech/async/${taskId}`).set(bearer(espeakKey.secret)), (res) => res.body.status === 'completed', 30000, 'the task to complete');
-      const byTask = await eventually(() => usage(espeakKey.secret, `task_id=${taskId}`), (res) => res.status === 200 && res.body.data.length > 0, 5000, 'usage of the task');
+      await eventually(
+        () => t.http.get(`/v1/audio/speech/async/${taskId}`).set(bearer(espeakKey.secret)),
+        (res) => res.body.status === 'completed',
+        30000,
+        'the task to complete',
+      );
+      const byTask = await eventually(
+        () => usage(espeakKey.secret, `task_id=${taskId}`),
+        (res) => res.status === 200 && res.body.data.length > 0,
+        5000,
+        'usage of the task',
+      );
       const ids = (byTask.body.data as Array<{ request_id: string }>).map((r) => r.request_id);
       for (const id of ids) expect(id).toMatch(new RegExp(`^req_${taskId}_\\d+$`));
       const chunk = await usage(espeakKey.secret, `request_id=${ids[0]}`);

@@ -37,7 +37,8 @@ describe('speech WebSocket stream', () => {
     await minimax.close();
   });
 
-  const connect = (token = secret): Promise<StreamClient> => StreamClient.connect(wsUrl, { Authorization: `Bearer ${token}` });
+  const connect = (token = secret): Promise<StreamClient> =>
+    StreamClient.connect(wsUrl, { Authorization: `Bearer ${token}` });
 
   it('streams audio sentence by sentence: first audio arrives before task_finish, then task_finished and close 1000', async () => {
     const client = await connect();
@@ -75,26 +76,29 @@ describe('speech WebSocket stream', () => {
     expect(rateOf(client.audio())).toBe(22050);
   });
 
-  it.each(['pcm', 'mp3', 'flac'])('puts is_final on the last %s message of each task_continue, the last one right before task_finished', async (format) => {
-    const client = await connect();
-    client.send({ ...START, audio_setting: { format, sample_rate: 16000 } });
-    await client.waitFor((m) => m.event === 'task_started');
-    client.send({ event: 'task_continue', text: 'The first message is spoken at once.' });
-    client.send({ event: 'task_continue', text: 'The second message is the last one. It has two sentences.' });
-    client.send({ event: 'task_finish' });
-    await client.waitFor((m) => m.event === 'task_finished');
-    expect(await client.closed).toBe(1000);
-    const audio = audioMessages(client);
-    expect(audio.length).toBeGreaterThan(1);
-    const finals = audio.filter((m) => m.is_final);
-    expect(finals).toHaveLength(2);
-    expect(finals[1]).toBe(audio[audio.length - 1]);
-    // each final message is its own text's last: the second text's audio all comes after the first final
-    expect(audio.filter((m) => m.request_id === finals[0].request_id).pop()).toBe(finals[0]);
-    expect(finals[1].request_id).not.toBe(finals[0].request_id);
-    const finished = client.messages.findIndex((m) => m.event === 'task_finished');
-    expect(client.messages[finished - 1]).toBe(audio[audio.length - 1]);
-  });
+  it.each(['pcm', 'mp3', 'flac'])(
+    'puts is_final on the last %s message of each task_continue, the last one right before task_finished',
+    async (format) => {
+      const client = await connect();
+      client.send({ ...START, audio_setting: { format, sample_rate: 16000 } });
+      await client.waitFor((m) => m.event === 'task_started');
+      client.send({ event: 'task_continue', text: 'The first message is spoken at once.' });
+      client.send({ event: 'task_continue', text: 'The second message is the last one. It has two sentences.' });
+      client.send({ event: 'task_finish' });
+      await client.waitFor((m) => m.event === 'task_finished');
+      expect(await client.closed).toBe(1000);
+      const audio = audioMessages(client);
+      expect(audio.length).toBeGreaterThan(1);
+      const finals = audio.filter((m) => m.is_final);
+      expect(finals).toHaveLength(2);
+      expect(finals[1]).toBe(audio[audio.length - 1]);
+      // each final message is its own text's last: the second text's audio all comes after the first final
+      expect(audio.filter((m) => m.request_id === finals[0].request_id).pop()).toBe(finals[0]);
+      expect(finals[1].request_id).not.toBe(finals[0].request_id);
+      const finished = client.messages.findIndex((m) => m.event === 'task_finished');
+      expect(client.messages[finished - 1]).toBe(audio[audio.length - 1]);
+    },
+  );
 
   it('answers a text that makes no audio with one empty is_final message, then task_finished', async () => {
     const client = await connect();
@@ -104,8 +108,17 @@ describe('speech WebSocket stream', () => {
     client.send({ event: 'task_finish' });
     await client.waitFor((m) => m.event === 'task_finished');
     expect(await client.closed).toBe(1000);
-    expect(client.messages.map((m) => m.event)).toEqual(['connected_success', 'task_started', 'task_continued', 'task_finished']);
-    expect(client.messages[2]).toMatchObject({ data: { audio: '' }, is_final: true, extra_info: { audio_size: 0, audio_length: 0, usage_characters: 0 } });
+    expect(client.messages.map((m) => m.event)).toEqual([
+      'connected_success',
+      'task_started',
+      'task_continued',
+      'task_finished',
+    ]);
+    expect(client.messages[2]).toMatchObject({
+      data: { audio: '' },
+      is_final: true,
+      extra_info: { audio_size: 0, audio_length: 0, usage_characters: 0 },
+    });
   });
 
   it('sends no empty audio message when task_finish comes after all the audio went out', async () => {
@@ -142,7 +155,9 @@ describe('speech WebSocket stream', () => {
     viaQuery.ws.close();
     const missing = await refusedUpgrade(wsUrl);
     expect(missing.status).toBe(401);
-    expect(JSON.parse(missing.body)).toMatchObject({ error: { type: 'authentication_error', code: 'missing_api_key' } });
+    expect(JSON.parse(missing.body)).toMatchObject({
+      error: { type: 'authentication_error', code: 'missing_api_key' },
+    });
     expect(missing.requestId).toMatch(/^req_/);
     const wrong = await refusedUpgrade(wsUrl, { Authorization: 'Bearer sk-svc-wrongwrongwrongwrongwrongwrongwrong1' });
     expect(wrong.status).toBe(401);
@@ -152,11 +167,27 @@ describe('speech WebSocket stream', () => {
   it.each([
     ['bad JSON', (c: StreamClient) => c.ws.send('{not json'), 'invalid_json'],
     ['a binary frame', (c: StreamClient) => c.ws.send(Buffer.from([1, 2, 3])), 'invalid_value'],
-    ['task_continue before task_start', (c: StreamClient) => c.send({ event: 'task_continue', text: 'hi' }), 'invalid_value'],
+    [
+      'task_continue before task_start',
+      (c: StreamClient) => c.send({ event: 'task_continue', text: 'hi' }),
+      'invalid_value',
+    ],
     ['an unknown event', (c: StreamClient) => c.send({ event: 'task_dance' }), 'invalid_value'],
-    ['an unknown voice', (c: StreamClient) => c.send({ ...START, voice_setting: { voice_id: 'no-such-voice' } }), 'voice_not_found'],
-    ['wav, which cannot be streamed', (c: StreamClient) => c.send({ ...START, audio_setting: { format: 'wav' } }), 'invalid_value'],
-    ['an out-of-range speed', (c: StreamClient) => c.send({ ...START, voice_setting: { voice_id: 'en-us', speed: 9 } }), 'invalid_value'],
+    [
+      'an unknown voice',
+      (c: StreamClient) => c.send({ ...START, voice_setting: { voice_id: 'no-such-voice' } }),
+      'voice_not_found',
+    ],
+    [
+      'wav, which cannot be streamed',
+      (c: StreamClient) => c.send({ ...START, audio_setting: { format: 'wav' } }),
+      'invalid_value',
+    ],
+    [
+      'an out-of-range speed',
+      (c: StreamClient) => c.send({ ...START, voice_setting: { voice_id: 'en-us', speed: 9 } }),
+      'invalid_value',
+    ],
   ])('answers %s with task_failed and close 1008', async (_, misbehave, code) => {
     const client = await connect();
     await client.waitFor((m) => m.event === 'connected_success');
@@ -205,11 +236,22 @@ describe('speech WebSocket stream', () => {
     minimax.setMode('ok');
     // one failover happened, so one event: the pinned later calls serve at level 1 without failing over again
     const db = t.app.get(DataSource);
-    const events = await db.query<Array<{ data: { exhausted_provider: string; active_provider: string } }>>(`SELECT data FROM gateway_events WHERE key_id = $1 AND type = 'failover'`, [key.id]);
-    expect(events.map((e) => e.data)).toEqual([expect.objectContaining({ exhausted_provider: 'ws-minimax', active_provider: 'espeak' })]);
+    const events = await db.query<Array<{ data: { exhausted_provider: string; active_provider: string } }>>(
+      `SELECT data FROM gateway_events WHERE key_id = $1 AND type = 'failover'`,
+      [key.id],
+    );
+    expect(events.map((e) => e.data)).toEqual([
+      expect.objectContaining({ exhausted_provider: 'ws-minimax', active_provider: 'espeak' }),
+    ]);
     const levels = (): Promise<number[]> =>
-      db.query<Array<{ fallback_level: number }>>(`SELECT fallback_level FROM usage_records WHERE key_id = $1 AND capability = 'speech'`, [key.id]).then((rows) => rows.map((r) => r.fallback_level));
-    expect(await eventually(levels, (l) => l.length === 3, 5000, 'usage records of the three calls')).toEqual([1, 1, 1]);
+      db
+        .query<
+          Array<{ fallback_level: number }>
+        >(`SELECT fallback_level FROM usage_records WHERE key_id = $1 AND capability = 'speech'`, [key.id])
+        .then((rows) => rows.map((r) => r.fallback_level));
+    expect(await eventually(levels, (l) => l.length === 3, 5000, 'usage records of the three calls')).toEqual([
+      1, 1, 1,
+    ]);
   });
 
   it('answers a task_continue that ends mid-sentence with its own audio, without waiting for more text', async () => {
@@ -240,7 +282,9 @@ describe('speech WebSocket stream', () => {
     const failed = await client.waitFor((m) => m.event === 'task_failed');
     expect(failed.error).toMatchObject({ code: 'all_providers_failed' });
     expect(await client.closed).toBe(1011);
-    expect(client.messages.filter((m) => m.event === 'task_continued').every((m) => m.provider === 'ws-minimax')).toBe(true);
+    expect(client.messages.filter((m) => m.event === 'task_continued').every((m) => m.provider === 'ws-minimax')).toBe(
+      true,
+    );
     minimax.setMode('ok');
   });
 
@@ -251,10 +295,16 @@ describe('speech WebSocket stream', () => {
       { provider: 'ws-minimax', model: 'speech-02-hd', voice_map: { '*': 'male-qn-qingse' } },
       { provider: 'espeak', model: 'speech-02-hd', voice_map: { '*': 'en-us' } },
     ]);
-    const speak = () => t.http.post('/v1/audio/speech').set('Authorization', `Bearer ${key.secret}`).send({ model: 'speech-02-hd', text: 'Hi.', voice_setting: { voice_id: 'narrator' } });
+    const speak = () =>
+      t.http
+        .post('/v1/audio/speech')
+        .set('Authorization', `Bearer ${key.secret}`)
+        .send({ model: 'speech-02-hd', text: 'Hi.', voice_setting: { voice_id: 'narrator' } });
     // failures until the breaker opens (5 in a row; earlier tests may have left some)
     const skippedForOpenCircuit = (res: { headers: Record<string, string | undefined> }): boolean =>
-      ((JSON.parse(res.headers['x-svc-fallback-alert'] ?? '{}') as { message?: string }).message ?? '').includes('circuit open');
+      ((JSON.parse(res.headers['x-svc-fallback-alert'] ?? '{}') as { message?: string }).message ?? '').includes(
+        'circuit open',
+      );
     await eventually(speak, skippedForOpenCircuit, 20000, 'the ws-minimax circuit to open');
     const client = await connect(key.secret);
     client.send({ ...START, voice_setting: { voice_id: 'narrator' }, audio_setting: { format: 'pcm' } });
@@ -272,7 +322,10 @@ describe('speech WebSocket stream: backpressure', () => {
   let secret: string;
   let wsUrl: string;
   // about 100 s of speech: at 44.1 kHz stereo, ~35 MB of hex audio messages
-  const LONG_TEXT = Array.from({ length: 24 }, (_, i) => `Sentence number ${i + 1} keeps the engine busy for a while longer.`).join(' ');
+  const LONG_TEXT = Array.from(
+    { length: 24 },
+    (_, i) => `Sentence number ${i + 1} keeps the engine busy for a while longer.`,
+  ).join(' ');
 
   beforeAll(async () => {
     // the default idle (120 s) and stall (15 s) limits: the file's other app set a short idle time
@@ -323,7 +376,11 @@ describe('speech WebSocket stream: backpressure', () => {
 
     const statuses = async (): Promise<number[]> => {
       await t.app.get(UsageWriter).flush();
-      const rows = await t.app.get(DataSource).query<Array<{ status: number }>>(`SELECT status FROM usage_records WHERE key_id = $1 AND capability = 'speech'`, [key.id]);
+      const rows = await t.app
+        .get(DataSource)
+        .query<
+          Array<{ status: number }>
+        >(`SELECT status FROM usage_records WHERE key_id = $1 AND capability = 'speech'`, [key.id]);
       return rows.map((r) => r.status);
     };
     // one record: the text after the cut sentence is never sent upstream

@@ -1,6 +1,7 @@
 import { DataSource } from 'typeorm';
 import { runMigrationsExclusively } from '../src/database/migrate';
 import { dataSourceOptions } from '../src/database/typeorm-options';
+import { ENTITIES } from '../src/entities';
 import { SpeechTaskEntity } from '../src/speech/tasks/speech-task.entity';
 import { SpeechTasksRepository, STALE_SECONDS } from '../src/speech/tasks/speech-tasks.repository';
 import { adminQuery, baseDatabaseUrl, withDatabase } from './support/database';
@@ -19,9 +20,9 @@ describe('the fair claim of async speech tasks', () => {
 
   beforeAll(async () => {
     await adminQuery(admin, `CREATE DATABASE "${name}"`);
-    one = await new DataSource(dataSourceOptions(url, { poolSize: 4 })).initialize();
+    one = await new DataSource(dataSourceOptions(url, { poolSize: 4 }, ENTITIES)).initialize();
     await runMigrationsExclusively(one);
-    two = await new DataSource(dataSourceOptions(url, { poolSize: 4 })).initialize();
+    two = await new DataSource(dataSourceOptions(url, { poolSize: 4 }, ENTITIES)).initialize();
     repository = new SpeechTasksRepository(one, one.getRepository(SpeechTaskEntity));
     replica = new SpeechTasksRepository(two, two.getRepository(SpeechTaskEntity));
   });
@@ -37,7 +38,10 @@ describe('the fair claim of async speech tasks', () => {
 
   /** `n` queued tasks of key `keyId`, ids `<key>_<i>`, each created after the ones before. */
   const queue = async (keyId: string, n: number): Promise<void> => {
-    await one.query(`INSERT INTO proxy_keys (id, name, secret_hash, secret_hint, chain) VALUES ($1, $1, $1, 'x', '[]') ON CONFLICT DO NOTHING`, [keyId]);
+    await one.query(
+      `INSERT INTO proxy_keys (id, name, secret_hash, secret_hint, chain) VALUES ($1, $1, $1, 'x', '[]') ON CONFLICT DO NOTHING`,
+      [keyId],
+    );
     for (let i = 0; i < n; i++) {
       await one.query(
         `INSERT INTO speech_tasks (id, key_id, status, model, job, plan, characters, chunks_total, created_at)
@@ -46,9 +50,11 @@ describe('the fair claim of async speech tasks', () => {
       );
     }
   };
-  const claim = async (from = repository, worker = 'wrk_1'): Promise<string | null> => (await from.claimNext(worker))?.id ?? null;
+  const claim = async (from = repository, worker = 'wrk_1'): Promise<string | null> =>
+    (await from.claimNext(worker))?.id ?? null;
   const keyOf = (id: string | null): string | null => id && id.split('_')[0];
-  const complete = (id: string | null): Promise<unknown> => one.query(`UPDATE speech_tasks SET status = 'completed' WHERE id = $1`, [id]);
+  const complete = (id: string | null): Promise<unknown> =>
+    one.query(`UPDATE speech_tasks SET status = 'completed' WHERE id = $1`, [id]);
 
   it('gives every waiting key a turn before any key gets another (round robin, not first come first served)', async () => {
     await queue('k1', 3);
@@ -77,7 +83,9 @@ describe('the fair claim of async speech tasks', () => {
   it('takes the oldest task of the chosen key, and takes over a task whose worker stopped beating', async () => {
     await queue('k1', 2);
     expect(await claim()).toBe('k1_0');
-    await one.query(`UPDATE speech_tasks SET heartbeat_at = now() - make_interval(secs => $1) WHERE id = 'k1_0'`, [STALE_SECONDS + 1]);
+    await one.query(`UPDATE speech_tasks SET heartbeat_at = now() - make_interval(secs => $1) WHERE id = 'k1_0'`, [
+      STALE_SECONDS + 1,
+    ]);
     // the dead worker's task counts as waiting, not running, and is the key's oldest
     const taken = await replica.claimNext('wrk_2');
     expect(taken).toMatchObject({ id: 'k1_0', attempts: 2 });
@@ -86,7 +94,9 @@ describe('the fair claim of async speech tasks', () => {
   it('does not claim a task that failed before its retry delay is over', async () => {
     await queue('k1', 1);
     expect(await claim()).toBe('k1_0');
-    expect(await repository.release('k1_0', 'wrk_1', { code: 'all_providers_failed', message: 'down' }, false, undefined, 1)).toBe(true);
+    expect(
+      await repository.release('k1_0', 'wrk_1', { code: 'all_providers_failed', message: 'down' }, false, undefined, 1),
+    ).toBe(true);
     expect(await claim()).toBeNull();
     await sleep(1100);
     expect(await claim()).toBe('k1_0');

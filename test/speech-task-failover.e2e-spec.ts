@@ -50,9 +50,16 @@ describe('async speech task failover', () => {
   /** Submits `text` as an async task and waits until it is completed or failed. */
   async function runTask(secret: string, text: string): Promise<TaskRecord> {
     const auth = ['Authorization', `Bearer ${secret}`] as const;
-    const submitted = await t.http.post('/v1/audio/speech/async').set(...auth).send({ model: 'speech-02-hd', text, voice_setting: { voice_id: 'narrator' } });
+    const submitted = await t.http
+      .post('/v1/audio/speech/async')
+      .set(...auth)
+      .send({ model: 'speech-02-hd', text, voice_setting: { voice_id: 'narrator' } });
     expect(submitted.status).toBe(202);
-    const status = (): Promise<TaskRecord> => t.http.get(`/v1/audio/speech/async/${submitted.body.id as string}`).set(...auth).then((res) => res.body as TaskRecord);
+    const status = (): Promise<TaskRecord> =>
+      t.http
+        .get(`/v1/audio/speech/async/${submitted.body.id as string}`)
+        .set(...auth)
+        .then((res) => res.body as TaskRecord);
     return eventually(status, (task) => ['completed', 'failed'].includes(task.status), 90000, 'the task to finish');
   }
 
@@ -62,15 +69,23 @@ describe('async speech task failover', () => {
     expect(done).toMatchObject({ status: 'completed', provider: 'espeak', fallback_level: 1 });
 
     const chunkCalls = await eventually(
-      () => db.query<Array<{ fallback_level: number }>>(`SELECT fallback_level FROM usage_records WHERE key_id = $1`, [key.id]),
+      () =>
+        db.query<Array<{ fallback_level: number }>>(`SELECT fallback_level FROM usage_records WHERE key_id = $1`, [
+          key.id,
+        ]),
       (rows) => rows.length >= 2,
       5000,
       'the usage records of the chunks',
     );
     expect(chunkCalls.every((r) => r.fallback_level === 1)).toBe(true);
     expect(minimax.count('/v1/t2a_v2')).toBeGreaterThanOrEqual(2);
-    const events = await db.query<Array<{ data: Record<string, unknown> }>>(`SELECT data FROM gateway_events WHERE key_id = $1 AND type = 'failover'`, [key.id]);
-    expect(events.map((e) => e.data)).toEqual([expect.objectContaining({ exhausted_provider: 'tf-minimax', active_provider: 'espeak', fallback_level: 1 })]);
+    const events = await db.query<Array<{ data: Record<string, unknown> }>>(
+      `SELECT data FROM gateway_events WHERE key_id = $1 AND type = 'failover'`,
+      [key.id],
+    );
+    expect(events.map((e) => e.data)).toEqual([
+      expect.objectContaining({ exhausted_provider: 'tf-minimax', active_provider: 'espeak', fallback_level: 1 }),
+    ]);
   });
 
   it('names the deepest step that served any chunk, so a task that fell back part-way does not report level 0', async () => {
@@ -79,16 +94,29 @@ describe('async speech task failover', () => {
     try {
       const key = await failoverKey('task part failover');
       // chunks of at most 1,000 characters: the first of eleven plain sentences, the other two of sentences naming Tuesday (those fail over)
-      const text = `${SENTENCE.repeat(11)}${'On Tuesday the keeper climbed the stairs again and checked the lamp twice. '.repeat(20)}`.trim();
-      expect(await runTask(key.secret, text)).toMatchObject({ status: 'completed', provider: 'espeak', fallback_level: 1 });
+      const text =
+        `${SENTENCE.repeat(11)}${'On Tuesday the keeper climbed the stairs again and checked the lamp twice. '.repeat(20)}`.trim();
+      expect(await runTask(key.secret, text)).toMatchObject({
+        status: 'completed',
+        provider: 'espeak',
+        fallback_level: 1,
+      });
       // the chunks' own calls, as their usage records tell (request ids req_<task>_<idx>)
       const chunks = await eventually(
-        () => db.query<Array<{ provider: string; fallback_level: number }>>(`SELECT provider, fallback_level FROM usage_records WHERE key_id = $1 AND status = 200 ORDER BY request_id`, [key.id]),
+        () =>
+          db.query<Array<{ provider: string; fallback_level: number }>>(
+            `SELECT provider, fallback_level FROM usage_records WHERE key_id = $1 AND status = 200 ORDER BY request_id`,
+            [key.id],
+          ),
         (rows) => rows.length === 3,
         5000,
         'the usage records of the three chunks',
       );
-      expect(chunks.map((c) => [c.provider, c.fallback_level])).toEqual([['tf-minimax', 0], ['espeak', 1], ['espeak', 1]]);
+      expect(chunks.map((c) => [c.provider, c.fallback_level])).toEqual([
+        ['tf-minimax', 0],
+        ['espeak', 1],
+        ['espeak', 1],
+      ]);
     } finally {
       minimax.failText = null;
       minimax.setMode('http500');

@@ -50,7 +50,10 @@ describe('fair async scheduling across keys', () => {
     db = new Client({ connectionString: databaseUrl });
     await db.connect();
     minimax = await startFakeMiniMax({ name: 'fair-minimax' });
-    const gateway = parseGatewayConfig(`providers:\n  - name: fair-minimax\n    kind: minimax\n    base_url: ${minimax.url}\n    api_key: x\n`, 'fairness test gateway');
+    const gateway = parseGatewayConfig(
+      `providers:\n  - name: fair-minimax\n    kind: minimax\n    base_url: ${minimax.url}\n    api_key: x\n`,
+      'fairness test gateway',
+    );
     // two replicas on one database: 4 workers in all, the claim decides across both
     for (let i = 0; i < 2; i++) replicas.push(await startApp({ gateway, env: { DATABASE_URL: databaseUrl } }));
   });
@@ -65,12 +68,21 @@ describe('fair async scheduling across keys', () => {
     const res = await replicas[0].http
       .post('/v1/audio/speech/async')
       .set('Authorization', `Bearer ${secret}`)
-      .send({ model: MODEL, text, voice_setting: { voice_id: VOICE }, audio_setting: { format: 'wav', sample_rate: 16000, channel: 1 } });
+      .send({
+        model: MODEL,
+        text,
+        voice_setting: { voice_id: VOICE },
+        audio_setting: { format: 'wav', sample_rate: 16000, channel: 1 },
+      });
     expect(res.status).toBe(202);
     return res.body.id as string;
   };
   const rows = async (): Promise<Row[]> =>
-    (await db.query<Row>(`SELECT id, key_id, status, created_at, started_at, completed_at FROM speech_tasks ORDER BY created_at`)).rows;
+    (
+      await db.query<Row>(
+        `SELECT id, key_id, status, created_at, started_at, completed_at FROM speech_tasks ORDER BY created_at`,
+      )
+    ).rows;
 
   it("runs key A's one small task while key B has 20 long tasks queued, within one task's time", async () => {
     minimax.setMode('slowFirstByte', { delayMs: CALL_MS });
@@ -80,12 +92,19 @@ describe('fair async scheduling across keys', () => {
     const backlog: string[] = [];
     for (let i = 0; i < B_TASKS; i++) backlog.push(await submit(b.secret, longText(`B${i}`, 6000)));
     // every worker busy with B's tasks before A's task arrives
-    await eventually(rows, (all) => all.filter((r) => r.status === 'processing').length === 4, 10000, "4 of B's tasks running");
+    await eventually(
+      rows,
+      (all) => all.filter((r) => r.status === 'processing').length === 4,
+      10000,
+      "4 of B's tasks running",
+    );
     const small = await submit(a.secret, 'A small task, at last.');
     expect('A small task, at last.'.length).toBe(22);
 
     const done = await eventually(
-      async () => (await replicas[1].http.get(`/v1/audio/speech/async/${small}`).set('Authorization', `Bearer ${a.secret}`)).body as { status: string },
+      async () =>
+        (await replicas[1].http.get(`/v1/audio/speech/async/${small}`).set('Authorization', `Bearer ${a.secret}`))
+          .body as { status: string },
       (task) => task.status === 'completed' || task.status === 'failed',
       60000,
       "A's task done",
@@ -97,19 +116,29 @@ describe('fair async scheduling across keys', () => {
     const theirs = all.filter((r) => backlog.includes(r.id));
     if (!mine?.started_at || !mine.completed_at) throw new Error("A's task has no start or end");
     // B still had most of its backlog waiting when A's task was done
-    expect(theirs.filter((r) => !r.started_at || r.started_at > (mine.completed_at as Date)).length).toBeGreaterThanOrEqual(B_TASKS - 8);
+    expect(
+      theirs.filter((r) => !r.started_at || r.started_at > (mine.completed_at as Date)).length,
+    ).toBeGreaterThanOrEqual(B_TASKS - 8);
 
     // A waited only for the first worker to finish the task it was on, not for B's queue ahead of it
-    const finishedAfterSubmit = theirs.map((r) => r.completed_at).filter((t): t is Date => t !== null && t >= mine.created_at);
+    const finishedAfterSubmit = theirs
+      .map((r) => r.completed_at)
+      .filter((t): t is Date => t !== null && t >= mine.created_at);
     expect(finishedAfterSubmit.length).toBeGreaterThan(0);
     const firstFreeWorker = Math.min(...finishedAfterSubmit.map((t) => t.getTime()));
     expect(mine.started_at.getTime() - firstFreeWorker).toBeLessThanOrEqual(POLL_SLACK_MS);
 
     // within one task's time: the longest B task plus A's own run (and a poll)
-    const longestB = Math.max(...theirs.filter((r) => r.started_at && r.completed_at).map((r) => (r.completed_at as Date).getTime() - (r.started_at as Date).getTime()));
+    const longestB = Math.max(
+      ...theirs
+        .filter((r) => r.started_at && r.completed_at)
+        .map((r) => (r.completed_at as Date).getTime() - (r.started_at as Date).getTime()),
+    );
     const ownRun = mine.completed_at.getTime() - mine.started_at.getTime();
     const waited = mine.completed_at.getTime() - mine.created_at.getTime();
-    process.stdout.write(`fair scheduling: A's task done ${waited} ms after submission (own run ${ownRun} ms, longest B task ${longestB} ms)\n`);
+    process.stdout.write(
+      `fair scheduling: A's task done ${waited} ms after submission (own run ${ownRun} ms, longest B task ${longestB} ms)\n`,
+    );
     expect(waited).toBeLessThanOrEqual(longestB + ownRun + POLL_SLACK_MS);
   });
 });

@@ -87,10 +87,17 @@ describe('async speech tasks across a crash of the service', () => {
     const created = await request(first.url)
       .post('/v1/audio/speech/async')
       .set('Authorization', `Bearer ${secret}`)
-      .send({ model: MODEL, text, voice_setting: { voice_id: 'en-us' }, audio_setting: { format: 'pcm', sample_rate: 16000 } });
+      .send({
+        model: MODEL,
+        text,
+        voice_setting: { voice_id: 'en-us' },
+        audio_setting: { format: 'pcm', sample_rate: 16000 },
+      });
     expect(created.status).toBe(202);
     const id = created.body.id as string;
-    const record = async (url: string): Promise<TaskRecord> => (await request(url).get(`/v1/audio/speech/async/${id}`).set('Authorization', `Bearer ${secret}`)).body as TaskRecord;
+    const record = async (url: string): Promise<TaskRecord> =>
+      (await request(url).get(`/v1/audio/speech/async/${id}`).set('Authorization', `Bearer ${secret}`))
+        .body as TaskRecord;
 
     // some chunks stored, the task far from done: kill without any chance to clean up
     for (let task = await record(first.url); (await chunkCount()) < 4; task = await record(first.url)) {
@@ -100,10 +107,18 @@ describe('async speech tasks across a crash of the service', () => {
     first.service.child.kill('SIGKILL');
     await first.service.exited;
     const [{ killed_at: killedAt }] = (await db.query<{ killed_at: Date }>(`SELECT now() AS killed_at`)).rows;
-    const beforeKill = (await db.query<{ idx: number; pcm: Buffer }>(`SELECT idx, pcm FROM speech_task_chunks WHERE task_id = $1 ORDER BY idx`, [id])).rows;
+    const beforeKill = (
+      await db.query<{ idx: number; pcm: Buffer }>(
+        `SELECT idx, pcm FROM speech_task_chunks WHERE task_id = $1 ORDER BY idx`,
+        [id],
+      )
+    ).rows;
     const storedBefore = new Set(beforeKill.map((c) => c.idx));
     const [{ chunks_total: total, status: statusAtKill }] = (
-      await db.query<{ chunks_total: number; status: string }>(`SELECT chunks_total, status FROM speech_tasks WHERE id = $1`, [id])
+      await db.query<{ chunks_total: number; status: string }>(
+        `SELECT chunks_total, status FROM speech_tasks WHERE id = $1`,
+        [id],
+      )
     ).rows;
     expect(statusAtKill).toBe('processing');
     expect(storedBefore.size).toBeGreaterThanOrEqual(4);
@@ -131,7 +146,10 @@ describe('async speech tasks across a crash of the service', () => {
     await sleep(1500); // the usage writer flushes every 500 ms
     const prefix = `req_${id}_`;
     const afterKill = (
-      await db.query<{ request_id: string; status: number }>(`SELECT request_id, status FROM usage_records WHERE request_id LIKE $1 AND created_at > $2`, [`${prefix}%`, killedAt])
+      await db.query<{ request_id: string; status: number }>(
+        `SELECT request_id, status FROM usage_records WHERE request_id LIKE $1 AND created_at > $2`,
+        [`${prefix}%`, killedAt],
+      )
     ).rows;
     const redone = afterKill.map((r) => Number(r.request_id.slice(prefix.length)));
     expect(redone.filter((idx) => storedBefore.has(idx))).toEqual([]);
@@ -140,40 +158,65 @@ describe('async speech tasks across a crash of the service', () => {
     expect(afterKill.every((r) => r.status === 200)).toBe(true);
 
     // claimed once by each process, completed once: one contiguous set of parts, chunks gone
-    const [row] = (await db.query<{ attempts: number; completed_at: Date }>(`SELECT attempts, completed_at FROM speech_tasks WHERE id = $1`, [id])).rows;
+    const [row] = (
+      await db.query<{ attempts: number; completed_at: Date }>(
+        `SELECT attempts, completed_at FROM speech_tasks WHERE id = $1`,
+        [id],
+      )
+    ).rows;
     expect(row.attempts).toBe(2);
-    const parts = (await db.query<{ part: number; size: number }>(`SELECT part, octet_length(data) AS size FROM speech_task_results WHERE task_id = $1 ORDER BY part`, [id])).rows;
+    const parts = (
+      await db.query<{ part: number; size: number }>(
+        `SELECT part, octet_length(data) AS size FROM speech_task_results WHERE task_id = $1 ORDER BY part`,
+        [id],
+      )
+    ).rows;
     expect(parts.map((p) => p.part)).toEqual(parts.map((_, i) => i));
     expect(parts.reduce((sum, p) => sum + Number(p.size), 0)).toBe(task.audio?.bytes);
     expect(await chunkCount()).toBe(0);
 
     // the file is the chunks in order: its start is exactly the PCM stored by the killed process
-    const file = await request(second.url).get(`/v1/audio/speech/async/${id}/download`).set('Authorization', `Bearer ${secret}`).buffer(true).parse((res, done) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => done(null, Buffer.concat(chunks)));
-    });
+    const file = await request(second.url)
+      .get(`/v1/audio/speech/async/${id}/download`)
+      .set('Authorization', `Bearer ${secret}`)
+      .buffer(true)
+      .parse((res, done) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => done(null, Buffer.concat(chunks)));
+      });
     expect(file.status).toBe(200);
     expect(file.headers['content-type']).toBe('audio/L16;rate=16000;channels=1');
     const bytes = file.body as Buffer;
     expect(bytes.length).toBe(task.audio?.bytes);
     expect(Math.abs((bytes.length / 2 / 16000) * 1000 - (task.audio?.duration_ms ?? 0))).toBeLessThanOrEqual(1);
     const prefixChunks: Buffer[] = [];
-    for (let idx = 0; storedBefore.has(idx); idx++) prefixChunks.push(beforeKill.find((c) => c.idx === idx)?.pcm ?? Buffer.alloc(0));
+    for (let idx = 0; storedBefore.has(idx); idx++)
+      prefixChunks.push(beforeKill.find((c) => c.idx === idx)?.pcm ?? Buffer.alloc(0));
     const head = Buffer.concat(prefixChunks);
     expect(head.length).toBeGreaterThan(0);
     expect(bytes.subarray(0, head.length).equals(head)).toBe(true);
 
     await sleep(3000);
-    const [again] = (await db.query<{ completed_at: Date; status: string }>(`SELECT completed_at, status FROM speech_tasks WHERE id = $1`, [id])).rows;
+    const [again] = (
+      await db.query<{ completed_at: Date; status: string }>(
+        `SELECT completed_at, status FROM speech_tasks WHERE id = $1`,
+        [id],
+      )
+    ).rows;
     expect(again).toEqual({ completed_at: row.completed_at, status: 'completed' });
-    process.stdout.write(`restart: ${storedBefore.size}/${total} chunks stored before the kill; resumed ${resumedAfterMs} ms after the restart\n`);
+    process.stdout.write(
+      `restart: ${storedBefore.size}/${total} chunks stored before the kill; resumed ${resumedAfterMs} ms after the restart\n`,
+    );
     // the next test needs this database to itself
     second.service.child.kill('SIGTERM');
     await expectCleanExit(second.service);
 
     async function chunkCount(): Promise<number> {
-      return Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM speech_task_chunks WHERE task_id = $1`, [id])).rows[0].n);
+      return Number(
+        (await db.query<{ n: string }>(`SELECT count(*) AS n FROM speech_task_chunks WHERE task_id = $1`, [id])).rows[0]
+          .n,
+      );
     }
   });
 
@@ -187,15 +230,29 @@ describe('async speech tasks across a crash of the service', () => {
     const created = await request(first.url)
       .post('/v1/audio/speech/async')
       .set('Authorization', `Bearer ${secret}`)
-      .send({ model: MODEL, text: longText(15000), voice_setting: { voice_id: 'en-us' }, audio_setting: { format: 'wav', sample_rate: 8000 } });
+      .send({
+        model: MODEL,
+        text: longText(15000),
+        voice_setting: { voice_id: 'en-us' },
+        audio_setting: { format: 'wav', sample_rate: 8000 },
+      });
     expect(created.status).toBe(202);
     const id = created.body.id as string;
-    const chunks = async (): Promise<number> => Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM speech_task_chunks WHERE task_id = $1`, [id])).rows[0].n);
+    const chunks = async (): Promise<number> =>
+      Number(
+        (await db.query<{ n: string }>(`SELECT count(*) AS n FROM speech_task_chunks WHERE task_id = $1`, [id])).rows[0]
+          .n,
+      );
     while ((await chunks()) < 2) await sleep(100);
 
     first.service.child.kill('SIGTERM');
     await expectCleanExit(first.service);
-    const [held] = (await db.query<{ status: string; worker_id: string | null; attempts: number }>(`SELECT status, worker_id, attempts FROM speech_tasks WHERE id = $1`, [id])).rows;
+    const [held] = (
+      await db.query<{ status: string; worker_id: string | null; attempts: number }>(
+        `SELECT status, worker_id, attempts FROM speech_tasks WHERE id = $1`,
+        [id],
+      )
+    ).rows;
     expect(held).toEqual({ status: 'queued', worker_id: null, attempts: 0 });
     const kept = await chunks();
     expect(kept).toBeGreaterThanOrEqual(2);
@@ -212,7 +269,8 @@ describe('async speech tasks across a crash of the service', () => {
     let task: TaskRecord;
     do {
       await sleep(300);
-      task = (await request(second.url).get(`/v1/audio/speech/async/${id}`).set('Authorization', `Bearer ${secret}`)).body as TaskRecord;
+      task = (await request(second.url).get(`/v1/audio/speech/async/${id}`).set('Authorization', `Bearer ${secret}`))
+        .body as TaskRecord;
       expect(Date.now() - restartedAt).toBeLessThan(120000);
     } while (task.status !== 'completed');
     expect(task.audio).toMatchObject({ format: 'wav', sample_rate: 8000, channel: 1 });

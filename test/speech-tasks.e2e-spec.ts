@@ -26,7 +26,14 @@ interface TaskRecord {
   characters_done: number;
   provider: string | null;
   fallback_level: number | null;
-  audio: { format: string; sample_rate: number; channel: number; bytes: number; duration_ms: number; bitrate?: number } | null;
+  audio: {
+    format: string;
+    sample_rate: number;
+    channel: number;
+    bytes: number;
+    duration_ms: number;
+    bitrate?: number;
+  } | null;
   error: { code: string; message: string } | null;
 }
 
@@ -59,11 +66,24 @@ describe('async speech tasks', () => {
   let db: DataSource;
 
   const auth = (token = secret): [string, string] => ['Authorization', `Bearer ${token}`];
-  const submit = (body: object, token = secret) => t.http.post('/v1/audio/speech/async').set(...auth(token)).send(body);
-  const download = (id: string, token = secret) => t.http.get(`/v1/audio/speech/async/${id}/download`).set(...auth(token)).buffer(true).parse(binary);
+  const submit = (body: object, token = secret) =>
+    t.http
+      .post('/v1/audio/speech/async')
+      .set(...auth(token))
+      .send(body);
+  const download = (id: string, token = secret) =>
+    t.http
+      .get(`/v1/audio/speech/async/${id}/download`)
+      .set(...auth(token))
+      .buffer(true)
+      .parse(binary);
 
   /** Polls until `done` (default: a terminal status); every record seen is kept for progress checks. */
-  async function poll(id: string, done = (task: TaskRecord) => TERMINAL.includes(task.status), timeoutMs = 60000): Promise<{ task: TaskRecord; seen: TaskRecord[] }> {
+  async function poll(
+    id: string,
+    done = (task: TaskRecord) => TERMINAL.includes(task.status),
+    timeoutMs = 60000,
+  ): Promise<{ task: TaskRecord; seen: TaskRecord[] }> {
     const deadline = Date.now() + timeoutMs;
     const seen: TaskRecord[] = [];
     for (;;) {
@@ -72,7 +92,10 @@ describe('async speech tasks', () => {
       const task = res.body as TaskRecord;
       seen.push(task);
       if (done(task)) return { task, seen };
-      if (Date.now() > deadline) throw new Error(`task ${id} still ${task.status} after ${timeoutMs} ms (${task.characters_done}/${task.characters})`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `task ${id} still ${task.status} after ${timeoutMs} ms (${task.characters_done}/${task.characters})`,
+        );
       await new Promise((r) => setTimeout(r, 150));
     }
   }
@@ -89,82 +112,108 @@ describe('async speech tasks', () => {
     ['flac', 22050, 2, 'audio/flac'],
     ['mp3', 24000, 2, 'audio/mpeg'],
     ['pcm', 8000, 1, 'audio/L16;rate=8000;channels=1'],
-  ])('runs a %s task from 202 to a download at exactly the requested rate and channels', async (format, rate, channels, contentType) => {
-    // two chunks: the file joins them into one stream
-    const chars = 1800;
-    const text = longText(chars);
-    const created = await submit({ model: MODEL, text, voice_setting: { voice_id: 'en-us' }, audio_setting: { format, sample_rate: rate, channel: channels } });
-    expect(created.status).toBe(202);
-    const record = created.body as TaskRecord;
-    expect(record).toEqual({
-      id: expect.stringMatching(/^task_[0-9A-Za-z]{24}$/),
-      object: 'audio.speech.task',
-      status: 'queued',
-      model: MODEL,
-      created_at: expect.any(Number),
-      started_at: null,
-      completed_at: null,
-      expires_at: null,
-      characters: chars,
-      characters_done: 0,
-      provider: null,
-      fallback_level: null,
-      audio: null,
-      error: null,
-    });
-    expect(Math.abs(record.created_at - Date.now() / 1000)).toBeLessThan(5);
-    expect(created.headers.location).toBe(`/v1/audio/speech/async/${record.id}`);
+  ])(
+    'runs a %s task from 202 to a download at exactly the requested rate and channels',
+    async (format, rate, channels, contentType) => {
+      // two chunks: the file joins them into one stream
+      const chars = 1800;
+      const text = longText(chars);
+      const created = await submit({
+        model: MODEL,
+        text,
+        voice_setting: { voice_id: 'en-us' },
+        audio_setting: { format, sample_rate: rate, channel: channels },
+      });
+      expect(created.status).toBe(202);
+      const record = created.body as TaskRecord;
+      expect(record).toEqual({
+        id: expect.stringMatching(/^task_[0-9A-Za-z]{24}$/),
+        object: 'audio.speech.task',
+        status: 'queued',
+        model: MODEL,
+        created_at: expect.any(Number),
+        started_at: null,
+        completed_at: null,
+        expires_at: null,
+        characters: chars,
+        characters_done: 0,
+        provider: null,
+        fallback_level: null,
+        audio: null,
+        error: null,
+      });
+      expect(Math.abs(record.created_at - Date.now() / 1000)).toBeLessThan(5);
+      expect(created.headers.location).toBe(`/v1/audio/speech/async/${record.id}`);
 
-    const { task } = await poll(record.id);
-    expect(task).toMatchObject({ status: 'completed', characters_done: chars, provider: 'espeak', fallback_level: 0, error: null });
-    expect(task.audio).toMatchObject({ format, sample_rate: rate, channel: channels });
-    expect(task.started_at).toBeGreaterThanOrEqual(task.created_at);
-    expect(task.completed_at).toBeGreaterThanOrEqual(task.started_at ?? Infinity);
-    expect(task.expires_at).toBe((task.completed_at ?? 0) + 3600);
+      const { task } = await poll(record.id);
+      expect(task).toMatchObject({
+        status: 'completed',
+        characters_done: chars,
+        provider: 'espeak',
+        fallback_level: 0,
+        error: null,
+      });
+      expect(task.audio).toMatchObject({ format, sample_rate: rate, channel: channels });
+      expect(task.started_at).toBeGreaterThanOrEqual(task.created_at);
+      expect(task.completed_at).toBeGreaterThanOrEqual(task.started_at ?? Infinity);
+      expect(task.expires_at).toBe((task.completed_at ?? 0) + 3600);
 
-    const res = await download(record.id);
-    expect(res.status).toBe(200);
-    expect(res.headers['content-type']).toBe(contentType);
-    const bytes = res.body as Buffer;
-    expect(Number(res.headers['content-length'])).toBe(bytes.length);
-    expect(bytes.length).toBe(task.audio?.bytes);
+      const res = await download(record.id);
+      expect(res.status).toBe(200);
+      expect(res.headers['content-type']).toBe(contentType);
+      const bytes = res.body as Buffer;
+      expect(Number(res.headers['content-length'])).toBe(bytes.length);
+      expect(bytes.length).toBe(task.audio?.bytes);
 
-    // English at espeak's default pace: about 14 characters a second
-    let seconds: number;
-    if (format === 'wav') {
-      const wav = parseWavHeader(bytes);
-      expect(wav).toMatchObject({ formatTag: 1, sampleRate: rate, channels, bitsPerSample: 16, dataOffset: 44 });
-      expect(wav.dataOffset + wav.dataLength).toBe(bytes.length);
-      seconds = pcmFrameCount(wav.dataLength, channels) / rate;
-    } else if (format === 'flac') {
-      const info = parseFlacStreamInfo(bytes);
-      expect(info).toMatchObject({ sampleRate: rate, channels, bitsPerSample: 16 });
-      seconds = info.totalSamples / rate;
-    } else if (format === 'mp3') {
-      const mp3 = scanMp3Frames(bytes);
-      expect(mp3.first).toMatchObject({ sampleRate: rate, channels });
-      expect(mp3.uniform).toBe(true);
-      expect(mp3.trailingBytes).toBe(0);
-      expect(mp3.first.bitrate).toBe(task.audio?.bitrate);
-      seconds = mp3.durationSeconds;
-    } else {
-      seconds = pcmFrameCount(bytes.length, channels) / rate;
-    }
-    expect(Math.abs(seconds * 1000 - (task.audio?.duration_ms ?? 0))).toBeLessThan(200);
-    expect(seconds).toBeGreaterThan(chars / 30);
-    expect(seconds).toBeLessThan(chars / 8);
-  });
+      // English at espeak's default pace: about 14 characters a second
+      let seconds: number;
+      if (format === 'wav') {
+        const wav = parseWavHeader(bytes);
+        expect(wav).toMatchObject({ formatTag: 1, sampleRate: rate, channels, bitsPerSample: 16, dataOffset: 44 });
+        expect(wav.dataOffset + wav.dataLength).toBe(bytes.length);
+        seconds = pcmFrameCount(wav.dataLength, channels) / rate;
+      } else if (format === 'flac') {
+        const info = parseFlacStreamInfo(bytes);
+        expect(info).toMatchObject({ sampleRate: rate, channels, bitsPerSample: 16 });
+        seconds = info.totalSamples / rate;
+      } else if (format === 'mp3') {
+        const mp3 = scanMp3Frames(bytes);
+        expect(mp3.first).toMatchObject({ sampleRate: rate, channels });
+        expect(mp3.uniform).toBe(true);
+        expect(mp3.trailingBytes).toBe(0);
+        expect(mp3.first.bitrate).toBe(task.audio?.bitrate);
+        seconds = mp3.durationSeconds;
+      } else {
+        seconds = pcmFrameCount(bytes.length, channels) / rate;
+      }
+      expect(Math.abs(seconds * 1000 - (task.audio?.duration_ms ?? 0))).toBeLessThan(200);
+      expect(seconds).toBeGreaterThan(chars / 30);
+      expect(seconds).toBeLessThan(chars / 8);
+    },
+  );
 
   it('speaks a 20,000-character text, reporting progress, and answers 409 task_not_completed until it is done', async () => {
     const started = Date.now();
     // flac: lamejs encodes 32 kHz mp3 at ~18x real time, so 20 minutes of mp3 alone would take over a minute here
-    const created = await submit({ model: MODEL, text: longText(20000), voice_setting: { voice_id: 'en-us' }, audio_setting: { format: 'flac', sample_rate: 16000 } });
+    const created = await submit({
+      model: MODEL,
+      text: longText(20000),
+      voice_setting: { voice_id: 'en-us' },
+      audio_setting: { format: 'flac', sample_rate: 16000 },
+    });
     expect(created.status).toBe(202);
     const id = (created.body as TaskRecord).id;
 
     const early = await t.http.get(`/v1/audio/speech/async/${id}/download`).set(...auth());
     expect(early.status).toBe(409);
-    expect(early.body).toEqual({ error: { type: 'invalid_request_error', code: 'task_not_completed', param: 'task_id', message: expect.stringMatching(/^The task is (queued|processing)/) } });
+    expect(early.body).toEqual({
+      error: {
+        type: 'invalid_request_error',
+        code: 'task_not_completed',
+        param: 'task_id',
+        message: expect.stringMatching(/^The task is (queued|processing)/),
+      },
+    });
 
     const { seen } = await poll(id, (task) => task.status === 'processing' && task.characters_done > 0);
     const midway = await t.http.get(`/v1/audio/speech/async/${id}/download`).set(...auth());
@@ -191,7 +240,10 @@ describe('async speech tasks', () => {
     const seconds = flac.totalSamples / 16000;
     expect(seconds).toBeGreaterThan(20000 / 30);
     // the file was stored in parts of 1 MiB and the chunks are gone once it was assembled
-    const parts = await db.query<Array<{ part: number; size: number }>>(`SELECT part, octet_length(data) AS size FROM speech_task_results WHERE task_id = $1 ORDER BY part`, [id]);
+    const parts = await db.query<Array<{ part: number; size: number }>>(
+      `SELECT part, octet_length(data) AS size FROM speech_task_results WHERE task_id = $1 ORDER BY part`,
+      [id],
+    );
     expect(parts.map((p) => p.part)).toEqual(parts.map((_, i) => i));
     expect(parts.slice(0, -1).every((p) => p.size === 1024 * 1024)).toBe(true);
     expect(await db.query(`SELECT 1 FROM speech_task_chunks WHERE task_id = $1`, [id])).toEqual([]);
@@ -200,7 +252,10 @@ describe('async speech tasks', () => {
 
   it('fails a task whose chunk the current chain cannot speak, and download says why with 409 task_failed', async () => {
     const key = await t.createKey('changing chain', CHAIN);
-    const created = await submit({ model: MODEL, text: longText(6000), voice_setting: { voice_id: 'en-us' } }, key.secret);
+    const created = await submit(
+      { model: MODEL, text: longText(6000), voice_setting: { voice_id: 'en-us' } },
+      key.secret,
+    );
     expect(created.status).toBe(202);
     // the chain is read per chunk: a voice_map to a voice espeak lacks makes the next chunk the client's error
     const patched = await t.http
@@ -208,7 +263,8 @@ describe('async speech tasks', () => {
       .set('Authorization', `Bearer ${ADMIN_TOKEN}`)
       .send({ chain: [{ provider: 'espeak', model: MODEL, voice_map: { '*': 'no-such-voice' } }] });
     expect(patched.status).toBe(200);
-    const record = async (): Promise<TaskRecord> => (await t.http.get(`/v1/audio/speech/async/${created.body.id}`).set(...auth(key.secret))).body as TaskRecord;
+    const record = async (): Promise<TaskRecord> =>
+      (await t.http.get(`/v1/audio/speech/async/${created.body.id}`).set(...auth(key.secret))).body as TaskRecord;
     const deadline = Date.now() + 60000;
     let task = await record();
     while (!TERMINAL.includes(task.status) && Date.now() < deadline) {
@@ -220,14 +276,31 @@ describe('async speech tasks', () => {
     expect(task.audio).toBeNull();
     const res = await download(task.id, key.secret);
     expect(res.status).toBe(409);
-    expect(JSON.parse((res.body as Buffer).toString())).toEqual({ error: { type: 'invalid_request_error', code: 'task_failed', param: 'task_id', message: `The task failed: ${task.error?.message}` } });
+    expect(JSON.parse((res.body as Buffer).toString())).toEqual({
+      error: {
+        type: 'invalid_request_error',
+        code: 'task_failed',
+        param: 'task_id',
+        message: `The task failed: ${task.error?.message}`,
+      },
+    });
     expect(await db.query(`SELECT 1 FROM speech_task_chunks WHERE task_id = $1`, [task.id])).toEqual([]);
     // nothing will read the text again: it is not kept
-    expect(await db.query(`SELECT job->>'text' AS text, jsonb_array_length(plan) AS chunks FROM speech_tasks WHERE id = $1`, [task.id])).toEqual([{ text: '', chunks: 0 }]);
+    expect(
+      await db.query(
+        `SELECT job->>'text' AS text, jsonb_array_length(plan) AS chunks FROM speech_tasks WHERE id = $1`,
+        [task.id],
+      ),
+    ).toEqual([{ text: '', chunks: 0 }]);
   });
 
   it('expires a completed task after its retention: status expired, 410 task_expired, file deleted', async () => {
-    const created = await submit({ model: MODEL, text: 'A short text that will not be kept for long.', voice_setting: { voice_id: 'en-us' }, audio_setting: { format: 'wav' } });
+    const created = await submit({
+      model: MODEL,
+      text: 'A short text that will not be kept for long.',
+      voice_setting: { voice_id: 'en-us' },
+      audio_setting: { format: 'wav' },
+    });
     const { task } = await poll(created.body.id);
     expect(task.status).toBe('completed');
     expect((await download(task.id)).status).toBe(200);
@@ -236,7 +309,10 @@ describe('async speech tasks', () => {
     // past expires_at the task is expired at once, before the retention job has run
     const gone = await download(task.id);
     expect(gone.status).toBe(410);
-    expect(JSON.parse((gone.body as Buffer).toString()).error).toMatchObject({ code: 'task_expired', param: 'task_id' });
+    expect(JSON.parse((gone.body as Buffer).toString()).error).toMatchObject({
+      code: 'task_expired',
+      param: 'task_id',
+    });
     expect((await poll(task.id)).task.status).toBe('expired');
 
     expect(await t.app.get(SpeechTaskScheduler).applyRetention()).toBeGreaterThanOrEqual(1);
@@ -249,7 +325,14 @@ describe('async speech tasks', () => {
   it("answers 404 for another key's task exactly as for an id that never existed, status and download alike", async () => {
     const created = await submit({ model: MODEL, text: 'Mine alone.', voice_setting: { voice_id: 'en-us' } });
     const other = await t.createKey('other', CHAIN);
-    const notFound = (id: string) => ({ error: { type: 'not_found_error', code: 'resource_not_found', param: 'task_id', message: `No speech task found with id '${id}'.` } });
+    const notFound = (id: string) => ({
+      error: {
+        type: 'not_found_error',
+        code: 'resource_not_found',
+        param: 'task_id',
+        message: `No speech task found with id '${id}'.`,
+      },
+    });
     for (const id of [created.body.id as string, 'task_doesnotexist000000000000', 'nonsense']) {
       const token = id === created.body.id ? other.secret : secret;
       const status = await t.http.get(`/v1/audio/speech/async/${id}`).set(...auth(token));
@@ -266,15 +349,24 @@ describe('async speech tasks', () => {
     ['no model', { text: 'Hi.', voice_setting: { voice_id: 'en-us' } }],
     ['no text', { model: MODEL, voice_setting: { voice_id: 'en-us' } }],
     ['an unknown field', { model: MODEL, text: 'Hi.', voice_setting: { voice_id: 'en-us' }, streaming: true }],
-    ['a voice_modify out of range', { model: MODEL, text: 'Hi.', voice_setting: { voice_id: 'en-us' }, voice_modify: { pitch: 120 } }],
-    ['a sample rate MiniMax lacks', { model: MODEL, text: 'Hi.', voice_setting: { voice_id: 'en-us' }, audio_setting: { sample_rate: 48000 } }],
+    [
+      'a voice_modify out of range',
+      { model: MODEL, text: 'Hi.', voice_setting: { voice_id: 'en-us' }, voice_modify: { pitch: 120 } },
+    ],
+    [
+      'a sample rate MiniMax lacks',
+      { model: MODEL, text: 'Hi.', voice_setting: { voice_id: 'en-us' }, audio_setting: { sample_rate: 48000 } },
+    ],
     ['a speed out of range', { model: MODEL, text: 'Hi.', voice_setting: { voice_id: 'en-us', speed: 3 } }],
     ['a model no step serves', { model: 'speech-01', text: 'Hi.', voice_setting: { voice_id: 'en-us' } }],
     ['a voice the entry step lacks', { model: MODEL, text: 'Hi.', voice_setting: { voice_id: 'no-such-voice' } }],
   ])('refuses %s with the same 400 as synchronous speech, storing nothing', async (_, body) => {
     const before = await db.query<Array<{ n: string }>>(`SELECT count(*) AS n FROM speech_tasks`);
     const res = await submit(body);
-    const sync = await t.http.post('/v1/audio/speech').set(...auth()).send(body);
+    const sync = await t.http
+      .post('/v1/audio/speech')
+      .set(...auth())
+      .send(body);
     expect(res.status).toBe(400);
     expect(res.body).toEqual(sync.body);
     expect(res.headers.location).toBeUndefined();
@@ -285,7 +377,10 @@ describe('async speech tasks', () => {
     const created = await submit({ model: MODEL, text: 'No voice was asked for.' });
     expect(created.status).toBe(202);
     const id = (created.body as TaskRecord).id;
-    const [{ voice }] = await db.query<Array<{ voice: string }>>(`SELECT job->>'voiceId' AS voice FROM speech_tasks WHERE id = $1`, [id]);
+    const [{ voice }] = await db.query<Array<{ voice: string }>>(
+      `SELECT job->>'voiceId' AS voice FROM speech_tasks WHERE id = $1`,
+      [id],
+    );
     expect(voice).toBe(ESPEAK_DEFAULT_VOICE);
     const { task } = await poll(id);
     expect(task).toMatchObject({ status: 'completed', provider: 'espeak', fallback_level: 0 });
@@ -293,17 +388,26 @@ describe('async speech tasks', () => {
   });
 
   it("speaks without voice_setting with the chain step's voice_map default when it has one", async () => {
-    const mapped = await t.createKey('tasks mapped voice', [{ provider: 'espeak', model: MODEL, voice_map: { '*': 'en-gb' } }]);
+    const mapped = await t.createKey('tasks mapped voice', [
+      { provider: 'espeak', model: MODEL, voice_map: { '*': 'en-gb' } },
+    ]);
     const created = await submit({ model: MODEL, text: 'Hi.' }, mapped.secret);
     expect(created.status).toBe(202);
-    const [{ voice }] = await db.query<Array<{ voice: string }>>(`SELECT job->>'voiceId' AS voice FROM speech_tasks WHERE id = $1`, [(created.body as TaskRecord).id]);
+    const [{ voice }] = await db.query<Array<{ voice: string }>>(
+      `SELECT job->>'voiceId' AS voice FROM speech_tasks WHERE id = $1`,
+      [(created.body as TaskRecord).id],
+    );
     expect(voice).toBe('en-gb');
   });
 
   it('still refuses a voice_setting without voice_id, naming the field', async () => {
     const res = await submit({ model: MODEL, text: 'Hi.', voice_setting: { speed: 1 } });
     expect(res.status).toBe(400);
-    expect(res.body.error).toMatchObject({ type: 'invalid_request_error', code: 'missing_field', param: 'voice_setting.voice_id' });
+    expect(res.body.error).toMatchObject({
+      type: 'invalid_request_error',
+      code: 'missing_field',
+      param: 'voice_setting.voice_id',
+    });
   });
 
   it('holds a key to SVC_TASKS_MAX_PENDING_PER_KEY tasks queued or processing, concurrent submits included: 429 too_many_tasks', async () => {
@@ -316,12 +420,22 @@ describe('async speech tasks', () => {
       const answers = await Promise.all([1, 2, 3, 4].map(() => submit(body, key.secret)));
       expect(answers.map((a) => a.status).sort()).toEqual([202, 202, 429, 429]);
       const refused = answers.find((a) => a.status === 429);
-      expect(refused?.body).toEqual({ error: { message: expect.stringContaining('2'), type: 'rate_limit_error', param: null, code: 'too_many_tasks' } });
-      const [{ n }] = await db.query<Array<{ n: number }>>(`SELECT count(*)::int AS n FROM speech_tasks WHERE key_id = $1`, [key.id]);
+      expect(refused?.body).toEqual({
+        error: { message: expect.stringContaining('2'), type: 'rate_limit_error', param: null, code: 'too_many_tasks' },
+      });
+      const [{ n }] = await db.query<Array<{ n: number }>>(
+        `SELECT count(*)::int AS n FROM speech_tasks WHERE key_id = $1`,
+        [key.id],
+      );
       expect(n).toBe(2);
       // room again once they are done
       const pending = async (): Promise<number> =>
-        (await db.query<Array<{ n: number }>>(`SELECT count(*)::int AS n FROM speech_tasks WHERE key_id = $1 AND status IN ('queued', 'processing')`, [key.id]))[0].n;
+        (
+          await db.query<Array<{ n: number }>>(
+            `SELECT count(*)::int AS n FROM speech_tasks WHERE key_id = $1 AND status IN ('queued', 'processing')`,
+            [key.id],
+          )
+        )[0].n;
       for (let waited = 0; (await pending()) > 0; waited += 150) {
         if (waited > 60000) throw new Error('the two tasks did not finish within 60 s');
         await new Promise((r) => setTimeout(r, 150));
@@ -334,14 +448,22 @@ describe('async speech tasks', () => {
 
   it('takes up to 200,000 characters and refuses more with 413 text_too_long', async () => {
     const key = await t.createKey('big texts', CHAIN);
-    const over = await submit({ model: MODEL, text: longText(200001), voice_setting: { voice_id: 'en-us' } }, key.secret);
+    const over = await submit(
+      { model: MODEL, text: longText(200001), voice_setting: { voice_id: 'en-us' } },
+      key.secret,
+    );
     expect(over.status).toBe(413);
     expect(over.body.error).toMatchObject({ code: 'text_too_long', param: 'text', type: 'invalid_request_error' });
-    const limit = await submit({ model: MODEL, text: longText(200000), voice_setting: { voice_id: 'en-us' } }, key.secret);
+    const limit = await submit(
+      { model: MODEL, text: longText(200000), voice_setting: { voice_id: 'en-us' } },
+      key.secret,
+    );
     expect(limit.status).toBe(202);
     expect(limit.body).toMatchObject({ status: 'queued', characters: 200000 });
     // deleting the key takes its tasks with it (the running worker finds its task gone and stops)
-    expect((await t.http.delete(`/v1/admin/keys/${key.id}`).set('Authorization', `Bearer ${ADMIN_TOKEN}`)).status).toBe(200);
+    expect((await t.http.delete(`/v1/admin/keys/${key.id}`).set('Authorization', `Bearer ${ADMIN_TOKEN}`)).status).toBe(
+      200,
+    );
     expect(await db.query(`SELECT 1 FROM speech_tasks WHERE id = $1`, [limit.body.id])).toEqual([]);
   });
 });

@@ -1,6 +1,6 @@
 import { parseGatewayConfig } from '../src/config/gateway-config';
 import type { AudioFormat } from '../src/audio/encoders';
-import type { ChainStepDto } from '../src/keys/dto/chain-step.dto';
+import type { ChainStepDto } from '../src/config/chain-step.dto';
 import { parseFirstMp3Frame } from '../src/audio/parse';
 import { FakeElevenLabs, startFakeElevenLabs } from './fakes/fake-elevenlabs';
 import { FakeMiniMax, startFakeMiniMax } from './fakes/fake-minimax';
@@ -18,7 +18,8 @@ const ELEVEN_MODEL = 'eleven_multilingual_v2';
 const TEXT = 'Speech through the upstream fakes.';
 const T2A = '/v1/t2a_v2';
 /** The fakes answer with a 440 Hz tone: found again in the output, it proves the resampling kept the pitch. */
-const pitchOf = (bytes: Buffer, format: AudioFormat, contentType: string): number | null => audioFacts(bytes, format, contentType).frequency;
+const pitchOf = (bytes: Buffer, format: AudioFormat, contentType: string): number | null =>
+  audioFacts(bytes, format, contentType).frequency;
 
 /**
  * Synchronous speech served by the upstream speech adapters against real HTTP fakes: MiniMax, OpenAI and
@@ -39,7 +40,8 @@ describe('synchronous speech through upstream providers', () => {
       startFakeOpenAi({ name: 'su-openai' }),
       startFakeElevenLabs({ name: 'su-eleven' }),
     ]);
-    const provider = (name: string, kind: string, url: string): string => `  - { name: ${name}, kind: ${kind}, base_url: "${url}", api_key: k }`;
+    const provider = (name: string, kind: string, url: string): string =>
+      `  - { name: ${name}, kind: ${kind}, base_url: "${url}", api_key: k }`;
     const gateway = parseGatewayConfig(
       [
         'providers:',
@@ -72,7 +74,11 @@ describe('synchronous speech through upstream providers', () => {
   describe('MiniMax as the entry step', () => {
     let secret: string;
     beforeAll(async () => {
-      secret = (await t.createKey('minimax', [{ provider: 'su-minimax', model: MODEL, voice_map: { narrator: 'English_Graceful_Lady' } }])).secret;
+      secret = (
+        await t.createKey('minimax', [
+          { provider: 'su-minimax', model: MODEL, voice_map: { narrator: 'English_Graceful_Lady' } },
+        ])
+      ).secret;
     });
 
     it.each([
@@ -81,30 +87,49 @@ describe('synchronous speech through upstream providers', () => {
       ['flac', 22050, 2, 'audio/flac', true],
       // MiniMax makes WAV only whole: asked without streaming, answered as one hex clip
       ['wav', 24000, 1, 'audio/wav', false],
-    ] as const)('relays %s at %i Hz, %i channel(s), asking MiniMax for exactly that (streamed: %s)', async (format, rate, channels, contentType, streamed) => {
-      const res = await speak(t, secret, { model: MODEL, text: TEXT, voice_setting: { voice_id: 'narrator', speed: 1.5, vol: 2, pitch: -3 }, audio_setting: { format, sample_rate: rate, channel: channels, bitrate: 64000 } });
-      expect(res.status).toBe(200);
-      expect(res.headers.get('content-type')).toBe(contentType);
-      expect(failoverHeaders(res.headers)).toEqual({ provider: 'su-minimax', isFallback: 'false', level: '0', alert: null });
-      expect(audioFacts(res.bytes, format, contentType)).toMatchObject({ sampleRate: rate, channels });
-      if (format === 'mp3') expect(res.headers.get('x-svc-audio-bitrate')).toBe(String(parseFirstMp3Frame(res.bytes).bitrate));
+    ] as const)(
+      'relays %s at %i Hz, %i channel(s), asking MiniMax for exactly that (streamed: %s)',
+      async (format, rate, channels, contentType, streamed) => {
+        const res = await speak(t, secret, {
+          model: MODEL,
+          text: TEXT,
+          voice_setting: { voice_id: 'narrator', speed: 1.5, vol: 2, pitch: -3 },
+          audio_setting: { format, sample_rate: rate, channel: channels, bitrate: 64000 },
+        });
+        expect(res.status).toBe(200);
+        expect(res.headers.get('content-type')).toBe(contentType);
+        expect(failoverHeaders(res.headers)).toEqual({
+          provider: 'su-minimax',
+          isFallback: 'false',
+          level: '0',
+          alert: null,
+        });
+        expect(audioFacts(res.bytes, format, contentType)).toMatchObject({ sampleRate: rate, channels });
+        if (format === 'mp3')
+          expect(res.headers.get('x-svc-audio-bitrate')).toBe(String(parseFirstMp3Frame(res.bytes).bitrate));
 
-      expect(minimax.requests).toHaveLength(1);
-      const sent = minimax.requests[0];
-      expect(sent.path).toBe(T2A);
-      expect(sent.headers.authorization).toBe('Bearer k');
-      expect(sent.body).toMatchObject({
-        model: MODEL,
-        text: TEXT,
-        stream: streamed,
-        voice_setting: { voice_id: 'English_Graceful_Lady', speed: 1.5, vol: 2, pitch: -3 },
-        audio_setting: { format, sample_rate: rate, channel: channels, bitrate: 64000 },
-      });
-      if (streamed) expect(sent.body).toMatchObject({ stream_options: { exclude_aggregated_audio: true } });
-    });
+        expect(minimax.requests).toHaveLength(1);
+        const sent = minimax.requests[0];
+        expect(sent.path).toBe(T2A);
+        expect(sent.headers.authorization).toBe('Bearer k');
+        expect(sent.body).toMatchObject({
+          model: MODEL,
+          text: TEXT,
+          stream: streamed,
+          voice_setting: { voice_id: 'English_Graceful_Lady', speed: 1.5, vol: 2, pitch: -3 },
+          audio_setting: { format, sample_rate: rate, channel: channels, bitrate: 64000 },
+        });
+        if (streamed) expect(sent.body).toMatchObject({ stream_options: { exclude_aggregated_audio: true } });
+      },
+    );
 
     it('passes a MiniMax system voice through unmapped', async () => {
-      const res = await speak(t, secret, { model: MODEL, text: TEXT, voice_setting: { voice_id: 'female-shaonv' }, audio_setting: { format: 'pcm', sample_rate: 8000 } });
+      const res = await speak(t, secret, {
+        model: MODEL,
+        text: TEXT,
+        voice_setting: { voice_id: 'female-shaonv' },
+        audio_setting: { format: 'pcm', sample_rate: 8000 },
+      });
       expect(res.status).toBe(200);
       expect(minimax.requests[0].body).toMatchObject({ voice_setting: { voice_id: 'female-shaonv' } });
     });
@@ -120,14 +145,30 @@ describe('synchronous speech through upstream providers', () => {
     it.each([
       ['an HTTP 500', 'su-mm-http', 'http500', false, 'HTTP 500'],
       ['HTTP 200 with base_resp.status_code 1004 (a JSON body)', 'su-mm-base', 'baseRespError', false, LOGIN_FAIL],
-      ['HTTP 200 with base_resp.status_code 1004 (an SSE error event)', 'su-mm-event', 'baseRespError', true, LOGIN_FAIL],
+      [
+        'HTTP 200 with base_resp.status_code 1004 (an SSE error event)',
+        'su-mm-event',
+        'baseRespError',
+        true,
+        LOGIN_FAIL,
+      ],
     ] as const)('fails over on %s and says so in the headers', async (_, provider, mode, asEvent, reason) => {
       failing.setMode(mode);
       failing.errorAsEvent = asEvent;
       const key = await t.createKey(`failover ${provider}`, chain(provider));
-      const res = await speak(t, key.secret, { model: MODEL, text: TEXT, voice_setting: { voice_id: 'narrator' }, audio_setting: { format: 'wav', sample_rate: 16000, channel: 2 } });
+      const res = await speak(t, key.secret, {
+        model: MODEL,
+        text: TEXT,
+        voice_setting: { voice_id: 'narrator' },
+        audio_setting: { format: 'wav', sample_rate: 16000, channel: 2 },
+      });
       expect(res.status).toBe(200);
-      expect(failoverHeaders(res.headers)).toEqual({ provider: 'espeak', isFallback: 'true', level: '1', alert: servedAlert(provider, reason, 'espeak', 1) });
+      expect(failoverHeaders(res.headers)).toEqual({
+        provider: 'espeak',
+        isFallback: 'true',
+        level: '1',
+        alert: servedAlert(provider, reason, 'espeak', 1),
+      });
       expect(res.headers.get('x-svc-request-id')).toMatch(REQUEST_ID);
       // the fallback's real speech, in the requested shape
       expect(audioFacts(res.bytes, 'wav', 'audio/wav')).toMatchObject({ sampleRate: 16000, channels: 2 });
@@ -147,7 +188,10 @@ describe('synchronous speech through upstream providers', () => {
       expect(failing.count(T2A)).toBe(7);
       const health = await t.http.get('/v1/providers/health').set('Authorization', `Bearer ${key.secret}`);
       const providers = (health.body as { providers: Array<{ provider: string }> }).providers;
-      expect(providers.find((p) => p.provider === 'su-mm-refuse')).toMatchObject({ status: 'healthy', consecutive_failures: 0 });
+      expect(providers.find((p) => p.provider === 'su-mm-refuse')).toMatchObject({
+        status: 'healthy',
+        consecutive_failures: 0,
+      });
     });
 
     it('walks two failing steps and reports the last one as exhausted, at level 2', async () => {
@@ -159,9 +203,19 @@ describe('synchronous speech through upstream providers', () => {
         { provider: 'su-openai', model: OPENAI_MODEL, voice_map: { '*': 'alloy' } },
       ]);
       try {
-        const res = await speak(t, key.secret, { model: MODEL, text: TEXT, voice_setting: { voice_id: 'narrator' }, audio_setting: { format: 'pcm', sample_rate: 24000 } });
+        const res = await speak(t, key.secret, {
+          model: MODEL,
+          text: TEXT,
+          voice_setting: { voice_id: 'narrator' },
+          audio_setting: { format: 'pcm', sample_rate: 24000 },
+        });
         expect(res.status).toBe(200);
-        expect(failoverHeaders(res.headers)).toEqual({ provider: 'su-openai', isFallback: 'true', level: '2', alert: servedAlert('su-eleven', 'HTTP 503', 'su-openai', 2) });
+        expect(failoverHeaders(res.headers)).toEqual({
+          provider: 'su-openai',
+          isFallback: 'true',
+          level: '2',
+          alert: servedAlert('su-eleven', 'HTTP 503', 'su-openai', 2),
+        });
         expect([failing.count(T2A), eleven.count(), openai.count('/v1/audio/speech')]).toEqual([1, 1, 1]);
         // each fallback sent its own model and its own voice
         expect(openai.requests[0].body).toMatchObject({ model: OPENAI_MODEL, voice: 'alloy', input: TEXT });
@@ -176,11 +230,21 @@ describe('synchronous speech through upstream providers', () => {
       const res = await fetch(`${t.url}${SPEECH_PATH}`, {
         method: 'POST',
         headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model: MODEL, text: TEXT, voice_setting: { voice_id: 'narrator' }, audio_setting: { format: 'pcm', sample_rate: 16000 } }),
+        body: JSON.stringify({
+          model: MODEL,
+          text: TEXT,
+          voice_setting: { voice_id: 'narrator' },
+          audio_setting: { format: 'pcm', sample_rate: 16000 },
+        }),
       });
       // the first audio fixed the provider: headers name it, and no failover happens after that
       expect(res.status).toBe(200);
-      expect(failoverHeaders(res.headers)).toEqual({ provider: 'su-mm-mid', isFallback: 'false', level: '0', alert: null });
+      expect(failoverHeaders(res.headers)).toEqual({
+        provider: 'su-mm-mid',
+        isFallback: 'false',
+        level: '0',
+        alert: null,
+      });
       // the first audio arrives, then the body breaks off: a client sees an error, never a short clip that looks whole
       const reader = (res.body as ReadableStream<Uint8Array>).getReader();
       let received = 0;
@@ -195,17 +259,37 @@ describe('synchronous speech through upstream providers', () => {
 
   describe('OpenAI and ElevenLabs as speech steps', () => {
     it('speaks through OpenAI with the mapped voice, transcoding its 24 kHz pcm into the requested format and rate', async () => {
-      const key = await t.createKey('openai', [{ provider: 'su-openai', model: OPENAI_MODEL, voice_map: { narrator: 'nova', '*': 'alloy' } }]);
-      const res = await speak(t, key.secret, { model: OPENAI_MODEL, text: TEXT, voice_setting: { voice_id: 'narrator', speed: 1.25 }, audio_setting: { format: 'wav', sample_rate: 16000, channel: 2 } });
+      const key = await t.createKey('openai', [
+        { provider: 'su-openai', model: OPENAI_MODEL, voice_map: { narrator: 'nova', '*': 'alloy' } },
+      ]);
+      const res = await speak(t, key.secret, {
+        model: OPENAI_MODEL,
+        text: TEXT,
+        voice_setting: { voice_id: 'narrator', speed: 1.25 },
+        audio_setting: { format: 'wav', sample_rate: 16000, channel: 2 },
+      });
       expect(res.status).toBe(200);
-      expect(failoverHeaders(res.headers)).toEqual({ provider: 'su-openai', isFallback: 'false', level: '0', alert: null });
+      expect(failoverHeaders(res.headers)).toEqual({
+        provider: 'su-openai',
+        isFallback: 'false',
+        level: '0',
+        alert: null,
+      });
       expect(res.headers.get('content-type')).toBe('audio/wav');
       expect(audioFacts(res.bytes, 'wav', 'audio/wav')).toMatchObject({ sampleRate: 16000, channels: 2 });
       expect(pitchOf(res.bytes, 'wav', 'audio/wav')).toBeCloseTo(TONE_HZ, -1);
       expect(openai.requests).toHaveLength(1);
-      expect(openai.requests[0]).toMatchObject({ path: '/v1/audio/speech', body: { model: OPENAI_MODEL, input: TEXT, voice: 'nova', response_format: 'pcm', speed: 1.25 } });
+      expect(openai.requests[0]).toMatchObject({
+        path: '/v1/audio/speech',
+        body: { model: OPENAI_MODEL, input: TEXT, voice: 'nova', response_format: 'pcm', speed: 1.25 },
+      });
 
-      const other = await speak(t, key.secret, { model: OPENAI_MODEL, text: TEXT, voice_setting: { voice_id: 'someone' }, audio_setting: { format: 'mp3', sample_rate: 22050 } });
+      const other = await speak(t, key.secret, {
+        model: OPENAI_MODEL,
+        text: TEXT,
+        voice_setting: { voice_id: 'someone' },
+        audio_setting: { format: 'mp3', sample_rate: 22050 },
+      });
       expect(other.status).toBe(200);
       expect(parseFirstMp3Frame(other.bytes)).toMatchObject({ sampleRate: 22050, channels: 1 });
       expect(openai.requests[1].body).toMatchObject({ voice: 'alloy' });
@@ -216,18 +300,37 @@ describe('synchronous speech through upstream providers', () => {
       ['pcm', 8000, 1, 'pcm_16000'],
       ['mp3', 44100, 2, 'pcm_44100'],
       ['flac', 32000, 1, 'pcm_44100'],
-    ] as const)('speaks through ElevenLabs as %s at %i Hz, %i channel(s), from its %s stream', async (format, rate, channels, outputFormat) => {
-      const key = await t.createKey('eleven', [{ provider: 'su-eleven', model: ELEVEN_MODEL, voice_map: { narrator: 'JBFqnCBsd6RMkjVDRZzb', '*': '21m00Tcm4TlvDq8ikWAM' } }]);
-      const res = await speak(t, key.secret, { model: ELEVEN_MODEL, text: TEXT, voice_setting: { voice_id: 'narrator' }, audio_setting: { format, sample_rate: rate, channel: channels } });
-      expect(res.status).toBe(200);
-      expect(failoverHeaders(res.headers)).toEqual({ provider: 'su-eleven', isFallback: 'false', level: '0', alert: null });
-      const contentType = res.headers.get('content-type') ?? '';
-      expect(audioFacts(res.bytes, format, contentType)).toMatchObject({ sampleRate: rate, channels });
-      if (format === 'pcm') expect(pitchOf(res.bytes, format, contentType)).toBeCloseTo(TONE_HZ, -1);
-      expect(eleven.urls).toEqual([`/v1/text-to-speech/JBFqnCBsd6RMkjVDRZzb/stream?output_format=${outputFormat}`]);
-      expect(eleven.requests[0].body).toMatchObject({ text: TEXT, model_id: ELEVEN_MODEL });
-      expect(eleven.requests[0].headers['xi-api-key']).toBe('k');
-    });
+    ] as const)(
+      'speaks through ElevenLabs as %s at %i Hz, %i channel(s), from its %s stream',
+      async (format, rate, channels, outputFormat) => {
+        const key = await t.createKey('eleven', [
+          {
+            provider: 'su-eleven',
+            model: ELEVEN_MODEL,
+            voice_map: { narrator: 'JBFqnCBsd6RMkjVDRZzb', '*': '21m00Tcm4TlvDq8ikWAM' },
+          },
+        ]);
+        const res = await speak(t, key.secret, {
+          model: ELEVEN_MODEL,
+          text: TEXT,
+          voice_setting: { voice_id: 'narrator' },
+          audio_setting: { format, sample_rate: rate, channel: channels },
+        });
+        expect(res.status).toBe(200);
+        expect(failoverHeaders(res.headers)).toEqual({
+          provider: 'su-eleven',
+          isFallback: 'false',
+          level: '0',
+          alert: null,
+        });
+        const contentType = res.headers.get('content-type') ?? '';
+        expect(audioFacts(res.bytes, format, contentType)).toMatchObject({ sampleRate: rate, channels });
+        if (format === 'pcm') expect(pitchOf(res.bytes, format, contentType)).toBeCloseTo(TONE_HZ, -1);
+        expect(eleven.urls).toEqual([`/v1/text-to-speech/JBFqnCBsd6RMkjVDRZzb/stream?output_format=${outputFormat}`]);
+        expect(eleven.requests[0].body).toMatchObject({ text: TEXT, model_id: ELEVEN_MODEL });
+        expect(eleven.requests[0].headers['xi-api-key']).toBe('k');
+      },
+    );
 
     it('fails over from MiniMax to ElevenLabs with the fallback step voice_map default', async () => {
       failing.setMode('baseRespError');
@@ -235,7 +338,12 @@ describe('synchronous speech through upstream providers', () => {
         { provider: 'su-mm-base', model: MODEL },
         { provider: 'su-eleven', model: ELEVEN_MODEL, voice_map: { '*': 'EXAVITQu4vr4xnSDxMaL' } },
       ]);
-      const res = await speak(t, key.secret, { model: MODEL, text: TEXT, voice_setting: { voice_id: 'male-qn-qingse' }, audio_setting: { format: 'pcm', sample_rate: 22050 } });
+      const res = await speak(t, key.secret, {
+        model: MODEL,
+        text: TEXT,
+        voice_setting: { voice_id: 'male-qn-qingse' },
+        audio_setting: { format: 'pcm', sample_rate: 22050 },
+      });
       expect(res.status).toBe(200);
       expect(failoverHeaders(res.headers)).toMatchObject({ provider: 'su-eleven', isFallback: 'true', level: '1' });
       // the entry step got the requested MiniMax voice; the fallback spoke with its own

@@ -36,7 +36,15 @@ function headOnly(url: string, head: string, waitMs: number): Promise<RawExchang
 
 const MIB = 1024 * 1024;
 const headOf = (path: string, type: string, authorization?: string): string =>
-  [`POST ${path} HTTP/1.1`, 'Host: gateway', `Content-Type: ${type}`, `Content-Length: ${MIB}`, ...(authorization ? [`Authorization: ${authorization}`] : []), '', ''].join('\r\n');
+  [
+    `POST ${path} HTTP/1.1`,
+    'Host: gateway',
+    `Content-Type: ${type}`,
+    `Content-Length: ${MIB}`,
+    ...(authorization ? [`Authorization: ${authorization}`] : []),
+    '',
+    '',
+  ].join('\r\n');
 
 describe('unauthenticated cost', () => {
   let t: TestApp;
@@ -58,16 +66,19 @@ describe('unauthenticated cost', () => {
     ['admin keys', '/v1/admin/keys', 'application/json'],
     ['consent upload (multipart)', '/v1/audio/voice_consents', 'multipart/form-data; boundary=x'],
     ['a body of another type', '/v1/audio/speech', 'text/plain'],
-  ])('answers a 1 MiB %s request with no or a wrong key 401 before any body byte is sent, and closes', async (_, path, type) => {
-    for (const authorization of [undefined, 'Bearer sk-svc-made-up-0000000000000000000000000000']) {
-      const exchange = await headOnly(t.url, headOf(path, type, authorization), 5000);
-      expect(exchange.response).toMatch(/^HTTP\/1\.1 401 /);
-      expect(exchange.response).toMatch(/"type":"authentication_error"/);
-      expect(exchange.response).toMatch(/\r\nconnection: close\r\n/i);
-      expect(exchange.closedByServer).toBe(true);
-      expect(exchange.elapsedMs).toBeLessThan(2000);
-    }
-  });
+  ])(
+    'answers a 1 MiB %s request with no or a wrong key 401 before any body byte is sent, and closes',
+    async (_, path, type) => {
+      for (const authorization of [undefined, 'Bearer sk-svc-made-up-0000000000000000000000000000']) {
+        const exchange = await headOnly(t.url, headOf(path, type, authorization), 5000);
+        expect(exchange.response).toMatch(/^HTTP\/1\.1 401 /);
+        expect(exchange.response).toMatch(/"type":"authentication_error"/);
+        expect(exchange.response).toMatch(/\r\nconnection: close\r\n/i);
+        expect(exchange.closedByServer).toBe(true);
+        expect(exchange.elapsedMs).toBeLessThan(2000);
+      }
+    },
+  );
 
   it('waits for the body of a request whose key is valid (the 401 above is the key check, not an early answer to everything)', async () => {
     const exchange = await headOnly(t.url, headOf('/v1/chat/completions', 'application/json', `Bearer ${secret}`), 700);
@@ -79,7 +90,9 @@ describe('unauthenticated cost', () => {
     const { hostname, port } = new URL(t.url);
     const started = Date.now();
     const closedAfter = await new Promise<number>((resolve) => {
-      const socket = connect(Number(port), hostname, () => socket.write('POST /v1/chat/completions HTTP/1.1\r\nHost: g\r\n'));
+      const socket = connect(Number(port), hostname, () =>
+        socket.write('POST /v1/chat/completions HTTP/1.1\r\nHost: g\r\n'),
+      );
       const drip = setInterval(() => socket.writable && socket.write('X'), 2000);
       socket.on('error', () => undefined);
       socket.on('close', () => {

@@ -31,8 +31,13 @@ describe('chain steps whose provider is not configured', () => {
   const ids: Record<string, string> = {};
 
   beforeAll(async () => {
-    [failing, minimax] = await Promise.all([startFakeMiniMax({ name: 'uc-failing', mode: 'http500' }), startFakeMiniMax({ name: 'uc-minimax' })]);
-    const before = await startApp({ gateway: parseGatewayConfig(gatewayYaml(failing.url, minimax.url, 'k'), 'configured') });
+    [failing, minimax] = await Promise.all([
+      startFakeMiniMax({ name: 'uc-failing', mode: 'http500' }),
+      startFakeMiniMax({ name: 'uc-minimax' }),
+    ]);
+    const before = await startApp({
+      gateway: parseGatewayConfig(gatewayYaml(failing.url, minimax.url, 'k'), 'configured'),
+    });
     try {
       for (const [name, chain] of Object.entries({
         fallback: [
@@ -77,27 +82,53 @@ describe('chain steps whose provider is not configured', () => {
     const res = await t.http.get('/v1/providers/health').set('Authorization', `Bearer ${secrets.fallback}`);
     expect(res.status).toBe(200);
     expect(res.body.providers).toEqual([
-      { provider: 'uc-failing', status: expect.any(String), consecutive_failures: expect.any(Number), cooldown_remaining_secs: expect.any(Number), configured: true },
-      { provider: 'uc-minimax', status: 'down', consecutive_failures: 0, cooldown_remaining_secs: 0, configured: false },
+      {
+        provider: 'uc-failing',
+        status: expect.any(String),
+        consecutive_failures: expect.any(Number),
+        cooldown_remaining_secs: expect.any(Number),
+        configured: true,
+      },
+      {
+        provider: 'uc-minimax',
+        status: 'down',
+        consecutive_failures: 0,
+        cooldown_remaining_secs: 0,
+        configured: false,
+      },
     ]);
     expect(res.body.overall).not.toBe('operational');
   });
 
   it('names the unconfigured step in model_not_supported', async () => {
-    const res = await speak(t, secrets.entry, { model: OTHER_MODEL, text: 'Hello.', voice_setting: { voice_id: 'en-us' } });
+    const res = await speak(t, secrets.entry, {
+      model: OTHER_MODEL,
+      text: 'Hello.',
+      voice_setting: { voice_id: 'en-us' },
+    });
     expect(res.status).toBe(400);
-    const error = (JSON.parse(res.bytes.toString('utf8')) as { error: { code: string; param: string; message: string } }).error;
+    const error = (
+      JSON.parse(res.bytes.toString('utf8')) as { error: { code: string; param: string; message: string } }
+    ).error;
     expect(error).toMatchObject({ code: 'model_not_supported', param: 'model' });
-    expect(error.message).toContain(`Step chain[0] (provider 'uc-minimax', model '${OTHER_MODEL}') was skipped: its provider is not configured (its api_key is empty).`);
+    expect(error.message).toContain(
+      `Step chain[0] (provider 'uc-minimax', model '${OTHER_MODEL}') was skipped: its provider is not configured (its api_key is empty).`,
+    );
   });
 
   it('names the unconfigured fallback step when every other step failed', async () => {
-    const res = await speak(t, secrets.fallback, { model: MODEL, text: 'Hello.', voice_setting: { voice_id: 'male-qn-qingse' } });
+    const res = await speak(t, secrets.fallback, {
+      model: MODEL,
+      text: 'Hello.',
+      voice_setting: { voice_id: 'male-qn-qingse' },
+    });
     expect(res.status).toBe(502);
     const error = (JSON.parse(res.bytes.toString('utf8')) as { error: { code: string; message: string } }).error;
     expect(error.code).toBe('all_providers_failed');
     expect(error.message).toContain('uc-failing (HTTP 500)');
-    expect(error.message).toContain(`Step chain[1] (provider 'uc-minimax', model '${MODEL}') was skipped: its provider is not configured (its api_key is empty).`);
+    expect(error.message).toContain(
+      `Step chain[1] (provider 'uc-minimax', model '${MODEL}') was skipped: its provider is not configured (its api_key is empty).`,
+    );
     expect(minimax.count()).toBe(0);
   });
 });

@@ -64,7 +64,8 @@ describe('upstream resource bounds', () => {
     runaway.setMode('endlessLine', { model: 'endless-line' });
     runaway.setMode('endlessFirstLine', { model: 'endless-first-line' });
     runaway.setMode('stallAfterFirst', { model: 'stall' });
-    const provider = (name: string): string => `  - { name: ${name}, kind: openai, base_url: "${runaway.url}", api_key: k, stream_idle_timeout_ms: ${IDLE_MS} }`;
+    const provider = (name: string): string =>
+      `  - { name: ${name}, kind: openai, base_url: "${runaway.url}", api_key: k, stream_idle_timeout_ms: ${IDLE_MS} }`;
     const gateway = parseGatewayConfig(
       [
         'providers:',
@@ -75,12 +76,23 @@ describe('upstream resource bounds', () => {
     );
     t = await startApp({ gateway });
     const key = async (label: string, steps: Array<[string, string]>): Promise<void> => {
-      keys[label] = (await t.createKey(label, steps.map(([provider, model]) => ({ provider, model, voice_map: { '*': 'alloy' } })))).secret;
+      keys[label] = (
+        await t.createKey(
+          label,
+          steps.map(([provider, model]) => ({ provider, model, voice_map: { '*': 'alloy' } })),
+        )
+      ).secret;
     };
     await key('json', [['ub-json', 'huge-json']]);
-    await key('jsonFallback', [['ub-json-2', 'huge-json'], ['ub-fallback', 'm-b']]);
+    await key('jsonFallback', [
+      ['ub-json-2', 'huge-json'],
+      ['ub-fallback', 'm-b'],
+    ]);
     await key('line', [['ub-line', 'endless-line']]);
-    await key('firstLine', [['ub-first-line', 'endless-first-line'], ['ub-fallback', 'm-b']]);
+    await key('firstLine', [
+      ['ub-first-line', 'endless-first-line'],
+      ['ub-fallback', 'm-b'],
+    ]);
     await key('stall', [['ub-stall', 'stall']]);
     await key('speech', [['ub-speech', 'tts-stall']]);
     await key('speechStream', [['ub-speech-ws', 'tts-stall']]);
@@ -103,7 +115,11 @@ describe('upstream resource bounds', () => {
   it('a 50 MB JSON reply is refused at the cap as 502 upstream_error, without holding it in memory', async () => {
     runaway.bytesSent = 0;
     const started = Date.now();
-    const { value: res, growth, rssGrowth } = await peakDuring(async () => {
+    const {
+      value: res,
+      growth,
+      rssGrowth,
+    } = await peakDuring(async () => {
       const answer = await chat(keys.json, 'huge-json');
       return { status: answer.status, body: (await answer.json()) as { error: Record<string, unknown> } };
     });
@@ -113,7 +129,9 @@ describe('upstream resource bounds', () => {
     expect(res.body.error.message).toContain('response_too_large');
     expect(runaway.bytesSent).toBeLessThan(HUGE_JSON_BYTES);
     expect(growth).toBeLessThan(PEAK_GROWTH_BYTES);
-    process.stdout.write(`50 MB JSON: peak heap+buffers +${(growth / 2 ** 20).toFixed(1)} MiB, RSS +${(rssGrowth / 2 ** 20).toFixed(1)} MiB\n`);
+    process.stdout.write(
+      `50 MB JSON: peak heap+buffers +${(growth / 2 ** 20).toFixed(1)} MiB, RSS +${(rssGrowth / 2 ** 20).toFixed(1)} MiB\n`,
+    );
   });
 
   it('the oversized reply is a provider failure: the next step serves the request', async () => {
@@ -130,7 +148,13 @@ describe('upstream resource bounds', () => {
     expect(streamed.status).toBe(200);
     expect(contentOf(streamed.events)).toBe('Hello');
     const last = streamed.events[streamed.events.length - 1];
-    expect(last).toMatchObject({ error: { type: 'upstream_error', code: 'upstream_stream_failed', message: expect.stringContaining('response_too_large') } });
+    expect(last).toMatchObject({
+      error: {
+        type: 'upstream_error',
+        code: 'upstream_stream_failed',
+        message: expect.stringContaining('response_too_large'),
+      },
+    });
     expect(streamed.events).not.toContain('[DONE]');
     expect(runaway.bytesSent).toBeLessThan(RUNAWAY_LIMIT);
     expect(growth).toBeLessThan(PEAK_GROWTH_BYTES);
@@ -148,7 +172,9 @@ describe('upstream resource bounds', () => {
     const streamed = await streamChat(t, keys.stall, chatBody('stall'));
     expect(streamed.status).toBe(200);
     expect(contentOf(streamed.events)).toBe('Hello');
-    expect(streamed.events[streamed.events.length - 1]).toMatchObject({ error: { code: 'upstream_stream_failed', message: expect.stringContaining('STREAM_IDLE') } });
+    expect(streamed.events[streamed.events.length - 1]).toMatchObject({
+      error: { code: 'upstream_stream_failed', message: expect.stringContaining('STREAM_IDLE') },
+    });
     expect(streamed.events).not.toContain('[DONE]');
     expect(streamed.totalMs).toBeGreaterThanOrEqual(IDLE_MS - 100);
     expect(streamed.totalMs).toBeLessThan(IDLE_MS + BOUND_MS);
@@ -160,7 +186,12 @@ describe('upstream resource bounds', () => {
     const res = await fetch(`${t.url}${SPEECH_PATH}`, {
       method: 'POST',
       headers: { authorization: `Bearer ${keys.speech}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'tts-stall', text: 'Silence follows this.', voice_setting: { voice_id: 'narrator' }, audio_setting: { format: 'pcm', sample_rate: 24000 } }),
+      body: JSON.stringify({
+        model: 'tts-stall',
+        text: 'Silence follows this.',
+        voice_setting: { voice_id: 'narrator' },
+        audio_setting: { format: 'pcm', sample_rate: 24000 },
+      }),
       signal: AbortSignal.timeout(IDLE_MS + BOUND_MS),
     });
     expect(res.status).toBe(200);
@@ -173,8 +204,15 @@ describe('upstream resource bounds', () => {
   });
 
   it('upstream audio silent after its first chunk on a speech WebSocket: task_failed once the idle timeout passes', async () => {
-    const stream = await StreamClient.connect(`${t.url.replace('http', 'ws')}/v1/audio/speech/stream`, { Authorization: `Bearer ${keys.speechStream}` });
-    stream.send({ event: 'task_start', model: 'tts-stall', voice_setting: { voice_id: 'narrator' }, audio_setting: { format: 'pcm', sample_rate: 24000 } });
+    const stream = await StreamClient.connect(`${t.url.replace('http', 'ws')}/v1/audio/speech/stream`, {
+      Authorization: `Bearer ${keys.speechStream}`,
+    });
+    stream.send({
+      event: 'task_start',
+      model: 'tts-stall',
+      voice_setting: { voice_id: 'narrator' },
+      audio_setting: { format: 'pcm', sample_rate: 24000 },
+    });
     await stream.waitFor((m) => m.event === 'task_started', BOUND_MS);
     const started = Date.now();
     stream.send({ event: 'task_continue', text: 'Silence follows this sentence. ' });
@@ -188,7 +226,9 @@ describe('upstream resource bounds', () => {
     await new Promise((resolve) => setTimeout(resolve, 200));
     gc();
     const growth = used() - baseline;
-    process.stdout.write(`after the runaway answers: heap+buffers ${growth >= 0 ? '+' : ''}${(growth / 2 ** 20).toFixed(1)} MiB over the baseline\n`);
+    process.stdout.write(
+      `after the runaway answers: heap+buffers ${growth >= 0 ? '+' : ''}${(growth / 2 ** 20).toFixed(1)} MiB over the baseline\n`,
+    );
     expect(growth).toBeLessThan(SETTLED_GROWTH_BYTES);
   });
 });

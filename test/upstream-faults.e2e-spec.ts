@@ -1,6 +1,15 @@
 import type { FakeOpenAi } from './fakes/fake-openai';
 import { startApp, TestApp } from './support/app';
-import { CHAT_PATH, chatBody, entryOf, eventually, health, PooledProvider, ProviderPool, sleep } from './support/failover';
+import {
+  CHAT_PATH,
+  chatBody,
+  entryOf,
+  eventually,
+  health,
+  PooledProvider,
+  ProviderPool,
+  sleep,
+} from './support/failover';
 
 /** How the flipping upstream behaves in one phase; `refused` closes its listening socket (ECONNREFUSED). */
 type Phase = 'ok' | 'error500' | 'hang' | 'refused';
@@ -25,7 +34,8 @@ const SOCKET_SLACK = 6;
 const RSS_SLACK_BYTES = 256 * 1024 * 1024;
 
 /** TCP sockets and servers of this process (gateway, fakes and client all live here). */
-const tcpHandles = (): number => process.getActiveResourcesInfo().filter((r) => r === 'TCPSocketWrap' || r === 'TCPServerWrap').length;
+const tcpHandles = (): number =>
+  process.getActiveResourcesInfo().filter((r) => r === 'TCPSocketWrap' || r === 'TCPServerWrap').length;
 
 async function enterPhase(fake: FakeOpenAi, phase: Phase): Promise<void> {
   if (phase === 'refused') return fake.refuseConnections();
@@ -41,7 +51,14 @@ interface Outcome {
   body: unknown;
 }
 
-const upstreamError = { error: { message: expect.any(String), type: 'upstream_error', param: null, code: expect.stringMatching(/^(all_providers_failed|no_provider_available)$/) } };
+const upstreamError = {
+  error: {
+    message: expect.any(String),
+    type: 'upstream_error',
+    param: null,
+    code: expect.stringMatching(/^(all_providers_failed|no_provider_available)$/),
+  },
+};
 
 /** Upstream faults at scale (hardening): an upstream flipping between OK, 500, hang and refused under concurrent load. */
 describe('upstream faults under concurrent load', () => {
@@ -58,7 +75,11 @@ describe('upstream faults under concurrent load', () => {
     pool = await ProviderPool.start('faults', 2);
     t = await startApp({ gateway: pool.gateway, env: { SVC_BREAKER_COOLDOWN_MS: String(COOLDOWN_MS) } });
     [flipping, steady] = pool.take(2);
-    alone = (await t.createKey('flipping upstream alone', [{ provider: flipping.name, model: 'm-a', timeout_ms: FLIPPING_TIMEOUT_MS }])).secret;
+    alone = (
+      await t.createKey('flipping upstream alone', [
+        { provider: flipping.name, model: 'm-a', timeout_ms: FLIPPING_TIMEOUT_MS },
+      ])
+    ).secret;
     withFallback = (
       await t.createKey('flipping upstream with a fallback', [
         { provider: flipping.name, model: 'm-a', timeout_ms: FLIPPING_TIMEOUT_MS },
@@ -75,7 +96,10 @@ describe('upstream faults under concurrent load', () => {
     try {
       const res = await fetch(`${t.url}${CHAT_PATH}`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${key === 'alone' ? alone : withFallback}`, 'content-type': 'application/json' },
+        headers: {
+          authorization: `Bearer ${key === 'alone' ? alone : withFallback}`,
+          'content-type': 'application/json',
+        },
         body: JSON.stringify(chatBody('m-a')),
         signal: AbortSignal.timeout(BUDGET_MS),
       });
@@ -122,7 +146,8 @@ describe('upstream faults under concurrent load', () => {
     const unexpected = outcomes.filter((o) => ![200, 502, 503, 504].includes(o.status));
     expect(unexpected).toEqual([]);
     for (const o of outcomes) {
-      if (o.status === 200) expect(o.body).toMatchObject({ object: 'chat.completion', provider: expect.stringMatching(/^faults-/) });
+      if (o.status === 200)
+        expect(o.body).toMatchObject({ object: 'chat.completion', provider: expect.stringMatching(/^faults-/) });
       else expect(o.body).toEqual(upstreamError);
     }
     // a working fallback serves every request, whatever the first upstream does
@@ -144,7 +169,12 @@ describe('upstream faults under concurrent load', () => {
     expect(served).toMatchObject({ status: 200, body: { provider: flipping.name } });
 
     // idle keep-alive sockets time out within seconds; hung, reset or refused calls must leave none behind
-    await eventually(() => tcpHandles(), (n) => n <= socketsBefore + SOCKET_SLACK, 30_000, 'open TCP handles back near the baseline');
+    await eventually(
+      () => tcpHandles(),
+      (n) => n <= socketsBefore + SOCKET_SLACK,
+      30_000,
+      'open TCP handles back near the baseline',
+    );
     expect(process.memoryUsage().rss).toBeLessThan(rssBefore + RSS_SLACK_BYTES);
   }, 180_000);
 });

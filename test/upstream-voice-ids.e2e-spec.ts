@@ -22,7 +22,10 @@ describe('raw upstream voice ids', () => {
   let elKey: string;
 
   beforeAll(async () => {
-    [minimax, eleven] = await Promise.all([startFakeMiniMax({ name: 'vi-minimax' }), startFakeElevenLabs({ name: 'vi-eleven' })]);
+    [minimax, eleven] = await Promise.all([
+      startFakeMiniMax({ name: 'vi-minimax' }),
+      startFakeElevenLabs({ name: 'vi-eleven' }),
+    ]);
     const gateway = parseGatewayConfig(
       [
         'providers:',
@@ -32,7 +35,11 @@ describe('raw upstream voice ids', () => {
       'voice id test',
     );
     t = await startApp({ gateway });
-    mmKey = (await t.createKey('raw voices mm', [{ provider: 'vi-minimax', model: MODEL, voice_map: { narrator: RAW_MINIMAX } }])).secret;
+    mmKey = (
+      await t.createKey('raw voices mm', [
+        { provider: 'vi-minimax', model: MODEL, voice_map: { narrator: RAW_MINIMAX } },
+      ])
+    ).secret;
     elKey = (await t.createKey('raw voices el', [{ provider: 'vi-eleven', model: 'eleven_multilingual_v2' }])).secret;
   });
   afterAll(async () => {
@@ -44,12 +51,18 @@ describe('raw upstream voice ids', () => {
     eleven.urls.length = 0;
   });
 
-  const body = (voice: string, model = MODEL): object => ({ model, text: 'Whose voice is this?', voice_setting: { voice_id: voice } });
+  const body = (voice: string, model = MODEL): object => ({
+    model,
+    text: 'Whose voice is this?',
+    voice_setting: { voice_id: voice },
+  });
 
   it('refuses a raw MiniMax custom voice id the operator did not allow, before any upstream call', async () => {
     const res = await speak(t, mmKey, body(RAW_MINIMAX));
     expect(res.status).toBe(400);
-    expect(JSON.parse(res.bytes.toString())).toMatchObject({ error: { code: 'voice_not_found', param: 'voice_setting.voice_id' } });
+    expect(JSON.parse(res.bytes.toString())).toMatchObject({
+      error: { code: 'voice_not_found', param: 'voice_setting.voice_id' },
+    });
     expect(minimax.urls).toEqual([]);
   });
 

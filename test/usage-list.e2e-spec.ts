@@ -3,7 +3,14 @@ import { CHAT_PATH, chatBody } from './support/failover';
 
 interface UsagePage {
   object: string;
-  data: Array<{ id: string; request_id: string; provider: string; fallback_level: number; status: number; latency_ms: number }>;
+  data: Array<{
+    id: string;
+    request_id: string;
+    provider: string;
+    fallback_level: number;
+    status: number;
+    latency_ms: number;
+  }>;
   has_more: boolean;
   first_id: string | null;
   last_id: string | null;
@@ -26,13 +33,16 @@ describe('usage list', () => {
       expect(res.status).toBe(200);
       sent.push(res.headers['x-svc-request-id']);
     }
-    expect((await t.http.post(CHAT_PATH).set('Authorization', `Bearer ${other}`).send(chatBody('echo-1'))).status).toBe(200);
+    expect((await t.http.post(CHAT_PATH).set('Authorization', `Bearer ${other}`).send(chatBody('echo-1'))).status).toBe(
+      200,
+    );
   });
   afterAll(() => t.close());
 
-  const list = (key: string, query: Record<string, string | number>) => t.http.get('/v1/usage').query(query).set('Authorization', `Bearer ${key}`);
+  const list = (key: string, query: Record<string, string | number>) =>
+    t.http.get('/v1/usage').query(query).set('Authorization', `Bearer ${key}`);
 
-  it('pages through the key\'s own records newest first with limit and after, has_more, first_id and last_id', async () => {
+  it("pages through the key's own records newest first with limit and after, has_more, first_id and last_id", async () => {
     const seen: string[] = [];
     let after: string | undefined;
     const pages: UsagePage[] = [];
@@ -66,10 +76,15 @@ describe('usage list', () => {
     const one = await list(secret, { request_id: sent[2] });
     expect(one.status).toBe(200);
     expect((one.body as UsagePage).data.map((r) => r.request_id)).toEqual([sent[2]]);
-    expect(one.body).toMatchObject({ object: 'list', has_more: false, first_id: one.body.data[0].id, last_id: one.body.data[0].id });
+    expect(one.body).toMatchObject({
+      object: 'list',
+      has_more: false,
+      first_id: one.body.data[0].id,
+      last_id: one.body.data[0].id,
+    });
   });
 
-  it('refuses a cursor that is not one of the key\'s records, and a limit out of range (400 in the error shape)', async () => {
+  it("refuses a cursor that is not one of the key's records, and a limit out of range (400 in the error shape)", async () => {
     const theirs = (await list(other, {})).body as UsagePage;
     expect(theirs.data).toHaveLength(1);
     const foreign = await list(secret, { after: theirs.data[0].id });

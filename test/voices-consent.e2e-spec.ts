@@ -29,8 +29,14 @@ describe('custom voices and their consents', () => {
       const voice = await h.cloneVoice(secret, consent);
       const refused = await h.deleteConsent(secret, consent);
       expect(refused.status).toBe(409);
-      expect(refused.body.error).toMatchObject({ type: 'invalid_request_error', code: 'consent_in_use', param: 'consent_id' });
-      expect((await h.t.http.get(`/v1/audio/voice_consents/${consent}/content`).set(...h.auth(secret))).status).toBe(200);
+      expect(refused.body.error).toMatchObject({
+        type: 'invalid_request_error',
+        code: 'consent_in_use',
+        param: 'consent_id',
+      });
+      expect((await h.t.http.get(`/v1/audio/voice_consents/${consent}/content`).set(...h.auth(secret))).status).toBe(
+        200,
+      );
       expect((await h.deleteVoice(secret, voice.id)).status).toBe(200);
       expect((await h.deleteConsent(secret, consent)).status).toBe(200);
     });
@@ -38,7 +44,9 @@ describe('custom voices and their consents', () => {
     it('is protected by the database itself, not only by a check before the delete', async () => {
       const consent = await h.createConsent(secret);
       await h.cloneVoice(secret, consent);
-      await expect(h.db.query('DELETE FROM voice_consents WHERE id = $1', [consent])).rejects.toThrow(/FK_custom_voices_consent/);
+      await expect(h.db.query('DELETE FROM voice_consents WHERE id = $1', [consent])).rejects.toThrow(
+        /FK_custom_voices_consent/,
+      );
     });
 
     it('deleted while its clone is in flight: the clone is refused and the upstream voice removed', async () => {
@@ -77,7 +85,11 @@ describe('custom voices and their consents', () => {
       h.minimax.setMode('http500');
       const res = await h.speak(secret, voice.id);
       expect(res.status).toBe(200);
-      expect(res.headers).toMatchObject({ 'x-svc-provider-used': 'espeak', 'x-svc-is-fallback': 'true', 'x-svc-fallback-level': '1' });
+      expect(res.headers).toMatchObject({
+        'x-svc-provider-used': 'espeak',
+        'x-svc-is-fallback': 'true',
+        'x-svc-fallback-level': '1',
+      });
       expect(JSON.parse(res.headers['x-svc-fallback-alert'])).toEqual({
         message: `${MINIMAX} failed (HTTP 500); served by espeak at level 1; custom voice ${voice.id} is held by ${MINIMAX}; espeak spoke with its voice en-us`,
         exhausted_provider: MINIMAX,
@@ -91,7 +103,9 @@ describe('custom voices and their consents', () => {
       h.minimax.setMode('http500');
       const res = await h.speak(secret, 'male-qn-qingse');
       expect(res.status).toBe(200);
-      expect((JSON.parse(res.headers['x-svc-fallback-alert']) as { message: string }).message).toBe(`${MINIMAX} failed (HTTP 500); served by espeak at level 1`);
+      expect((JSON.parse(res.headers['x-svc-fallback-alert']) as { message: string }).message).toBe(
+        `${MINIMAX} failed (HTTP 500); served by espeak at level 1`,
+      );
     });
   });
 });

@@ -44,7 +44,13 @@ describe('custom voices and speech through the openai SDK', () => {
   });
 
   const consent = async (): Promise<string> =>
-    (await client.audio.voiceConsents.create({ name: 'Consent of Ada', language: 'en-US', recording: await toFile(tinyWav(), 'consent.wav') })).id;
+    (
+      await client.audio.voiceConsents.create({
+        name: 'Consent of Ada',
+        language: 'en-US',
+        recording: await toFile(tinyWav(), 'consent.wav'),
+      })
+    ).id;
 
   it('clones with audio.voices.create, speaks with audio.speech.create (streamed body), deletes with audio.voices.delete', async () => {
     const voice = await client.audio.voices.create({
@@ -52,10 +58,18 @@ describe('custom voices and speech through the openai SDK', () => {
       consent: await consent(),
       audio_sample: await toFile(tinyWav(16000 * 12), 'sample.wav', { type: 'audio/wav' }),
     });
-    expect(voice).toMatchObject({ id: expect.stringMatching(/^voice_/), object: 'audio.voice', name: 'Ada', type: 'audio_sample', provider: MINIMAX });
+    expect(voice).toMatchObject({
+      id: expect.stringMatching(/^voice_/),
+      object: 'audio.voice',
+      name: 'Ada',
+      type: 'audio_sample',
+      provider: MINIMAX,
+    });
     expect(typeof voice.created_at).toBe('number');
 
-    const { data, response } = await client.audio.speech.create({ model: MODEL, input: 'Hello in my own voice.', voice: voice.id, response_format: 'wav' }).withResponse();
+    const { data, response } = await client.audio.speech
+      .create({ model: MODEL, input: 'Hello in my own voice.', voice: voice.id, response_format: 'wav' })
+      .withResponse();
     expect(response.headers.get('x-svc-provider-used')).toBe(MINIMAX);
     expect(response.headers.get('content-type')).toBe('audio/wav');
     const wav = Buffer.concat(await readChunks(data.body));
@@ -63,30 +77,61 @@ describe('custom voices and speech through the openai SDK', () => {
     expect({ rate: header.sampleRate, channels: header.channels }).toEqual({ rate: 24000, channels: 1 });
 
     // OpenAI's object form of a custom voice works too
-    const again = await client.audio.speech.create({ model: MODEL, input: 'Again.', voice: { id: voice.id }, response_format: 'mp3' }).withResponse();
+    const again = await client.audio.speech
+      .create({ model: MODEL, input: 'Again.', voice: { id: voice.id }, response_format: 'mp3' })
+      .withResponse();
     expect(again.response.headers.get('x-svc-provider-used')).toBe(MINIMAX);
     expect((await again.data.arrayBuffer()).byteLength).toBeGreaterThan(0);
 
-    expect(await client.audio.voices.delete(voice.id)).toEqual({ id: voice.id, deleted: true, object: 'audio.voice.deleted' });
+    expect(await client.audio.voices.delete(voice.id)).toEqual({
+      id: voice.id,
+      deleted: true,
+      object: 'audio.voice.deleted',
+    });
     await expect(client.audio.voices.delete(voice.id)).rejects.toBeInstanceOf(NotFoundError);
   });
 
-  it('refuses audio.voices.create with a consent id that is not the key\'s: NotFoundError, nothing uploaded', async () => {
+  it("refuses audio.voices.create with a consent id that is not the key's: NotFoundError, nothing uploaded", async () => {
     minimax.reset();
     await expect(
-      client.audio.voices.create({ name: 'nobody', consent: 'vc_notmine', audio_sample: await toFile(tinyWav(16000 * 12), 'sample.wav') }),
+      client.audio.voices.create({
+        name: 'nobody',
+        consent: 'vc_notmine',
+        audio_sample: await toFile(tinyWav(16000 * 12), 'sample.wav'),
+      }),
     ).rejects.toBeInstanceOf(NotFoundError);
     expect(minimax.count('/v1/files/upload')).toBe(0);
   });
 
   it('designs a voice with audio.voices.create type "prompt"', async () => {
-    const voice = await client.audio.voices.create({ type: 'prompt', name: 'Narrator', prompt: 'A warm storyteller.', script_hint: 'Once upon a time.' });
-    expect(voice).toMatchObject({ object: 'audio.voice', name: 'Narrator', type: 'prompt', prompt: 'A warm storyteller.' });
-    expect(minimax.requests.filter((r) => r.path === '/v1/voice_design').pop()?.body).toMatchObject({ prompt: 'A warm storyteller.', preview_text: 'Once upon a time.' });
+    const voice = await client.audio.voices.create({
+      type: 'prompt',
+      name: 'Narrator',
+      prompt: 'A warm storyteller.',
+      script_hint: 'Once upon a time.',
+    });
+    expect(voice).toMatchObject({
+      object: 'audio.voice',
+      name: 'Narrator',
+      type: 'prompt',
+      prompt: 'A warm storyteller.',
+    });
+    expect(minimax.requests.filter((r) => r.path === '/v1/voice_design').pop()?.body).toMatchObject({
+      prompt: 'A warm storyteller.',
+      preview_text: 'Once upon a time.',
+    });
   });
 
-  it('speaks a built-in voice with OpenAI\'s shape: pcm is 16-bit, 24 kHz mono, streamed', async () => {
-    const { data, response } = await client.audio.speech.create({ model: MODEL, input: 'First sentence. Second sentence.', voice: 'en-us', response_format: 'pcm', speed: 1.2 }).withResponse();
+  it("speaks a built-in voice with OpenAI's shape: pcm is 16-bit, 24 kHz mono, streamed", async () => {
+    const { data, response } = await client.audio.speech
+      .create({
+        model: MODEL,
+        input: 'First sentence. Second sentence.',
+        voice: 'en-us',
+        response_format: 'pcm',
+        speed: 1.2,
+      })
+      .withResponse();
     expect(response.headers.get('x-svc-provider-used')).toBe('espeak');
     expect(response.headers.get('content-type')).toBe('audio/L16;rate=24000;channels=1');
     const pcm = Buffer.concat(await readChunks(data.body));
@@ -104,7 +149,12 @@ describe('custom voices and speech through the openai SDK', () => {
       return err as BadRequestError;
     };
     expect((await refusal({ model: MODEL, input: 'x', voice: 'en-us', speed: 3 })).param).toBe('speed');
-    expect((await refusal({ model: MODEL, input: 'x', voice: 'en-us', response_format: 'opus' })).param).toBe('response_format');
-    expect(await refusal({ model: MODEL, input: 'x', voice: 'voice_000000000000000000000000' })).toMatchObject({ code: 'voice_not_found', param: 'voice' });
+    expect((await refusal({ model: MODEL, input: 'x', voice: 'en-us', response_format: 'opus' })).param).toBe(
+      'response_format',
+    );
+    expect(await refusal({ model: MODEL, input: 'x', voice: 'voice_000000000000000000000000' })).toMatchObject({
+      code: 'voice_not_found',
+      param: 'voice',
+    });
   });
 });

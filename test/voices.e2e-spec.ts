@@ -92,7 +92,9 @@ describe('custom voices', () => {
       expect(h.minimax.voices.get(upstreamId)).toBe('voice_cloning');
 
       expect((await h.t.http.get(`/v1/audio/voices/${voice.id}`).set(...h.auth(secret))).body).toEqual(voice);
-      const listed = (await h.t.http.get('/v1/audio/voices').set(...h.auth(secret))).body.data as Array<{ type: string }>;
+      const listed = (await h.t.http.get('/v1/audio/voices').set(...h.auth(secret))).body.data as Array<{
+        type: string;
+      }>;
       expect(listed[0]).toMatchObject({ ...voice, languages: [] });
       expect(listed.some((v) => v.type === 'builtin')).toBe(true);
       const stranger = await h.key('stranger', CHAIN);
@@ -107,7 +109,11 @@ describe('custom voices', () => {
       // sync: the holder is served first although espeak is the chain's first step
       const sync = await h.speak(secret, voice.id);
       expect(sync.status).toBe(200);
-      expect(sync.headers).toMatchObject({ 'x-svc-provider-used': MINIMAX, 'x-svc-fallback-level': '0', 'x-svc-is-fallback': 'false' });
+      expect(sync.headers).toMatchObject({
+        'x-svc-provider-used': MINIMAX,
+        'x-svc-fallback-level': '0',
+        'x-svc-is-fallback': 'false',
+      });
       expect(parseWavHeader(sync.body as Buffer).sampleRate).toBe(16000);
       expect(h.lastT2aVoice()).toBe(upstreamId);
 
@@ -115,10 +121,19 @@ describe('custom voices', () => {
       const submitted = await h.t.http
         .post('/v1/audio/speech/async')
         .set(...h.auth(secret))
-        .send({ model: MODEL, text: 'A longer text. It has two sentences.', voice_setting: { voice_id: voice.id }, audio_setting: { format: 'mp3' } });
+        .send({
+          model: MODEL,
+          text: 'A longer text. It has two sentences.',
+          voice_setting: { voice_id: voice.id },
+          audio_setting: { format: 'mp3' },
+        });
       expect(submitted.status).toBe(202);
       const task = await eventually(
-        async () => (await h.t.http.get(`/v1/audio/speech/async/${submitted.body.id as string}`).set(...h.auth(secret))).body as { status: string; provider: string | null },
+        async () =>
+          (await h.t.http.get(`/v1/audio/speech/async/${submitted.body.id as string}`).set(...h.auth(secret))).body as {
+            status: string;
+            provider: string | null;
+          },
         (body) => body.status === 'completed' || body.status === 'failed',
         60000,
         'task done',
@@ -127,20 +142,35 @@ describe('custom voices', () => {
       expect(h.lastT2aVoice()).toBe(upstreamId);
 
       // stream
-      const client = await StreamClient.connect(`${h.t.url.replace('http', 'ws')}/v1/audio/speech/stream`, { Authorization: `Bearer ${secret}` });
-      client.send({ event: 'task_start', model: MODEL, voice_setting: { voice_id: voice.id }, audio_setting: { format: 'pcm' } });
-      expect(await client.waitFor((m) => m.event === 'task_started')).toMatchObject({ provider: MINIMAX, fallback_level: 0 });
+      const client = await StreamClient.connect(`${h.t.url.replace('http', 'ws')}/v1/audio/speech/stream`, {
+        Authorization: `Bearer ${secret}`,
+      });
+      client.send({
+        event: 'task_start',
+        model: MODEL,
+        voice_setting: { voice_id: voice.id },
+        audio_setting: { format: 'pcm' },
+      });
+      expect(await client.waitFor((m) => m.event === 'task_started')).toMatchObject({
+        provider: MINIMAX,
+        fallback_level: 0,
+      });
       client.send({ event: 'task_continue', text: 'Streaming in my own voice.' });
       client.send({ event: 'task_finish' });
       await client.waitFor((m) => m.event === 'task_finished');
-      expect(client.messages.filter((m) => m.event === 'task_continued').every((m) => m.provider === MINIMAX)).toBe(true);
+      expect(client.messages.filter((m) => m.event === 'task_continued').every((m) => m.provider === MINIMAX)).toBe(
+        true,
+      );
       expect(h.lastT2aVoice()).toBe(upstreamId);
 
       // delete: here and upstream; the id no longer speaks, and its consent is free
       const deleted = await h.deleteVoice(secret, voice.id);
       expect(deleted.status).toBe(200);
       expect(deleted.body).toEqual({ id: voice.id, deleted: true, object: 'audio.voice.deleted' });
-      expect(h.minimax.requests.find((r) => r.path === '/v1/delete_voice')?.body).toEqual({ voice_type: 'voice_cloning', voice_id: upstreamId });
+      expect(h.minimax.requests.find((r) => r.path === '/v1/delete_voice')?.body).toEqual({
+        voice_type: 'voice_cloning',
+        voice_id: upstreamId,
+      });
       expect(h.minimax.voices.has(upstreamId)).toBe(false);
       expect((await h.t.http.get(`/v1/audio/voices/${voice.id}`).set(...h.auth(secret))).status).toBe(404);
       expect((await h.deleteVoice(secret, voice.id)).status).toBe(404);
@@ -163,7 +193,10 @@ describe('custom voices', () => {
     });
 
     it('designs a voice from a description without a consent, and speaks with it', async () => {
-      const res = await h.t.http.post('/v1/audio/voices/design').set(...h.auth(secret)).send({ name: 'Narrator', prompt: 'A calm, low narrator.', preview_text: 'Once upon a time.' });
+      const res = await h.t.http
+        .post('/v1/audio/voices/design')
+        .set(...h.auth(secret))
+        .send({ name: 'Narrator', prompt: 'A calm, low narrator.', preview_text: 'Once upon a time.' });
       expect(res.status).toBe(200);
       const voice = res.body as VoiceRecord;
       expect(voice).toEqual({
@@ -177,11 +210,18 @@ describe('custom voices', () => {
         prompt: 'A calm, low narrator.',
       });
       const upstreamId = await h.upstreamIdOf(voice.id);
-      expect(h.minimax.requests.find((r) => r.path === '/v1/voice_design')?.body).toEqual({ prompt: 'A calm, low narrator.', preview_text: 'Once upon a time.', voice_id: upstreamId });
+      expect(h.minimax.requests.find((r) => r.path === '/v1/voice_design')?.body).toEqual({
+        prompt: 'A calm, low narrator.',
+        preview_text: 'Once upon a time.',
+        voice_id: upstreamId,
+      });
       expect((await h.speak(secret, voice.id)).headers['x-svc-provider-used']).toBe(MINIMAX);
       expect(h.lastT2aVoice()).toBe(upstreamId);
       expect((await h.deleteVoice(secret, voice.id)).status).toBe(200);
-      expect(h.minimax.requests.find((r) => r.path === '/v1/delete_voice')?.body).toEqual({ voice_type: 'voice_generation', voice_id: upstreamId });
+      expect(h.minimax.requests.find((r) => r.path === '/v1/delete_voice')?.body).toEqual({
+        voice_type: 'voice_generation',
+        voice_id: upstreamId,
+      });
     });
 
     it("relays the provider's refusal (400 upstream_rejected) and failure (502 voice_creation_failed); nothing is stored", async () => {
@@ -205,7 +245,10 @@ describe('custom voices', () => {
       const res = await h.clone(offline, { name: 'nowhere', consent: await h.createConsent(offline) });
       expect(res.status).toBe(400);
       expect(res.body.error.code).toBe('voice_creation_not_supported');
-      const design = await h.t.http.post('/v1/audio/voices/design').set(...h.auth(offline)).send({ name: 'n', prompt: 'p', preview_text: 'x' });
+      const design = await h.t.http
+        .post('/v1/audio/voices/design')
+        .set(...h.auth(offline))
+        .send({ name: 'n', prompt: 'p', preview_text: 'x' });
       expect(design.status).toBe(400);
       expect(h.upstreamCalls()).toBe(0);
     });

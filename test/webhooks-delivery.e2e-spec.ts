@@ -14,7 +14,15 @@ import { CHAT_PATH, chatBody, eventually, REQUEST_ID, sleep } from './support/fa
 import { isolatedDatabase, ReceivedCall, Receiver, verifyDelivery } from './support/receiver';
 
 const PATH = '/v1/user/webhooks';
-const DATA_ORDER = ['proxy_key', 'model', 'exhausted_provider', 'active_provider', 'fallback_level', 'latency_ms', 'request_id'];
+const DATA_ORDER = [
+  'proxy_key',
+  'model',
+  'exhausted_provider',
+  'active_provider',
+  'fallback_level',
+  'latency_ms',
+  'request_id',
+];
 
 type Delivered = Record<string, unknown> & { data: Record<string, unknown> };
 const bodyOf = (call: ReceivedCall): Delivered => JSON.parse(call.raw.toString('utf8')) as Delivered;
@@ -32,14 +40,30 @@ describe('webhook deliveries', () => {
 
   beforeAll(async () => {
     db = await isolatedDatabase('webhooks_delivery');
-    for (const label of ['a', 'flaky', 'retry', 'dead', 'readme', 'burst', 'late', 'nul-ok', 'nul-5xx']) fakes[label] = await startFakeOpenAi({ name: `wh-dl-${label}`, mode: 'error500' });
-    const yaml = ['providers:', '  - name: echo', '    kind: echo', ...Object.values(fakes).map((f) => `  - name: ${f.name}\n    kind: openai\n    base_url: ${f.url}\n    api_key: x`)];
+    for (const label of ['a', 'flaky', 'retry', 'dead', 'readme', 'burst', 'late', 'nul-ok', 'nul-5xx'])
+      fakes[label] = await startFakeOpenAi({ name: `wh-dl-${label}`, mode: 'error500' });
+    const yaml = [
+      'providers:',
+      '  - name: echo',
+      '    kind: echo',
+      ...Object.values(fakes).map(
+        (f) => `  - name: ${f.name}\n    kind: openai\n    base_url: ${f.url}\n    api_key: x`,
+      ),
+    ];
     receiver = await Receiver.start();
     raw = await FakeRawReceiver.start();
     const options = {
       gateway: parseGatewayConfig(yaml.join('\n'), 'webhook delivery gateway'),
       // one failover event per request (coalescing has its own file): these tests count deliveries against requests
-      env: { DATABASE_URL: db.url, SVC_FAILOVER_EVENT_WINDOW: '0', SVC_WEBHOOK_ALLOW_PRIVATE: 'true', SVC_WEBHOOK_RETRY_SCHEDULE: '1s,1s', SVC_BREAKER_COOLDOWN_MS: '1000', SVC_SECRET_KEY: undefined, SVC_ALLOW_PLAINTEXT_SECRETS: 'true' },
+      env: {
+        DATABASE_URL: db.url,
+        SVC_FAILOVER_EVENT_WINDOW: '0',
+        SVC_WEBHOOK_ALLOW_PRIVATE: 'true',
+        SVC_WEBHOOK_RETRY_SCHEDULE: '1s,1s',
+        SVC_BREAKER_COOLDOWN_MS: '1000',
+        SVC_SECRET_KEY: undefined,
+        SVC_ALLOW_PLAINTEXT_SECRETS: 'true',
+      },
     };
     t = await startApp(options);
     replica = await startApp(options);
@@ -53,12 +77,21 @@ describe('webhook deliveries', () => {
     await db?.drop();
   });
 
-  const subscribe = async (secret: string, path: string, events?: string[], url = receiver.url(path)): Promise<{ id: string; secret: string }> => {
-    const res = await t.http.post(PATH).set('Authorization', `Bearer ${secret}`).send({ url, ...(events && { events }) });
+  const subscribe = async (
+    secret: string,
+    path: string,
+    events?: string[],
+    url = receiver.url(path),
+  ): Promise<{ id: string; secret: string }> => {
+    const res = await t.http
+      .post(PATH)
+      .set('Authorization', `Bearer ${secret}`)
+      .send({ url, ...(events && { events }) });
     expect(res.status).toBe(201);
     return { id: res.body.id as string, secret: res.body.secret as string };
   };
-  const chat = (secret: string, model: string) => t.http.post(CHAT_PATH).set('Authorization', `Bearer ${secret}`).send(chatBody(model));
+  const chat = (secret: string, model: string) =>
+    t.http.post(CHAT_PATH).set('Authorization', `Bearer ${secret}`).send(chatBody(model));
   const attempts = async (secret: string, endpointId: string, query = ''): Promise<Record<string, unknown>> => {
     const res = await t.http.get(`${PATH}/${endpointId}/deliveries${query}`).set('Authorization', `Bearer ${secret}`);
     expect(res.status).toBe(200);
@@ -87,7 +120,8 @@ describe('webhook deliveries', () => {
     const [call] = await receiver.waitFor('/a', 1);
     await sleep(1500);
     expect(receiver.callsTo('/a')).toHaveLength(1);
-    for (const path of ['/a-disabled', '/a-recovered-only', '/a-stranger']) expect(receiver.callsTo(path)).toHaveLength(0);
+    for (const path of ['/a-disabled', '/a-recovered-only', '/a-stranger'])
+      expect(receiver.callsTo(path)).toHaveLength(0);
 
     expect(call.headers['content-type']).toBe('application/json');
     expect(call.headers['x-svc-event']).toBe('failover');
@@ -102,19 +136,40 @@ describe('webhook deliveries', () => {
       id: expect.stringMatching(/^evt_[0-9a-f-]{36}$/),
       event: 'failover',
       timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
-      data: { proxy_key: key.id, model: 'm-a', exhausted_provider: fakes.a.name, active_provider: 'echo', fallback_level: 1, latency_ms: expect.any(Number), request_id: requestId },
+      data: {
+        proxy_key: key.id,
+        model: 'm-a',
+        exhausted_provider: fakes.a.name,
+        active_provider: 'echo',
+        fallback_level: 1,
+        latency_ms: expect.any(Number),
+        request_id: requestId,
+      },
     });
     expect(Math.abs(Date.parse(body.timestamp as string) - before)).toBeLessThan(5000);
 
     const log = await attempts(key.secret, endpoint.id);
     expect(log.data).toEqual([
-      { id: expect.stringMatching(/^whd_/), object: 'webhook_delivery', event_id: body.id, event: 'failover', attempt: 1, status_code: 200, latency_ms: expect.any(Number), error: null, created_at: expect.any(Number) },
+      {
+        id: expect.stringMatching(/^whd_/),
+        object: 'webhook_delivery',
+        event_id: body.id,
+        event: 'failover',
+        attempt: 1,
+        status_code: 200,
+        latency_ms: expect.any(Number),
+        error: null,
+        created_at: expect.any(Number),
+      },
     ]);
   });
 
   it('runs the README receiver example: it accepts a real delivery and refuses a forged or stale one', async () => {
     const readme = readFileSync(join(__dirname, '..', 'README.md'), 'utf8');
-    const example = /<!-- webhook-receiver-example:start -->\s*```js\n([\s\S]*?)```\s*<!-- webhook-receiver-example:end -->/.exec(readme);
+    const example =
+      /<!-- webhook-receiver-example:start -->\s*```js\n([\s\S]*?)```\s*<!-- webhook-receiver-example:end -->/.exec(
+        readme,
+      );
     expect(example).not.toBeNull();
     const key = await t.createKey('readme receiver', [
       { provider: fakes.readme.name, model: 'm-r' },
@@ -123,26 +178,50 @@ describe('webhook deliveries', () => {
     const endpoint = await subscribe(key.secret, '/unused');
     const dir = mkdtempSync(join(tmpdir(), 'svc-receiver-'));
     writeFileSync(join(dir, 'receiver.js'), example?.[1] ?? '');
-    const child: ChildProcessWithoutNullStreams = spawn(process.execPath, [join(dir, 'receiver.js')], { env: { ...process.env, WEBHOOK_SECRET: endpoint.secret, PORT: '0' } });
+    const child: ChildProcessWithoutNullStreams = spawn(process.execPath, [join(dir, 'receiver.js')], {
+      env: { ...process.env, WEBHOOK_SECRET: endpoint.secret, PORT: '0' },
+    });
     let out = '';
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
     try {
-      const port = (await eventually(() => /listening on (\d+)/.exec(out), (m) => m !== null, 10000, 'README receiver listening'))?.[1];
+      const port = (
+        await eventually(
+          () => /listening on (\d+)/.exec(out),
+          (m) => m !== null,
+          10000,
+          'README receiver listening',
+        )
+      )?.[1];
       const url = `http://127.0.0.1:${port}/hook`;
       await t.http.patch(`${PATH}/${endpoint.id}`).set('Authorization', `Bearer ${key.secret}`).send({ url });
 
       const res = await chat(key.secret, 'm-r');
       const requestId = res.headers['x-svc-request-id'];
-      await eventually(() => out, (text) => text.includes(`request_id=${requestId}`), 10000, 'README receiver verified the delivery');
+      await eventually(
+        () => out,
+        (text) => text.includes(`request_id=${requestId}`),
+        10000,
+        'README receiver verified the delivery',
+      );
       expect(out).toMatch(new RegExp(`verified failover evt_[0-9a-f-]{36} request_id=${requestId}`));
-      const log = await eventually(() => attempts(key.secret, endpoint.id), (l) => (l.data as unknown[]).length > 0, 5000, 'attempt recorded');
+      const log = await eventually(
+        () => attempts(key.secret, endpoint.id),
+        (l) => (l.data as unknown[]).length > 0,
+        5000,
+        'attempt recorded',
+      );
       expect(log.data).toMatchObject([{ attempt: 1, status_code: 204, error: null }]);
 
       const body = '{"id":"evt_forged","event":"failover","data":{}}';
-      const sign = (ts: number, text: string, key = endpoint.secret): string => `sha256=${createHmac('sha256', key).update(`${ts}.${text}`).digest('hex')}`;
+      const sign = (ts: number, text: string, key = endpoint.secret): string =>
+        `sha256=${createHmac('sha256', key).update(`${ts}.${text}`).digest('hex')}`;
       const send = (ts: number, signature: string, text = body) =>
-        fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-svc-timestamp': String(ts), 'x-svc-signature': signature }, body: text });
+        fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-svc-timestamp': String(ts), 'x-svc-signature': signature },
+          body: text,
+        });
       const now = Math.floor(Date.now() / 1000);
       expect((await send(now, sign(now, body))).status).toBe(204);
       expect((await send(now, sign(now, body, 'whsec_wrong'))).status).toBe(400);
@@ -183,11 +262,24 @@ describe('webhook deliveries', () => {
     expect(toOwner.headers['x-svc-event']).toBe('provider_recovered');
     expect(verifyDelivery(recoveredOnly.secret, toOwner.headers, toOwner.raw)).toBe(true);
     expect(owned).toMatchObject({ id: expect.stringMatching(/^evt_/), event: 'provider_recovered' });
-    expect(owned.data).toEqual({ proxy_key: owner.id, model: 'm-f', exhausted_provider: null, active_provider: flaky.name, fallback_level: null, latency_ms: expect.any(Number), request_id: expect.stringMatching(REQUEST_ID) });
+    expect(owned.data).toEqual({
+      proxy_key: owner.id,
+      model: 'm-f',
+      exhausted_provider: null,
+      active_provider: flaky.name,
+      fallback_level: null,
+      latency_ms: expect.any(Number),
+      request_id: expect.stringMatching(REQUEST_ID),
+    });
     const laters = bodyOf(toLater);
     expect(verifyDelivery(both.secret, toLater.headers, toLater.raw)).toBe(true);
     expect(laters.id).toBe(owned.id);
-    expect(laters.data).toMatchObject({ proxy_key: later.id, model: 'm-g', active_provider: flaky.name, request_id: owned.data.request_id });
+    expect(laters.data).toMatchObject({
+      proxy_key: later.id,
+      model: 'm-g',
+      active_provider: flaky.name,
+      request_id: owned.data.request_id,
+    });
 
     expect(receiver.callsTo('/rec-owner')).toHaveLength(1);
     expect(receiver.callsTo('/rec-later')).toHaveLength(1);
@@ -219,7 +311,12 @@ describe('webhook deliveries', () => {
     for (const call of calls) expect(verifyDelivery(endpoint.secret, call.headers, call.raw)).toBe(true);
 
     const eventId = bodyOf(calls[0]).id;
-    const log = await eventually(() => attempts(key.secret, endpoint.id), (l) => (l.data as unknown[]).length === 3, 5000, 'three attempts listed');
+    const log = await eventually(
+      () => attempts(key.secret, endpoint.id),
+      (l) => (l.data as unknown[]).length === 3,
+      5000,
+      'three attempts listed',
+    );
     expect(log.data).toMatchObject([
       { attempt: 3, status_code: 200, error: null, event_id: eventId, event: 'failover' },
       { attempt: 2, status_code: 500, error: 'HTTP 500', event_id: eventId },
@@ -243,7 +340,13 @@ describe('webhook deliveries', () => {
     await sleep(3000);
     expect(receiver.callsTo('/dead')).toHaveLength(3);
     const log = await attempts(key.secret, endpoint.id);
-    expect((log.data as Array<{ attempt: number; status_code: number; error: string }>).map((a) => [a.attempt, a.status_code, a.error])).toEqual([
+    expect(
+      (log.data as Array<{ attempt: number; status_code: number; error: string }>).map((a) => [
+        a.attempt,
+        a.status_code,
+        a.error,
+      ]),
+    ).toEqual([
       [3, 503, 'HTTP 503'],
       [2, 503, 'HTTP 503'],
       [1, 503, 'HTTP 503'],
@@ -251,13 +354,11 @@ describe('webhook deliveries', () => {
   }, 30000);
 
   const storedAttempts = (endpointId: string): Promise<Array<Record<string, unknown>>> =>
-    t.app
-      .get(DataSource)
-      .query(
-        `SELECT d.status, d.attempts AS delivery_attempts, d.locked_until, a.attempt, a.status_code, a.response_snippet FROM webhook_deliveries d
+    t.app.get(DataSource).query(
+      `SELECT d.status, d.attempts AS delivery_attempts, d.locked_until, a.attempt, a.status_code, a.response_snippet FROM webhook_deliveries d
            JOIN webhook_delivery_attempts a ON a.delivery_id = d.id WHERE d.endpoint_id = $1 ORDER BY a.attempt`,
-        [endpointId],
-      );
+      [endpointId],
+    );
 
   it('records a 2xx answer whose body holds a NUL byte as one success, keeping a snippet PostgreSQL accepts', async () => {
     const key = await t.createKey('nul answer', [
@@ -268,12 +369,24 @@ describe('webhook deliveries', () => {
     const endpoint = await subscribe(key.secret, '/nul-ok', undefined, raw.url('/nul-ok'));
     await chat(key.secret, 'm-n');
 
-    const log = await eventually(() => attempts(key.secret, endpoint.id), (l) => (l.data as unknown[]).length > 0, 10000, 'attempt recorded');
+    const log = await eventually(
+      () => attempts(key.secret, endpoint.id),
+      (l) => (l.data as unknown[]).length > 0,
+      10000,
+      'attempt recorded',
+    );
     expect(log.data).toMatchObject([{ attempt: 1, status_code: 200, error: null }]);
     await sleep(2500);
     expect(raw.statusesOf('/nul-ok')).toEqual([200]);
     expect(await storedAttempts(endpoint.id)).toEqual([
-      { status: 'succeeded', delivery_attempts: 1, locked_until: null, attempt: 1, status_code: 200, response_snippet: 'O\uFFFDK\uFFFD' },
+      {
+        status: 'succeeded',
+        delivery_attempts: 1,
+        locked_until: null,
+        attempt: 1,
+        status_code: 200,
+        response_snippet: 'O\uFFFDK\uFFFD',
+      },
     ]);
   }, 30000);
 
@@ -289,7 +402,12 @@ describe('webhook deliveries', () => {
     const endpoint = await subscribe(key.secret, '/nul-5xx', undefined, raw.url('/nul-5xx'));
     await chat(key.secret, 'm-n');
 
-    const log = await eventually(() => attempts(key.secret, endpoint.id), (l) => (l.data as unknown[]).length === 2, 15000, 'two attempts recorded');
+    const log = await eventually(
+      () => attempts(key.secret, endpoint.id),
+      (l) => (l.data as unknown[]).length === 2,
+      15000,
+      'two attempts recorded',
+    );
     expect(log.data).toMatchObject([
       { attempt: 2, status_code: 200, error: null },
       { attempt: 1, status_code: 500, error: 'HTTP 500' },
@@ -297,7 +415,13 @@ describe('webhook deliveries', () => {
     await sleep(2500);
     expect(raw.statusesOf('/nul-5xx')).toEqual([500, 200]);
     expect(await storedAttempts(endpoint.id)).toMatchObject([
-      { status: 'succeeded', delivery_attempts: 2, attempt: 1, status_code: 500, response_snippet: 'fail\uFFFD\uFFFD\uFFFDend' },
+      {
+        status: 'succeeded',
+        delivery_attempts: 2,
+        attempt: 1,
+        status_code: 500,
+        response_snippet: 'fail\uFFFD\uFFFD\uFFFDend',
+      },
       { attempt: 2, status_code: 200, response_snippet: 'ok' },
     ]);
   }, 30000);
@@ -306,17 +430,43 @@ describe('webhook deliveries', () => {
     const key = await t.createKey('unstorable text', [{ provider: 'echo', model: 'echo-1' }]);
     const endpoint = await subscribe(key.secret, '/never-sent');
     const id = `dlv_unstorable${Date.now()}`;
-    await t.app.get(DataSource).query(`INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event, payload, status) VALUES ($1, $2, 'evt_unstorable', 'failover', '{}', 'pending')`, [id, endpoint.id]);
+    await t.app
+      .get(DataSource)
+      .query(
+        `INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event, payload, status) VALUES ($1, $2, 'evt_unstorable', 'failover', '{}', 'pending')`,
+        [id, endpoint.id],
+      );
     const deliveries = t.app.get(DeliveriesRepository);
     const claimed = await deliveries.claim(id, 'clm_unstorable', 60);
     expect(claimed.kind).toBe('claimed');
 
-    const attempt = { deliveryId: id, endpointId: endpoint.id, eventId: 'evt_unstorable', event: 'failover' as const, attempt: 1, statusCode: 500, latencyMs: 1, error: 'HTTP 500\0', responseSnippet: 'bad\0' };
-    expect(await deliveries.recordAttempt(attempt, 'clm_unstorable', 'pending', 3600, () => Promise.resolve())).toBe(true);
+    const attempt = {
+      deliveryId: id,
+      endpointId: endpoint.id,
+      eventId: 'evt_unstorable',
+      event: 'failover' as const,
+      attempt: 1,
+      statusCode: 500,
+      latencyMs: 1,
+      error: 'HTTP 500\0',
+      responseSnippet: 'bad\0',
+    };
+    expect(await deliveries.recordAttempt(attempt, 'clm_unstorable', 'pending', 3600, () => Promise.resolve())).toBe(
+      true,
+    );
     expect(await storedAttempts(endpoint.id)).toEqual([
-      { status: 'pending', delivery_attempts: 1, locked_until: null, attempt: 1, status_code: 500, response_snippet: null },
+      {
+        status: 'pending',
+        delivery_attempts: 1,
+        locked_until: null,
+        attempt: 1,
+        status_code: 500,
+        response_snippet: null,
+      },
     ]);
-    expect((await attempts(key.secret, endpoint.id)).data).toMatchObject([{ attempt: 1, status_code: 500, error: 'HTTP 500\uFFFD' }]);
+    expect((await attempts(key.secret, endpoint.id)).data).toMatchObject([
+      { attempt: 1, status_code: 500, error: 'HTTP 500\uFFFD' },
+    ]);
   });
 
   it('delivers an event whose transaction commits late, and holds the events stored after it began until then', async () => {
@@ -326,16 +476,29 @@ describe('webhook deliveries', () => {
     ]);
     await subscribe(key.secret, '/late');
     const lateId = `evt_${randomUUID()}`;
-    const data = { proxy_key: key.id, model: 'm-l', exhausted_provider: fakes.late.name, active_provider: 'echo', fallback_level: 1, latency_ms: 3, request_id: 'req_late' };
+    const data = {
+      proxy_key: key.id,
+      model: 'm-l',
+      exhausted_provider: fakes.late.name,
+      active_provider: 'echo',
+      fallback_level: 1,
+      latency_ms: 3,
+      request_id: 'req_late',
+    };
     const writer = new Client({ connectionString: db.url });
     await writer.connect();
     try {
       await writer.query('BEGIN');
-      await writer.query(`INSERT INTO gateway_events (id, type, key_id, provider, data) VALUES ($1, 'failover', $2, 'echo', $3)`, [lateId, key.id, JSON.stringify(data)]);
+      await writer.query(
+        `INSERT INTO gateway_events (id, type, key_id, provider, data) VALUES ($1, 'failover', $2, 'echo', $3)`,
+        [lateId, key.id, JSON.stringify(data)],
+      );
       // a failover served now: its event commits while the one above is still uncommitted
       const res = await chat(key.secret, 'm-l');
       expect(res.status).toBe(200);
-      const [served]: Array<{ id: string }> = await t.app.get(DataSource).query(`SELECT id FROM gateway_events WHERE data->>'request_id' = $1`, [res.headers['x-svc-request-id']]);
+      const [served]: Array<{ id: string }> = await t.app
+        .get(DataSource)
+        .query(`SELECT id FROM gateway_events WHERE data->>'request_id' = $1`, [res.headers['x-svc-request-id']]);
       expect(served).toBeDefined();
       await sleep(2500); // five fan-out ticks on each replica
       expect(receiver.callsTo('/late')).toHaveLength(0);
@@ -354,15 +517,20 @@ describe('webhook deliveries', () => {
     ]);
     const endpoint = await subscribe(key.secret, '/burst');
     const responses = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => (i % 2 ? replica : t).http.post(CHAT_PATH).set('Authorization', `Bearer ${key.secret}`).send(chatBody('m-b'))),
+      Array.from({ length: 20 }, (_, i) =>
+        (i % 2 ? replica : t).http.post(CHAT_PATH).set('Authorization', `Bearer ${key.secret}`).send(chatBody('m-b')),
+      ),
     );
     expect(responses.every((r) => r.status === 200)).toBe(true);
-    const stored: Array<{ id: string }> = await t.app.get(DataSource).query(`SELECT id FROM gateway_events WHERE key_id = $1 AND type = 'failover'`, [key.id]);
+    const stored: Array<{ id: string }> = await t.app
+      .get(DataSource)
+      .query(`SELECT id FROM gateway_events WHERE key_id = $1 AND type = 'failover'`, [key.id]);
     expect(stored.length).toBeGreaterThanOrEqual(5);
     await receiver.waitFor('/burst', stored.length, 15000);
     await sleep(2000);
     const ids = receiver.callsTo('/burst').map((c) => bodyOf(c).id as string);
     expect(ids.sort()).toEqual(stored.map((e) => e.id).sort());
-    for (const call of receiver.callsTo('/burst')) expect(verifyDelivery(endpoint.secret, call.headers, call.raw)).toBe(true);
+    for (const call of receiver.callsTo('/burst'))
+      expect(verifyDelivery(endpoint.secret, call.headers, call.raw)).toBe(true);
   }, 30000);
 });

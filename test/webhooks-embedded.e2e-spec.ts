@@ -21,7 +21,13 @@ describe('webhook deliveries on the embedded database', () => {
     const yaml = `providers:\n  - name: echo\n    kind: echo\n  - name: ${fake.name}\n    kind: openai\n    base_url: ${fake.url}\n    api_key: x`;
     t = await startApp({
       gateway: parseGatewayConfig(yaml, 'embedded webhook gateway'),
-      env: { DATABASE_URL: undefined, SVC_DATA_DIR: dataDir, SVC_WEBHOOK_ALLOW_PRIVATE: 'true', SVC_WEBHOOK_RETRY_SCHEDULE: '1s', SVC_SECRET_KEY: undefined },
+      env: {
+        DATABASE_URL: undefined,
+        SVC_DATA_DIR: dataDir,
+        SVC_WEBHOOK_ALLOW_PRIVATE: 'true',
+        SVC_WEBHOOK_RETRY_SCHEDULE: '1s',
+        SVC_SECRET_KEY: undefined,
+      },
     });
   });
   afterAll(async () => {
@@ -37,7 +43,10 @@ describe('webhook deliveries on the embedded database', () => {
       { provider: 'echo', model: 'echo-1' },
     ]);
     receiver.respond('/embedded', [500]);
-    const created = await t.http.post('/v1/user/webhooks').set('Authorization', `Bearer ${key.secret}`).send({ url: receiver.url('/embedded') });
+    const created = await t.http
+      .post('/v1/user/webhooks')
+      .set('Authorization', `Bearer ${key.secret}`)
+      .send({ url: receiver.url('/embedded') });
     expect(created.status).toBe(201);
     const res = await t.http.post(CHAT_PATH).set('Authorization', `Bearer ${key.secret}`).send(chatBody('m-e'));
     expect(res.headers['x-svc-is-fallback']).toBe('true');
@@ -47,11 +56,19 @@ describe('webhook deliveries on the embedded database', () => {
     for (const call of calls) expect(verifyDelivery(created.body.secret as string, call.headers, call.raw)).toBe(true);
     expect(JSON.parse(calls[1].raw.toString('utf8')).data.request_id).toBe(res.headers['x-svc-request-id']);
     const log = await eventually(
-      async () => (await t.http.get(`/v1/user/webhooks/${created.body.id as string}/deliveries`).set('Authorization', `Bearer ${key.secret}`)).body.data as unknown[],
+      async () =>
+        (
+          await t.http
+            .get(`/v1/user/webhooks/${created.body.id as string}/deliveries`)
+            .set('Authorization', `Bearer ${key.secret}`)
+        ).body.data as unknown[],
       (data) => data.length === 2,
       5000,
       'two attempts listed',
     );
-    expect(log).toMatchObject([{ attempt: 2, status_code: 200 }, { attempt: 1, status_code: 500 }]);
+    expect(log).toMatchObject([
+      { attempt: 2, status_code: 200 },
+      { attempt: 1, status_code: 500 },
+    ]);
   }, 60000);
 });

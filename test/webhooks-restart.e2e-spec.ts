@@ -25,7 +25,15 @@ describe('webhook deliveries across a SIGKILL', () => {
     dir = mkdtempSync(join(tmpdir(), 'svc-webhooks-'));
     writeFileSync(
       join(dir, 'gateway.yaml'),
-      ['providers:', '  - name: echo', '    kind: echo', `  - name: ${fake.name}`, '    kind: openai', `    base_url: ${fake.url}`, '    api_key: x'].join('\n'),
+      [
+        'providers:',
+        '  - name: echo',
+        '    kind: echo',
+        `  - name: ${fake.name}`,
+        '    kind: openai',
+        `    base_url: ${fake.url}`,
+        '    api_key: x',
+      ].join('\n'),
     );
   });
   afterAll(async () => {
@@ -65,7 +73,13 @@ describe('webhook deliveries across a SIGKILL', () => {
     const admin = await request(url)
       .post('/v1/admin/keys')
       .set('Authorization', `Bearer ${ADMIN_TOKEN}`)
-      .send({ name: 'crash', chain: [{ provider: fake.name, model: 'm-a' }, { provider: 'echo', model: 'echo-1' }] });
+      .send({
+        name: 'crash',
+        chain: [
+          { provider: fake.name, model: 'm-a' },
+          { provider: 'echo', model: 'echo-1' },
+        ],
+      });
     expect(admin.status).toBe(201);
     const secret = admin.body.secret as string;
     const auth = (r: request.Test): request.Test => r.set('Authorization', `Bearer ${secret}`);
@@ -73,14 +87,25 @@ describe('webhook deliveries across a SIGKILL', () => {
     const endpoint = await auth(request(url).post(PATH)).send({ url: receiver.url('/crash') });
     expect(endpoint.status).toBe(201);
     const endpointId = endpoint.body.id as string;
-    const attemptsAt = async (base: string): Promise<Array<{ event_id: string; attempt: number; status_code: number | null }>> =>
-      (await auth(request(base).get(`${PATH}/${endpointId}/deliveries?limit=100`))).body.data as Array<{ event_id: string; attempt: number; status_code: number | null }>;
+    const attemptsAt = async (
+      base: string,
+    ): Promise<Array<{ event_id: string; attempt: number; status_code: number | null }>> =>
+      (await auth(request(base).get(`${PATH}/${endpointId}/deliveries?limit=100`))).body.data as Array<{
+        event_id: string;
+        attempt: number;
+        status_code: number | null;
+      }>;
 
     // first event: attempt 1 fails and is recorded, attempt 2 is due 3 s later
     const first = await auth(request(url).post(CHAT_PATH)).send(chatBody('m-a'));
     expect(first.headers['x-svc-is-fallback']).toBe('true');
     await receiver.waitFor('/crash', 1);
-    await eventually(() => attemptsAt(url), (a) => a.length === 1, 5000, 'first attempt recorded');
+    await eventually(
+      () => attemptsAt(url),
+      (a) => a.length === 1,
+      5000,
+      'first attempt recorded',
+    );
 
     // second event: stored before its response; the process dies right after it
     const second = await auth(request(url).post(CHAT_PATH)).send(chatBody('m-a'));
@@ -96,16 +121,24 @@ describe('webhook deliveries across a SIGKILL', () => {
       90000,
       'both events delivered after the restart',
     );
-    const bodies = delivered.map((c) => JSON.parse(c.raw.toString('utf8')) as { id: string; data: { request_id: string } });
+    const bodies = delivered.map(
+      (c) => JSON.parse(c.raw.toString('utf8')) as { id: string; data: { request_id: string } },
+    );
     expect(bodies.map((b) => b.data.request_id).sort()).toEqual([...requestIds].sort());
-    for (const call of delivered) expect(verifyDelivery(endpoint.body.secret as string, call.headers, call.raw)).toBe(true);
+    for (const call of delivered)
+      expect(verifyDelivery(endpoint.body.secret as string, call.headers, call.raw)).toBe(true);
     // the event attempted before the kill carries the same bytes as then, signed afresh
     const before = receiver.callsTo('/crash')[0];
     const retried = delivered.find((c) => c.raw.equals(before.raw));
     expect(retried).toBeDefined();
     expect(Number(retried?.headers['x-svc-timestamp'])).toBeGreaterThan(Number(before.headers['x-svc-timestamp']));
 
-    const log = await eventually(() => attemptsAt(restarted), (a) => a.filter((x) => x.status_code === 200).length === 2, 5000, 'successes recorded');
+    const log = await eventually(
+      () => attemptsAt(restarted),
+      (a) => a.filter((x) => x.status_code === 200).length === 2,
+      5000,
+      'successes recorded',
+    );
     const firstEvent = bodies.find((b) => b.data.request_id === requestIds[0])?.id;
     expect(log.filter((a) => a.event_id === firstEvent).map((a) => [a.attempt, a.status_code])).toEqual([
       [2, 200],

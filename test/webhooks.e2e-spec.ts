@@ -57,7 +57,12 @@ describe('webhook endpoints', () => {
     const before = Math.floor(Date.now() / 1000);
     const created = await create({ url: receiver.url('/created') });
     expect(Object.keys(created).sort()).toEqual(['created_at', 'enabled', 'events', 'id', 'object', 'secret', 'url']);
-    expect(created).toMatchObject({ object: 'webhook_endpoint', url: receiver.url('/created'), events: ['failover'], enabled: true });
+    expect(created).toMatchObject({
+      object: 'webhook_endpoint',
+      url: receiver.url('/created'),
+      events: ['failover'],
+      enabled: true,
+    });
     expect(created.id).toMatch(/^we_[0-9A-Za-z]{24}$/);
     expect(created.secret).toMatch(/^whsec_[0-9A-Za-z]{32}$/);
     expect(created.created_at).toBeGreaterThanOrEqual(before);
@@ -82,9 +87,18 @@ describe('webhook endpoints', () => {
     const created = await create({ url: receiver.url('/p'), events: ['provider_recovered', 'failover'] });
     expect(created.events).toEqual(['provider_recovered', 'failover']);
     const id = created.id as string;
-    const patched = await owner().patch(`${PATH}/${id}`, { url: receiver.url('/p2'), events: ['provider_recovered'], enabled: false });
+    const patched = await owner().patch(`${PATH}/${id}`, {
+      url: receiver.url('/p2'),
+      events: ['provider_recovered'],
+      enabled: false,
+    });
     expect(patched.status).toBe(200);
-    expect(patched.body).toMatchObject({ id, url: receiver.url('/p2'), events: ['provider_recovered'], enabled: false });
+    expect(patched.body).toMatchObject({
+      id,
+      url: receiver.url('/p2'),
+      events: ['provider_recovered'],
+      enabled: false,
+    });
     expect(patched.body.secret).toBeUndefined();
     const untouched = await owner().patch(`${PATH}/${id}`, {});
     expect(untouched.status).toBe(200);
@@ -94,13 +108,17 @@ describe('webhook endpoints', () => {
   it('keeps a key at its endpoint limit when creates race', async () => {
     const key = await t.createKey('webhook racer');
     const mine = as(key.secret);
-    const results = await Promise.all(Array.from({ length: 2 * MAX_ENDPOINTS_PER_KEY }, (_, i) => mine.post(PATH, { url: receiver.url(`/race-${i}`) })));
+    const results = await Promise.all(
+      Array.from({ length: 2 * MAX_ENDPOINTS_PER_KEY }, (_, i) => mine.post(PATH, { url: receiver.url(`/race-${i}`) })),
+    );
     expect(results.filter((r) => r.status === 201).length).toBe(MAX_ENDPOINTS_PER_KEY);
     for (const refused of results.filter((r) => r.status !== 201)) {
       expect(refused.status).toBe(400);
       expect(refused.body.error).toMatchObject({ type: 'invalid_request_error', code: 'webhook_limit_reached' });
     }
-    const [{ count }] = await t.app.get(DataSource).query('SELECT count(*)::int AS count FROM webhook_endpoints WHERE key_id = $1', [key.id]);
+    const [{ count }] = await t.app
+      .get(DataSource)
+      .query('SELECT count(*)::int AS count FROM webhook_endpoints WHERE key_id = $1', [key.id]);
     expect(count).toBe(MAX_ENDPOINTS_PER_KEY);
   });
 
@@ -117,7 +135,8 @@ describe('webhook endpoints', () => {
     const key = await t.createKey('webhook pager');
     const mine = as(key.secret);
     const ids: string[] = [];
-    for (const path of ['/l1', '/l2', '/l3']) ids.push((await mine.post(PATH, { url: receiver.url(path) })).body.id as string);
+    for (const path of ['/l1', '/l2', '/l3'])
+      ids.push((await mine.post(PATH, { url: receiver.url(path) })).body.id as string);
     const first = await mine.get(`${PATH}?limit=2`);
     expect(first.status).toBe(200);
     expect(first.body).toMatchObject({ object: 'list', has_more: true, first_id: ids[2], last_id: ids[1] });
@@ -136,7 +155,12 @@ describe('webhook endpoints', () => {
     ['a url that is not a URL', { url: 'not a url' }, 'url', 'invalid_value'],
     ['a url that is not a string', { url: 42 }, 'url', 'invalid_value'],
     ['credentials in the url', { url: 'https://user:pw@example.com/' }, 'url', 'invalid_value'],
-    ['an unknown event name', { url: 'https://example.com/h', events: ['failover', 'deploy'] }, 'events', 'invalid_value'],
+    [
+      'an unknown event name',
+      { url: 'https://example.com/h', events: ['failover', 'deploy'] },
+      'events',
+      'invalid_value',
+    ],
     ['an empty event list', { url: 'https://example.com/h', events: [] }, 'events', 'invalid_value'],
     ['a repeated event', { url: 'https://example.com/h', events: ['failover', 'failover'] }, 'events', 'invalid_value'],
     ['events as a string', { url: 'https://example.com/h', events: 'failover' }, 'events', 'invalid_value'],
@@ -160,7 +184,11 @@ describe('webhook endpoints', () => {
       expect(res.status).toBe(400);
       expect(res.body.error.param).toBe(param);
     }
-    const malformed = await t.http.patch(`${PATH}/${id}`).set('Authorization', `Bearer ${secret}`).set('content-type', 'application/json').send('{"url":');
+    const malformed = await t.http
+      .patch(`${PATH}/${id}`)
+      .set('Authorization', `Bearer ${secret}`)
+      .set('content-type', 'application/json')
+      .send('{"url":');
     expect(malformed.status).toBe(400);
     expect(malformed.body.error.code).toBe('invalid_json');
   });
@@ -180,7 +208,10 @@ describe('webhook endpoints', () => {
       const theirs = await call(id);
       const missing = await call(unknown);
       expect([target, theirs.status]).toEqual([target, 404]);
-      expect(theirs.body.error).toEqual({ ...missing.body.error, message: (missing.body.error.message as string).replace(unknown, id) });
+      expect(theirs.body.error).toEqual({
+        ...missing.body.error,
+        message: (missing.body.error.message as string).replace(unknown, id),
+      });
     }
     const list = await stranger.get(PATH);
     expect(list.body).toEqual({ object: 'list', data: [], has_more: false, first_id: null, last_id: null });
@@ -206,14 +237,32 @@ describe('webhook endpoints', () => {
       id: expect.stringMatching(/^evt_[0-9a-f-]{36}$/),
       event: 'failover',
       timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
-      data: { proxy_key: keyId, model: 'echo-1', exhausted_provider: 'echo', active_provider: 'echo', fallback_level: 1, latency_ms: 0, request_id: expect.stringMatching(/^req_test[0-9A-Za-z]+$/) },
+      data: {
+        proxy_key: keyId,
+        model: 'echo-1',
+        exhausted_provider: 'echo',
+        active_provider: 'echo',
+        fallback_level: 1,
+        latency_ms: 0,
+        request_id: expect.stringMatching(/^req_test[0-9A-Za-z]+$/),
+      },
     });
 
     const log = await owner().get(`${PATH}/${id}/deliveries`);
     expect(log.status).toBe(200);
     expect(log.body).toMatchObject({ object: 'list', has_more: false });
     expect(log.body.data).toEqual([
-      { id: expect.stringMatching(/^whd_/), object: 'webhook_delivery', event_id: body.id, event: 'failover', attempt: 1, status_code: 200, latency_ms: expect.any(Number), error: null, created_at: expect.any(Number) },
+      {
+        id: expect.stringMatching(/^whd_/),
+        object: 'webhook_delivery',
+        event_id: body.id,
+        event: 'failover',
+        attempt: 1,
+        status_code: 200,
+        latency_ms: expect.any(Number),
+        error: null,
+        created_at: expect.any(Number),
+      },
     ]);
   });
 
@@ -224,7 +273,11 @@ describe('webhook endpoints', () => {
     expect(res.body).toMatchObject({ delivered: false, status_code: 503, error: 'HTTP 503' });
     const [call] = receiver.callsTo('/t503');
     expect(call.headers['x-svc-event']).toBe('provider_recovered');
-    expect(JSON.parse(call.raw.toString('utf8')).data).toMatchObject({ exhausted_provider: null, active_provider: 'echo', fallback_level: null });
+    expect(JSON.parse(call.raw.toString('utf8')).data).toMatchObject({
+      exhausted_provider: null,
+      active_provider: 'echo',
+      fallback_level: null,
+    });
   });
 
   it('reports the real outcome from /test when the receiver answers with a NUL byte', async () => {
@@ -242,8 +295,12 @@ describe('webhook endpoints', () => {
 
     expect(raw.statusesOf('/t-nul')).toEqual([200]);
     expect(raw.statusesOf('/t-nul-503')).toEqual([503]);
-    expect((await owner().get(`${PATH}/${accepting}/deliveries`)).body.data).toMatchObject([{ attempt: 1, status_code: 200, error: null }]);
-    expect((await owner().get(`${PATH}/${failing}/deliveries`)).body.data).toMatchObject([{ attempt: 1, status_code: 503, error: 'HTTP 503' }]);
+    expect((await owner().get(`${PATH}/${accepting}/deliveries`)).body.data).toMatchObject([
+      { attempt: 1, status_code: 200, error: null },
+    ]);
+    expect((await owner().get(`${PATH}/${failing}/deliveries`)).body.data).toMatchObject([
+      { attempt: 1, status_code: 503, error: 'HTTP 503' },
+    ]);
   });
 
   it('rotates the secret: shown once, and later deliveries are signed with the new one only', async () => {
@@ -251,7 +308,11 @@ describe('webhook endpoints', () => {
     const id = created.id as string;
     const rotated = await owner().post(`${PATH}/${id}/rotate-secret`);
     expect(rotated.status).toBe(200);
-    expect(rotated.body).toMatchObject({ id, object: 'webhook_endpoint', secret: expect.stringMatching(/^whsec_[0-9A-Za-z]{32}$/) });
+    expect(rotated.body).toMatchObject({
+      id,
+      object: 'webhook_endpoint',
+      secret: expect.stringMatching(/^whsec_[0-9A-Za-z]{32}$/),
+    });
     expect(rotated.body.secret).not.toBe(created.secret);
     expect((await owner().get(`${PATH}/${id}`)).body.secret).toBeUndefined();
 
@@ -306,16 +367,25 @@ describe('webhook endpoints', () => {
     it('refuses a private literal in a PATCH too', async () => {
       const created = await strictAs(secret).post(PATH, { url: 'https://hooks.example.com/svc' });
       expect(created.status).toBe(201);
-      const res = await strictAs(secret).patch(`${PATH}/${created.body.id as string}`, { url: receiver.url('/strict') });
+      const res = await strictAs(secret).patch(`${PATH}/${created.body.id as string}`, {
+        url: receiver.url('/strict'),
+      });
       expect(res.status).toBe(400);
       expect(res.body.error).toMatchObject({ code: 'webhook_url_not_allowed', param: 'url' });
     });
 
-    it.each(['localhost', 'LOCALHOST.', 'api.localhost'])('refuses %s, loopback by definition, without a lookup', async (host) => {
-      const res = await strictAs(secret).post(PATH, { url: `http://${host}:8080/hook` });
-      expect(res.status).toBe(400);
-      expect(res.body.error).toMatchObject({ code: 'webhook_url_not_allowed', param: 'url', message: `url ${DESTINATION_NOT_ALLOWED}.` });
-    });
+    it.each(['localhost', 'LOCALHOST.', 'api.localhost'])(
+      'refuses %s, loopback by definition, without a lookup',
+      async (host) => {
+        const res = await strictAs(secret).post(PATH, { url: `http://${host}:8080/hook` });
+        expect(res.status).toBe(400);
+        expect(res.body.error).toMatchObject({
+          code: 'webhook_url_not_allowed',
+          param: 'url',
+          message: `url ${DESTINATION_NOT_ALLOWED}.`,
+        });
+      },
+    );
 
     it.each([
       ['ssh', 'https://hooks.example.com:22/hook'],
@@ -324,10 +394,18 @@ describe('webhook endpoints', () => {
     ])('refuses a %s port (only 80, 443 and 1024 and above)', async (_, url) => {
       const res = await strictAs(secret).post(PATH, { url });
       expect(res.status).toBe(400);
-      expect(res.body.error).toMatchObject({ code: 'webhook_url_not_allowed', param: 'url', message: `url ${DESTINATION_NOT_ALLOWED}.` });
+      expect(res.body.error).toMatchObject({
+        code: 'webhook_url_not_allowed',
+        param: 'url',
+        message: `url ${DESTINATION_NOT_ALLOWED}.`,
+      });
     });
 
-    it.each(['https://hooks.example.com/hook', 'http://hooks.example.com:80/hook', 'https://hooks.example.com:8443/hook'])('accepts %s', async (url) => {
+    it.each([
+      'https://hooks.example.com/hook',
+      'http://hooks.example.com:80/hook',
+      'https://hooks.example.com:8443/hook',
+    ])('accepts %s', async (url) => {
       expect((await strictAs(secret).post(PATH, { url })).status).toBe(201);
     });
 
@@ -336,7 +414,12 @@ describe('webhook endpoints', () => {
       const created = await strictAs(secret).post(PATH, { url: 'https://hooks.example.com/strict-host' });
       expect(created.status).toBe(201);
       // the name now resolves to this machine (as a DNS change could make it): stored as is, past the creation check
-      await strict.app.get(DataSource).query(`UPDATE webhook_endpoints SET url = $1 WHERE id = $2`, [`http://localhost:${port}/strict-host`, created.body.id]);
+      await strict.app
+        .get(DataSource)
+        .query(`UPDATE webhook_endpoints SET url = $1 WHERE id = $2`, [
+          `http://localhost:${port}/strict-host`,
+          created.body.id,
+        ]);
       const res = await strictAs(secret).post(`${PATH}/${created.body.id as string}/test`);
       expect(res.status).toBe(200);
       expect(res.body).toMatchObject({ delivered: false, status_code: null, error: DESTINATION_NOT_ALLOWED });

@@ -2,7 +2,8 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
 const SRC = resolve(__dirname, '..');
-const IMPORT = /(?:import|export)\s[^'";]*?from\s+'([^']+)'|import\s+'([^']+)'|import\('([^']+)'\)|require(?:\.resolve)?\('([^']+)'\)|loadEsm<[^>]*>\('([^']+)'\)/g;
+const IMPORT =
+  /(?:import|export)\s[^'";]*?from\s+'([^']+)'|import\s+'([^']+)'|import\('([^']+)'\)|require(?:\.resolve)?\('([^']+)'\)|loadEsm<[^>]*>\('([^']+)'\)/g;
 
 function specifiers(file: string): string[] {
   return [...readFileSync(file, 'utf8').matchAll(IMPORT)].map((m) => m[1] ?? m[2] ?? m[3] ?? m[4] ?? m[5]);
@@ -47,7 +48,9 @@ describe('the GPL engine stays out of the gateway process', () => {
   it('nothing the gateway imports reaches the engine or names the espeak-ng package (workers are forked by path)', () => {
     expect(files.size).toBeGreaterThan(100);
     expect(files).toContain(join(SRC, 'providers/espeak.adapter.ts'));
-    const engine = [...files].map((f) => relative(SRC, f)).filter((f) => f.startsWith('audio/engines/') && f !== 'audio/engines/espeak/espeak-voice.ts');
+    const engine = [...files]
+      .map((f) => relative(SRC, f))
+      .filter((f) => f.startsWith('audio/engines/') && f !== 'audio/engines/espeak/espeak-voice.ts');
     expect(engine).toEqual([]);
     expect([...packages].filter((p) => p.startsWith('espeak-ng'))).toEqual([]);
   });

@@ -12,7 +12,10 @@ export class AudioPoolHost implements OnModuleInit, OnApplicationShutdown {
   constructor(private readonly env: EnvironmentVariables) {}
 
   onModuleInit(): void {
-    this.pool = acquireAudioPool({ size: this.env.SVC_AUDIO_WORKERS, sliceTimeoutMs: this.env.SVC_AUDIO_SLICE_TIMEOUT_MS });
+    this.pool = acquireAudioPool({
+      size: this.env.SVC_AUDIO_WORKERS,
+      sliceTimeoutMs: this.env.SVC_AUDIO_SLICE_TIMEOUT_MS,
+    });
     this.logger.log(`audio work runs in up to ${this.pool.size} worker process(es), started on first use`);
   }
 

@@ -20,7 +20,11 @@ export function releaseEncoder(encoder: Pick<AudioEncoder, 'end'>): void {
  * The encoder's bytes as each block of samples is pushed, then its tail. Stopped early (the source failed,
  * the consumer stopped reading, `signal` aborted: no tail then, nobody wants it), the encoder is still released.
  */
-export async function* encodeAll(encoder: AudioEncoder, samples: AsyncIterable<Int16Array>, signal?: AbortSignal): AsyncGenerator<Buffer> {
+export async function* encodeAll(
+  encoder: AudioEncoder,
+  samples: AsyncIterable<Int16Array>,
+  signal?: AbortSignal,
+): AsyncGenerator<Buffer> {
   let ended = false;
   try {
     for await (const block of samples) {

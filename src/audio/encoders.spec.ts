@@ -6,7 +6,8 @@ import { decodePcm16le, encodePcm16le, float32ToInt16, toChannels } from './pcm'
 
 function tone(rate: number, channels: number, seconds: number): Int16Array {
   const mono = new Float32Array(Math.round(rate * seconds));
-  for (let i = 0; i < mono.length; i++) mono[i] = 0.4 * Math.sin((2 * Math.PI * 440 * i) / rate) + 0.1 * Math.sin((2 * Math.PI * 1250 * i) / rate);
+  for (let i = 0; i < mono.length; i++)
+    mono[i] = 0.4 * Math.sin((2 * Math.PI * 440 * i) / rate) + 0.1 * Math.sin((2 * Math.PI * 1250 * i) / rate);
   return toChannels(float32ToInt16(mono), channels);
 }
 
@@ -69,7 +70,13 @@ describe('encodeAudio', () => {
         switch (format) {
           case 'wav': {
             const info = parseWavHeader(bytes);
-            expect(info).toMatchObject({ formatTag: 1, sampleRate, channels, bitsPerSample: 16, dataLength: samples.length * 2 });
+            expect(info).toMatchObject({
+              formatTag: 1,
+              sampleRate,
+              channels,
+              bitsPerSample: 16,
+              dataLength: samples.length * 2,
+            });
             expect(bytes.subarray(info.dataOffset).equals(encodePcm16le(samples))).toBe(true);
             break;
           }
@@ -109,20 +116,31 @@ describe('encodeAudio', () => {
   });
 
   it('refuses samples that are not whole frames for the channel count', async () => {
-    await expect(encodeAudio({ samples: new Int16Array(3), sampleRate: 16000, channels: 2 }, 'wav', 128000)).rejects.toThrow(RangeError);
+    await expect(
+      encodeAudio({ samples: new Int16Array(3), sampleRate: 16000, channels: 2 }, 'wav', 128000),
+    ).rejects.toThrow(RangeError);
   });
 });
 
 describe('MP3 bitrate', () => {
   const rates = [8000, 16000, 22050, 24000, 32000, 44100];
-  const cases = rates.flatMap((rate) => [1, 2].flatMap((channels) => [32000, 64000, 128000, 256000].map((bitrate) => [rate, channels, bitrate] as const)));
+  const cases = rates.flatMap((rate) =>
+    [1, 2].flatMap((channels) => [32000, 64000, 128000, 256000].map((bitrate) => [rate, channels, bitrate] as const)),
+  );
 
-  it.each(cases)('keeps %i Hz with %i channel(s) when asked for %i bps, and reports the bitrate really used', async (sampleRate, channels, bitrate) => {
-    const { bytes, bitrate: used } = await encodeAudio({ samples: tone(sampleRate, channels, 0.05), sampleRate, channels }, 'mp3', bitrate);
-    const frame = parseFirstMp3Frame(bytes);
-    expect(frame).toMatchObject({ sampleRate, channels, bitrate: used });
-    expect(used).toBe(mp3Bitrate(sampleRate, channels, bitrate));
-  });
+  it.each(cases)(
+    'keeps %i Hz with %i channel(s) when asked for %i bps, and reports the bitrate really used',
+    async (sampleRate, channels, bitrate) => {
+      const { bytes, bitrate: used } = await encodeAudio(
+        { samples: tone(sampleRate, channels, 0.05), sampleRate, channels },
+        'mp3',
+        bitrate,
+      );
+      const frame = parseFirstMp3Frame(bytes);
+      expect(frame).toMatchObject({ sampleRate, channels, bitrate: used });
+      expect(used).toBe(mp3Bitrate(sampleRate, channels, bitrate));
+    },
+  );
 
   it('caps MPEG-2/2.5 rates at what they can carry and raises bitrates too low to keep the rate', () => {
     expect(mp3Bitrate(16000, 1, 256000)).toBe(160000);

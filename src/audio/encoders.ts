@@ -45,7 +45,11 @@ export async function encodeAudio(pcm: PcmAudio, format: AudioFormat, bitrate: n
       return { bytes: await encodeFlac(pcm.samples, pcm.sampleRate, pcm.channels), contentType };
     case 'mp3': {
       const encoder = await createMp3Encoder(pcm.sampleRate, pcm.channels, bitrate);
-      return { bytes: Buffer.concat([encoder.push(pcm.samples), encoder.end()]), contentType, bitrate: encoder.bitrate };
+      return {
+        bytes: Buffer.concat([encoder.push(pcm.samples), encoder.end()]),
+        contentType,
+        bitrate: encoder.bitrate,
+      };
     }
   }
 }
@@ -75,7 +79,10 @@ export async function createStreamingEncoder(
 }
 
 function checkShape(sampleRate: number, channels: number, sampleCount: number): void {
-  if (!Number.isInteger(sampleRate) || sampleRate <= 0) throw new RangeError(`sample rate must be a positive integer, got ${sampleRate}`);
-  if (!Number.isInteger(channels) || channels < 1 || channels > 8) throw new RangeError(`channels must be 1..8, got ${channels}`);
-  if (sampleCount % channels !== 0) throw new RangeError(`${sampleCount} interleaved samples is not a whole number of ${channels}-channel frames`);
+  if (!Number.isInteger(sampleRate) || sampleRate <= 0)
+    throw new RangeError(`sample rate must be a positive integer, got ${sampleRate}`);
+  if (!Number.isInteger(channels) || channels < 1 || channels > 8)
+    throw new RangeError(`channels must be 1..8, got ${channels}`);
+  if (sampleCount % channels !== 0)
+    throw new RangeError(`${sampleCount} interleaved samples is not a whole number of ${channels}-channel frames`);
 }

@@ -45,13 +45,18 @@ export function liveFlacEncoders(): number {
 function loadFlac(): Promise<FlacLibrary> {
   // the asm.js build needs no .wasm/.mem file next to it and reports ready after its runtime starts
   library ??= loadEsm<{ default: FlacLibrary }>('libflacjs/dist/libflac.js').then(
-    ({ default: flac }) => new Promise<FlacLibrary>((resolve) => (flac.isReady() ? resolve(flac) : flac.on('ready', () => resolve(flac)))),
+    ({ default: flac }) =>
+      new Promise<FlacLibrary>((resolve) => (flac.isReady() ? resolve(flac) : flac.on('ready', () => resolve(flac)))),
   );
   return library;
 }
 
 /** Incremental 16-bit FLAC; a live stream's STREAMINFO says 0 samples ("unknown", allowed) since its header is sent first. */
-export async function createFlacEncoder(sampleRate: number, channels: number, totalSamples = 0): Promise<AudioEncoder & { readonly metadata: FlacMetadata | null }> {
+export async function createFlacEncoder(
+  sampleRate: number,
+  channels: number,
+  totalSamples = 0,
+): Promise<AudioEncoder & { readonly metadata: FlacMetadata | null }> {
   const flac = await loadFlac();
   const encoder = flac.create_libflac_encoder(sampleRate, channels, 16, COMPRESSION_LEVEL, totalSamples, false, 0);
   if (encoder === 0) throw new Error(`libflac refused ${sampleRate} Hz/${channels} ch`);
@@ -63,7 +68,11 @@ export async function createFlacEncoder(sampleRate: number, channels: number, to
   const pending: Buffer[] = [];
   let metadata: FlacMetadata | null = null;
   // the callback's view points into the asm.js heap, which the next call overwrites
-  const status = flac.init_encoder_stream(encoder, (data) => pending.push(Buffer.from(data)), (info) => (metadata = info));
+  const status = flac.init_encoder_stream(
+    encoder,
+    (data) => pending.push(Buffer.from(data)),
+    (info) => (metadata = info),
+  );
   if (status !== 0) {
     remove();
     throw new Error(`libflac encoder init failed with status ${status}`);
@@ -80,7 +89,9 @@ export async function createFlacEncoder(sampleRate: number, channels: number, to
       if (finished) throw new Error('FLAC encoder already ended');
       if (samples.length % channels !== 0) throw new RangeError('interleaved samples must hold whole frames');
       if (samples.length === 0) return drain();
-      if (!flac.FLAC__stream_encoder_process_interleaved(encoder, Int32Array.from(samples), samples.length / channels)) {
+      if (
+        !flac.FLAC__stream_encoder_process_interleaved(encoder, Int32Array.from(samples), samples.length / channels)
+      ) {
         const state = flac.FLAC__stream_encoder_get_state(encoder);
         finished = true;
         remove();

@@ -24,7 +24,10 @@ const MP3_KBPS_LIMITS: Record<number, { mono: number; stereo: number; max: numbe
 /** Bitrate decision: clamp the request to what this rate carries without lamejs changing the rate, and report the real one. */
 export function mp3Bitrate(sampleRate: number, channels: number, requested: number): number {
   const limits = MP3_KBPS_LIMITS[sampleRate];
-  if (!limits) throw new RangeError(`MP3 sample rate ${sampleRate} is not supported (one of ${Object.keys(MP3_KBPS_LIMITS).join(', ')})`);
+  if (!limits)
+    throw new RangeError(
+      `MP3 sample rate ${sampleRate} is not supported (one of ${Object.keys(MP3_KBPS_LIMITS).join(', ')})`,
+    );
   if (channels !== 1 && channels !== 2) throw new RangeError(`MP3 carries 1 or 2 channels, got ${channels}`);
   const floor = channels === 1 ? limits.mono : limits.stereo;
   const kbps = Math.min(limits.max, Math.max(floor, Math.round(requested / 1000)));
@@ -34,7 +37,11 @@ export function mp3Bitrate(sampleRate: number, channels: number, requested: numb
 let lame: Promise<LameModule> | null = null;
 
 /** Incremental MP3 (CBR, no bit reservoir so frames stand alone): bytes come out as whole frames fill. */
-export async function createMp3Encoder(sampleRate: number, channels: number, requestedBitrate: number): Promise<AudioEncoder> {
+export async function createMp3Encoder(
+  sampleRate: number,
+  channels: number,
+  requestedBitrate: number,
+): Promise<AudioEncoder> {
   const bitrate = mp3Bitrate(sampleRate, channels, requestedBitrate);
   lame ??= loadEsm<LameModule>('@breezystack/lamejs');
   const { Mp3Encoder } = await lame;

@@ -1,4 +1,11 @@
-import { id3v2Length, parseFirstMp3Frame, parseFlacStreamInfo, parseWavHeader, pcmFrameCount, readMp3FrameHeader } from './parse';
+import {
+  id3v2Length,
+  parseFirstMp3Frame,
+  parseFlacStreamInfo,
+  parseWavHeader,
+  pcmFrameCount,
+  readMp3FrameHeader,
+} from './parse';
 import { wavHeader } from './wav';
 
 describe('parseWavHeader', () => {
@@ -7,7 +14,14 @@ describe('parseWavHeader', () => {
     // splice a LIST chunk between fmt and data, as many writers do
     const list = Buffer.concat([Buffer.from('LIST', 'latin1'), Buffer.from([3, 0, 0, 0]), Buffer.from([1, 2, 3, 0])]);
     const bytes = Buffer.concat([header.subarray(0, 36), list, header.subarray(36), Buffer.alloc(8)]);
-    expect(parseWavHeader(bytes)).toEqual({ formatTag: 1, channels: 2, sampleRate: 24000, bitsPerSample: 16, dataOffset: 56, dataLength: 8 });
+    expect(parseWavHeader(bytes)).toEqual({
+      formatTag: 1,
+      channels: 2,
+      sampleRate: 24000,
+      bitsPerSample: 16,
+      dataOffset: 56,
+      dataLength: 8,
+    });
   });
 
   it('takes the bytes present as the data when a streaming writer left the size unknown', () => {
@@ -61,7 +75,13 @@ describe('parseFlacStreamInfo', () => {
     info.writeUInt16BE(4096, 10);
     // 44100 Hz, 2 channels, 16 bits, 123456 samples
     info.writeBigUInt64BE((44100n << 44n) | (1n << 41n) | (15n << 36n) | 123456n, 18);
-    expect(parseFlacStreamInfo(info)).toMatchObject({ sampleRate: 44100, channels: 2, bitsPerSample: 16, totalSamples: 123456, minBlockSize: 4096 });
+    expect(parseFlacStreamInfo(info)).toMatchObject({
+      sampleRate: 44100,
+      channels: 2,
+      bitsPerSample: 16,
+      totalSamples: 123456,
+      minBlockSize: 4096,
+    });
   });
 
   it('rejects bytes without the fLaC marker', () => {

@@ -134,7 +134,9 @@ export function readMp3FrameHeader(bytes: Uint8Array, offset: number): Mp3FrameH
   const sampleRate = SAMPLE_RATES[version][rateIndex];
   const samples = layer === 1 ? 384 : layer === 2 || version === '1' ? 1152 : 576;
   const length =
-    layer === 1 ? (Math.floor((12 * kbps * 1000) / sampleRate) + padding) * 4 : Math.floor(((samples / 8) * kbps * 1000) / sampleRate) + padding;
+    layer === 1
+      ? (Math.floor((12 * kbps * 1000) / sampleRate) + padding) * 4
+      : Math.floor(((samples / 8) * kbps * 1000) / sampleRate) + padding;
   return {
     offset,
     version,
@@ -185,19 +187,34 @@ export function scanMp3Frames(bytes: Uint8Array): Mp3StreamInfo {
   let frames = 0;
   let samples = 0;
   let uniform = true;
-  for (let frame = readMp3FrameHeader(bytes, offset); frame && offset + frame.length <= bytes.length; frame = readMp3FrameHeader(bytes, offset)) {
-    uniform &&= frame.version === first.version && frame.sampleRate === first.sampleRate && frame.channelMode === first.channelMode;
+  for (
+    let frame = readMp3FrameHeader(bytes, offset);
+    frame && offset + frame.length <= bytes.length;
+    frame = readMp3FrameHeader(bytes, offset)
+  ) {
+    uniform &&=
+      frame.version === first.version &&
+      frame.sampleRate === first.sampleRate &&
+      frame.channelMode === first.channelMode;
     frames += 1;
     samples += frame.samples;
     offset += frame.length;
   }
-  return { frames, first, samples, durationSeconds: samples / first.sampleRate, uniform, trailingBytes: bytes.length - offset };
+  return {
+    frames,
+    first,
+    samples,
+    durationSeconds: samples / first.sampleRate,
+    uniform,
+    trailingBytes: bytes.length - offset,
+  };
 }
 
 /** Frames (samples per channel) in raw 16-bit PCM; throws when the length is not whole frames. */
 export function pcmFrameCount(byteLength: number, channels: number): number {
   const frameBytes = 2 * channels;
-  if (byteLength % frameBytes !== 0) throw new RangeError(`${byteLength} bytes is not a whole number of ${channels}-channel 16-bit frames`);
+  if (byteLength % frameBytes !== 0)
+    throw new RangeError(`${byteLength} bytes is not a whole number of ${channels}-channel 16-bit frames`);
   return byteLength / frameBytes;
 }
 

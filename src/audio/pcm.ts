@@ -26,7 +26,8 @@ export function float32ToInt16(samples: Float32Array): Int16Array {
 
 /** Duplicates a mono signal into `channels` interleaved channels (the engine only ever speaks mono). */
 export function toChannels(mono: Int16Array, channels: number): Int16Array {
-  if (!Number.isInteger(channels) || channels < 1) throw new RangeError(`channels must be a positive integer, got ${channels}`);
+  if (!Number.isInteger(channels) || channels < 1)
+    throw new RangeError(`channels must be a positive integer, got ${channels}`);
   if (channels === 1) return mono;
   const out = new Int16Array(mono.length * channels);
   for (let i = 0; i < mono.length; i++) out.fill(mono[i], i * channels, i * channels + channels);

@@ -15,19 +15,35 @@ describe('splitSentences', () => {
   });
 
   it('keeps decimals, dotted names and runs of marks inside one sentence', () => {
-    expect(splitSentences('Pi is 3.14 on example.com, really?! Yes...', 100)).toEqual(['Pi is 3.14 on example.com, really?!', 'Yes...']);
+    expect(splitSentences('Pi is 3.14 on example.com, really?! Yes...', 100)).toEqual([
+      'Pi is 3.14 on example.com, really?!',
+      'Yes...',
+    ]);
   });
 
   it('keeps a closing quote or bracket with the sentence it ends', () => {
-    expect(splitSentences('He said "stop." Then (quietly.) left.', 100)).toEqual(['He said "stop."', 'Then (quietly.)', 'left.']);
+    expect(splitSentences('He said "stop." Then (quietly.) left.', 100)).toEqual([
+      'He said "stop."',
+      'Then (quietly.)',
+      'left.',
+    ]);
   });
 
   it('splits CJK text at 。！？ without needing spaces', () => {
-    expect(splitSentences('你好。今天天气很好！你去吗？好」', 100)).toEqual(['你好。', '今天天气很好！', '你去吗？', '好」']);
+    expect(splitSentences('你好。今天天气很好！你去吗？好」', 100)).toEqual([
+      '你好。',
+      '今天天气很好！',
+      '你去吗？',
+      '好」',
+    ]);
   });
 
   it('treats newlines as boundaries and drops blank lines', () => {
-    expect(splitSentences('First line\r\n\n  Second line  \nthird', 100)).toEqual(['First line', 'Second line', 'third']);
+    expect(splitSentences('First line\r\n\n  Second line  \nthird', 100)).toEqual([
+      'First line',
+      'Second line',
+      'third',
+    ]);
   });
 
   it('breaks a long sentence after its last comma that fits', () => {

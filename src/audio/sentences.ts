@@ -9,7 +9,8 @@ const CLAUSE_MARKS = new Set([',', ';', ':', '，', '、', '；', '：', '—', 
 
 /** Sentences of at most `maxChars` UTF-16 units (long ones break at a comma, else a space, else hard), trimmed, nothing else lost. */
 export function splitSentences(text: string, maxChars: number): string[] {
-  if (!Number.isInteger(maxChars) || maxChars < 2) throw new RangeError(`maxChars must be an integer ≥ 2, got ${maxChars}`);
+  if (!Number.isInteger(maxChars) || maxChars < 2)
+    throw new RangeError(`maxChars must be an integer ≥ 2, got ${maxChars}`);
   const pieces: string[] = [];
   for (const sentence of sentences(text)) {
     for (const piece of fit(sentence, maxChars)) pieces.push(piece);

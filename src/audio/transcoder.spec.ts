@@ -10,7 +10,10 @@ function signal(rate: number, seconds: number, level = 0.4): Int16Array {
   let seed = 7;
   for (let i = 0; i < out.length; i++) {
     seed = (seed * 1103515245 + 12345) % 2147483648;
-    out[i] = level * Math.sin((2 * Math.PI * 440 * i) / rate) + 0.1 * Math.sin((2 * Math.PI * 1250 * i) / rate) + 0.02 * (seed / 2147483648 - 0.5);
+    out[i] =
+      level * Math.sin((2 * Math.PI * 440 * i) / rate) +
+      0.1 * Math.sin((2 * Math.PI * 1250 * i) / rate) +
+      0.02 * (seed / 2147483648 - 0.5);
   }
   return float32ToInt16(out);
 }
@@ -26,14 +29,24 @@ function pieces(samples: Int16Array, channels: number, sizes = [1, 7, 300, 41, 4
   return out;
 }
 
-async function streamed(pcm: Int16Array, from: { rate: number; channels: number }, output: TranscodeOutput, gain?: number): Promise<{ bytes: Buffer; early: number }> {
+async function streamed(
+  pcm: Int16Array,
+  from: { rate: number; channels: number },
+  output: TranscodeOutput,
+  gain?: number,
+): Promise<{ bytes: Buffer; early: number }> {
   const transcoder = await createTranscoder({ fromRate: from.rate, fromChannels: from.channels, output, gain });
   const parts = pieces(pcm, from.channels).map((piece) => transcoder.push(piece));
   const early = parts.reduce((sum, part) => sum + part.length, 0);
   return { bytes: Buffer.concat([...parts, transcoder.end()]), early };
 }
 
-const pcmOut = (sampleRate: number, channels = 1): TranscodeOutput => ({ format: 'pcm', sampleRate, channels, bitrate: 128000 });
+const pcmOut = (sampleRate: number, channels = 1): TranscodeOutput => ({
+  format: 'pcm',
+  sampleRate,
+  channels,
+  bitrate: 128000,
+});
 
 function maxDifference(a: Int16Array, b: Int16Array): number {
   expect(a.length).toBe(b.length);
@@ -65,7 +78,8 @@ describe('createTranscoder', () => {
     const { bytes } = await streamed(stereo, { rate: 16000, channels: 2 }, pcmOut(16000, 1));
     const mono = decodePcm16le(bytes);
     expect(mono.length).toBe(left.length);
-    for (const i of [0, 100, 1234, left.length - 1]) expect(Math.abs(mono[i] - (left[i] + (-left[i] >> 1)) / 2)).toBeLessThanOrEqual(1);
+    for (const i of [0, 100, 1234, left.length - 1])
+      expect(Math.abs(mono[i] - (left[i] + (-left[i] >> 1)) / 2)).toBeLessThanOrEqual(1);
   });
 
   it('duplicates mono into both stereo channels after resampling', async () => {
@@ -78,7 +92,12 @@ describe('createTranscoder', () => {
 
   it('scales by a gain below 1 and leaves gain 1 bit-exact', async () => {
     const input = signal(16000, 0.2);
-    expect(Buffer.compare((await streamed(input, { rate: 16000, channels: 1 }, pcmOut(16000), 1)).bytes, encodePcm16le(input))).toBe(0);
+    expect(
+      Buffer.compare(
+        (await streamed(input, { rate: 16000, channels: 1 }, pcmOut(16000), 1)).bytes,
+        encodePcm16le(input),
+      ),
+    ).toBe(0);
     const half = decodePcm16le((await streamed(input, { rate: 16000, channels: 1 }, pcmOut(16000), 0.5)).bytes);
     expect(maxDifference(half, float32ToInt16(int16ToFloat32(input).map((v) => v * 0.5)))).toBeLessThanOrEqual(1);
   });
@@ -97,7 +116,13 @@ describe('createTranscoder', () => {
     const { bytes, early } = await streamed(signal(24000, 0.5), { rate: 24000, channels: 1 }, output);
     expect(early).toBe(0);
     const info = parseWavHeader(bytes);
-    expect(info).toMatchObject({ formatTag: 1, sampleRate: 22050, channels: 2, bitsPerSample: 16, dataLength: bytes.length - 44 });
+    expect(info).toMatchObject({
+      formatTag: 1,
+      sampleRate: 22050,
+      channels: 2,
+      bitsPerSample: 16,
+      dataLength: bytes.length - 44,
+    });
     expect(info.dataLength).toBe(Math.round(0.5 * 22050) * 4);
   });
 
@@ -112,7 +137,11 @@ describe('createTranscoder', () => {
     expect(early).toBeGreaterThan(0);
     if (format === 'mp3') {
       const info = scanMp3Frames(bytes);
-      expect(info).toMatchObject({ uniform: true, trailingBytes: 0, first: { sampleRate, channels, bitrate: outputShape(output).bitrate } });
+      expect(info).toMatchObject({
+        uniform: true,
+        trailingBytes: 0,
+        first: { sampleRate, channels, bitrate: outputShape(output).bitrate },
+      });
       expect(info.durationSeconds).toBeGreaterThan(0.95);
     } else {
       expect(parseFlacStreamInfo(bytes)).toMatchObject({ sampleRate, channels, bitsPerSample: 16 });
@@ -120,7 +149,9 @@ describe('createTranscoder', () => {
   });
 
   it('refuses a channel mapping it cannot do', async () => {
-    await expect(createTranscoder({ fromRate: 16000, fromChannels: 3, output: pcmOut(16000, 2) })).rejects.toThrow(RangeError);
+    await expect(createTranscoder({ fromRate: 16000, fromChannels: 3, output: pcmOut(16000, 2) })).rejects.toThrow(
+      RangeError,
+    );
   });
 });
 
@@ -135,7 +166,8 @@ describe('transcodeStream', () => {
     }
     const collect = async (source: AsyncIterable<Buffer>): Promise<Buffer> => {
       const out: Buffer[] = [];
-      for await (const chunk of transcodeStream(source, { sampleRate: 24000, channels: 2 }, pcmOut(16000, 1))) out.push(chunk);
+      for await (const chunk of transcodeStream(source, { sampleRate: 24000, channels: 2 }, pcmOut(16000, 1)))
+        out.push(chunk);
       return Buffer.concat(out);
     };
     const [a, b] = await Promise.all([collect(Readable.from(split)), collect(Readable.from([input]))]);
@@ -146,7 +178,8 @@ describe('transcodeStream', () => {
   it('drops a truncated trailing byte instead of failing', async () => {
     const source = Readable.from([Buffer.concat([encodePcm16le(signal(16000, 0.1)), Buffer.from([0x12])])]);
     const out: Buffer[] = [];
-    for await (const chunk of transcodeStream(source, { sampleRate: 16000, channels: 1 }, pcmOut(16000))) out.push(chunk);
+    for await (const chunk of transcodeStream(source, { sampleRate: 16000, channels: 1 }, pcmOut(16000)))
+      out.push(chunk);
     expect(Buffer.concat(out).length).toBe(1600 * 2);
   });
 

@@ -35,13 +35,17 @@ export interface Transcoder {
 /** Content-Type and real MP3 bitrate of an output, known before any byte is encoded. */
 export function outputShape(output: TranscodeOutput): { contentType: string; bitrate?: number } {
   const contentType = contentTypeFor(output.format, output.sampleRate, output.channels);
-  return output.format === 'mp3' ? { contentType, bitrate: mp3Bitrate(output.sampleRate, output.channels, output.bitrate) } : { contentType };
+  return output.format === 'mp3'
+    ? { contentType, bitrate: mp3Bitrate(output.sampleRate, output.channels, output.bitrate) }
+    : { contentType };
 }
 
 export async function createTranscoder(options: TranscoderOptions): Promise<Transcoder> {
   const { fromRate, fromChannels, output, gain = 1 } = options;
-  if (!Number.isInteger(fromChannels) || fromChannels < 1) throw new RangeError(`input channels must be a positive integer, got ${fromChannels}`);
-  if (fromChannels !== output.channels && Math.min(fromChannels, output.channels) !== 1) throw new RangeError(`cannot map ${fromChannels} channels to ${output.channels}`);
+  if (!Number.isInteger(fromChannels) || fromChannels < 1)
+    throw new RangeError(`input channels must be a positive integer, got ${fromChannels}`);
+  if (fromChannels !== output.channels && Math.min(fromChannels, output.channels) !== 1)
+    throw new RangeError(`cannot map ${fromChannels} channels to ${output.channels}`);
   if (!(gain > 0)) throw new RangeError(`gain must be positive, got ${gain}`);
   // work on as few channels as possible: mix down before resampling, duplicate up after
   const working = Math.min(fromChannels, output.channels);
@@ -74,7 +78,12 @@ export async function* transcodeStream(
   output: TranscodeOutput,
   options: { gain?: number } = {},
 ): AsyncGenerator<Buffer> {
-  const transcoder = await createTranscoder({ fromRate: from.sampleRate, fromChannels: from.channels, output, gain: options.gain });
+  const transcoder = await createTranscoder({
+    fromRate: from.sampleRate,
+    fromChannels: from.channels,
+    output,
+    gain: options.gain,
+  });
   yield* encodeAll(transcoder, wholeFrames(source, 2 * from.channels));
 }
 
@@ -157,7 +166,8 @@ function kernelReach(fromRate: number, toRate: number): number {
     const out = resample(impulse, fromRate, toRate);
     const [first, last] = [out.findIndex((v) => v !== 0), out.findLastIndex((v) => v !== 0)];
     if (first <= 0 || last >= out.length - 1) continue; // the kernel ran off the probe: try a longer one
-    const reach = Math.ceil(Math.max(length / 2 - (first * fromRate) / toRate, (last * fromRate) / toRate - length / 2)) + 2;
+    const reach =
+      Math.ceil(Math.max(length / 2 - (first * fromRate) / toRate, (last * fromRate) / toRate - length / 2)) + 2;
     reaches.set(key, reach);
     return reach;
   }
@@ -203,7 +213,9 @@ class StreamResampler {
   private emit(limit: number): Float32Array[] {
     if (limit <= this.emitted) return this.planes.map(() => new Float32Array(0));
     const startOut = (this.start * this.up) / this.down;
-    const out = this.planes.map((plane) => resample(plane, this.fromRate, this.toRate).slice(this.emitted - startOut, limit - startOut));
+    const out = this.planes.map((plane) =>
+      resample(plane, this.fromRate, this.toRate).slice(this.emitted - startOut, limit - startOut),
+    );
     this.emitted = limit;
     const firstNeeded = Math.floor((limit * this.down) / this.up) - this.reach;
     const start = Math.max(this.start, Math.floor(Math.max(0, firstNeeded) / this.down) * this.down);
@@ -263,7 +275,8 @@ class StreamLimiter {
     // levels for frames next-hold .. end+attack+hold, padded with 1 (never limits) past either end
     const from = this.next - this.hold;
     const window = new Float64Array(end + this.attack + this.hold - from).fill(1);
-    for (let g = Math.max(from, this.levelsStart); g < Math.min(received, from + window.length); g++) window[g - from] = this.levels[g - this.levelsStart];
+    for (let g = Math.max(from, this.levelsStart); g < Math.min(received, from + window.length); g++)
+      window[g - from] = this.levels[g - this.levelsStart];
     const held = windowMin(window, 2 * this.hold + 1); // frames next .. end+attack
     for (let k = 0; k < held.length; k++) held[k] += k * this.attackStep;
     const ramped = windowMin(held, this.attack + 1); // frames next .. end

@@ -67,7 +67,10 @@ async function run(service: KeysService, argv: string[]): Promise<unknown> {
     case 'get':
       return service.get(needId());
     case 'update':
-      return service.update(needId(), validated(UpdateProxyKeyDto, { name: values.name, chain: parseChain(values.chain) }));
+      return service.update(
+        needId(),
+        validated(UpdateProxyKeyDto, { name: values.name, chain: parseChain(values.chain) }),
+      );
     case 'delete':
       return service.delete(needId());
     default:
@@ -88,7 +91,10 @@ async function main(): Promise<number> {
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     return 0;
   } catch (err) {
-    const message = err instanceof DomainError ? `${err.code}: ${err.message}${err.param ? ` (${err.param})` : ''}` : (err as Error).message;
+    const message =
+      err instanceof DomainError
+        ? `${err.code}: ${err.message}${err.param ? ` (${err.param})` : ''}`
+        : (err as Error).message;
     process.stderr.write(`${message}\n`);
     return 1;
   } finally {

@@ -4,19 +4,20 @@ import { PinoLogger } from 'nestjs-pino';
 import { storage, Store } from 'nestjs-pino/storage';
 import { pinoHttp } from 'pino-http';
 import type { HttpLogger } from 'pino-http';
-import { authenticateProxyKey } from '../common/auth/auth.guard';
-import { dropUnreadBody } from '../common/auth/credential-before-body';
-import { renderError, toDomainError } from '../common/errors/api-error.filter';
+import { authenticateProxyKey } from '../auth/auth.guard';
+import { dropUnreadBody } from '../auth/credential-before-body';
+import { renderError } from '../common/errors/api-error.filter';
+import { toDomainError } from '../common/errors/domain-error';
 import { isPlainJson, jsonBody, readPlainJson } from '../common/http/json-body';
 import { assignRequestId } from '../common/http/request-id';
 import { createValidationPipe } from '../common/http/validation';
-import { httpLoggerOptions } from '../common/logging';
+import { httpLoggerOptions } from '../config/logging';
 import { EnvironmentVariables } from '../config/env.schema';
 import type { FailoverScope } from '../failover/failover-scope';
 import { FailoverService } from '../failover/failover.service';
 import { openProxyScope, proxyFailed, proxySucceeded } from '../failover/proxied-request';
 import { AuthenticatedKey, KeyDirectory } from '../keys/key-directory';
-import { RateLimiter } from '../limits/rate-limiter.service';
+import { RateLimiter } from '../quotas/rate-limiter.service';
 import { MetricsService } from '../metrics/metrics.service';
 import { parseChatRequest } from './chat-request';
 import { ChatService } from './chat.service';
@@ -124,7 +125,8 @@ export function installChatFastPath(app: INestApplication): void {
     app.get(MetricsService),
   );
   const listeners = server.listeners('request') as RequestListener[];
-  if (listeners.length !== 1) throw new Error(`expected the Express application as the only request listener, found ${listeners.length}`);
+  if (listeners.length !== 1)
+    throw new Error(`expected the Express application as the only request listener, found ${listeners.length}`);
   const [express] = listeners;
   server.removeListener('request', express);
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {

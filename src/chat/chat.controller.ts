@@ -24,7 +24,10 @@ export class ChatController {
   @Proxied('chat')
   @ApiBody({ type: ChatCompletionRequestDto })
   @ApiProduces('application/json', 'text/event-stream')
-  @ApiOkResponse({ type: ChatCompletionDto, description: 'A chat.completion, or an SSE stream of chat.completion.chunk when `stream` is true.' })
+  @ApiOkResponse({
+    type: ChatCompletionDto,
+    description: 'A chat.completion, or an SSE stream of chat.completion.chunk when `stream` is true.',
+  })
   @ApiErrors(400, 401, 413, 502, 503)
   async create(@ProxyScope() scope: FailoverScope, @Body() body: unknown, @Res() res: Response): Promise<void> {
     await this.chat.respond(scope, parseChatRequest(body), res);

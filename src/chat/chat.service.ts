@@ -4,7 +4,7 @@ import type { ServerResponse } from 'node:http';
 import { sendJson } from '../common/http/send-json';
 import type { FailoverScope } from '../failover/failover-scope';
 import { FailoverService } from '../failover/failover.service';
-import { ChatChunk, ChatCompletion, ChatRequest, UpstreamFailure } from '../failover/provider-adapter';
+import { ChatChunk, ChatCompletion, ChatRequest, UpstreamFailure } from '../providers/provider-adapter';
 
 interface PrimedStream {
   first: IteratorResult<ChatChunk>;
@@ -14,7 +14,8 @@ interface PrimedStream {
 /** nginx's status for a request whose client closed the connection first (usage records only). */
 const CLIENT_CLOSED_REQUEST = 499;
 
-const notSupported = (): UpstreamFailure => new UpstreamFailure({ kind: 'http', status: 501, message: 'chat is not supported by this adapter' });
+const notSupported = (): UpstreamFailure =>
+  new UpstreamFailure({ kind: 'http', status: 501, message: 'chat is not supported by this adapter' });
 
 /** Chat completions through the failover core, JSON or server-sent events. */
 @Injectable()
@@ -64,7 +65,8 @@ export class ChatService {
     let usage = primed.first.done ? null : (primed.first.value.usage ?? null);
     const send = async (chunk: ChatChunk): Promise<void> => {
       // a client that leaves while its socket is full never drains: its abort ends the wait
-      if (!res.write(`data: ${JSON.stringify({ ...chunk, provider })}\n\n`)) await once(res, 'drain', { signal: scope.signal });
+      if (!res.write(`data: ${JSON.stringify({ ...chunk, provider })}\n\n`))
+        await once(res, 'drain', { signal: scope.signal });
     };
     try {
       if (!primed.first.done) await send(primed.first.value);
@@ -82,7 +84,12 @@ export class ChatService {
       }
       const reason = this.failover.streamFailed(scope, err);
       this.logger.warn(`stream from ${provider} broke after the first byte (${reason}) for ${scope.requestId}`);
-      const error = { message: `The upstream stream from ${provider} failed: ${reason}.`, type: 'upstream_error', param: null, code: 'upstream_stream_failed' };
+      const error = {
+        message: `The upstream stream from ${provider} failed: ${reason}.`,
+        type: 'upstream_error',
+        param: null,
+        code: 'upstream_stream_failed',
+      };
       res.end(`data: ${JSON.stringify({ error, provider })}\n\n`);
       scope.finish({ status: 502, usage });
     }

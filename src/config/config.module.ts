@@ -13,7 +13,11 @@ import { GatewayConfig, loadGatewayConfig } from './gateway-config';
   imports: [ConfigModule.forRoot({ ignoreEnvFile: false, validate: (raw) => (validateEnvironment(raw), raw) })],
   providers: [
     { provide: EnvironmentVariables, useFactory: () => validateEnvironment(process.env) },
-    { provide: GatewayConfig, inject: [EnvironmentVariables], useFactory: (env: EnvironmentVariables) => loadGatewayConfig(env.SVC_CONFIG) },
+    {
+      provide: GatewayConfig,
+      inject: [EnvironmentVariables],
+      useFactory: (env: EnvironmentVariables) => loadGatewayConfig(env.SVC_CONFIG),
+    },
   ],
   exports: [EnvironmentVariables, GatewayConfig],
 })

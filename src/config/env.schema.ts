@@ -1,7 +1,17 @@
 import { plainToInstance, Transform } from 'class-transformer';
-import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, MinLength, validateSync } from 'class-validator';
+import {
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsOptional,
+  IsString,
+  Matches,
+  Max,
+  Min,
+  MinLength,
+  validateSync,
+} from 'class-validator';
 import { cpus } from 'node:os';
-
 
 const DURATION_UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 };
 
@@ -29,151 +39,233 @@ const RETRY_SCHEDULE = /^\s*(\d+[smhd]?\s*(,\s*\d+[smhd]?\s*)*)?$/i;
 /** Every environment variable the service reads. Invalid values stop the boot. */
 export class EnvironmentVariables {
   /** TCP port of the HTTP and WebSocket server. */
-  @IsOptional() @IsInt() @Min(0) @Max(65535)
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(65535)
   PORT: number = 3000;
 
   /** Bind address. */
-  @IsOptional() @IsString()
+  @IsOptional()
+  @IsString()
   HOST: string = '0.0.0.0';
 
   /** PostgreSQL connection string; unset → embedded PostgreSQL in SVC_DATA_DIR. */
-  @IsOptional() @Matches(/^postgres(ql)?:\/\//, { message: 'DATABASE_URL must start with postgres:// or postgresql://' })
+  @IsOptional()
+  @Matches(/^postgres(ql)?:\/\//, { message: 'DATABASE_URL must start with postgres:// or postgresql://' })
   DATABASE_URL?: string;
 
   /** Size of the PostgreSQL connection pool (real server only; embedded uses one connection). */
-  @IsOptional() @IsInt() @Min(1) @Max(200)
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(200)
   DB_POOL_SIZE: number = 10;
 
   /** Deadline (ms) of one statement on the PostgreSQL server (its client waits 1 s more); 0 = none. The embedded database has none. */
-  @IsOptional() @IsInt() @Min(0) @Max(600000)
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(600000)
   DB_STATEMENT_TIMEOUT_MS: number = 5000;
 
   /** Data directory of the embedded database. */
-  @IsOptional() @IsString()
+  @IsOptional()
+  @IsString()
   SVC_DATA_DIR: string = '.data';
 
   /** Gateway YAML (providers and bootstrap keys). */
-  @IsOptional() @IsString()
+  @IsOptional()
+  @IsString()
   SVC_CONFIG: string = 'config/gateway.yaml';
 
   /** Bearer token of the admin API; unset → admin API off (embedded `npm start` generates one). */
-  @IsOptional() @IsString() @MinLength(16, { message: 'SVC_ADMIN_TOKEN must be at least 16 characters' })
+  @IsOptional()
+  @IsString()
+  @MinLength(16, { message: 'SVC_ADMIN_TOKEN must be at least 16 characters' })
   SVC_ADMIN_TOKEN?: string;
 
   /** Create and print a demo key on first start with an empty database (default: only in embedded mode). */
-  @IsOptional() @Transform(rawBool) @IsBoolean()
+  @IsOptional()
+  @Transform(rawBool)
+  @IsBoolean()
   SVC_DEMO_KEY?: boolean;
 
   /** A client must send its whole request head within this (Node's headersTimeout). */
-  @IsOptional() @IsInt() @Min(1000)
+  @IsOptional()
+  @IsInt()
+  @Min(1000)
   SVC_HTTP_HEADERS_TIMEOUT_MS: number = 10000;
 
   /** A client must send its whole request, body included, within this (Node's requestTimeout; answers may stream longer). */
-  @IsOptional() @IsInt() @Min(1000)
+  @IsOptional()
+  @IsInt()
+  @Min(1000)
   SVC_HTTP_REQUEST_TIMEOUT_MS: number = 60000;
 
   /** An idle keep-alive connection is closed after this. */
-  @IsOptional() @IsInt() @Min(1000)
+  @IsOptional()
+  @IsInt()
+  @Min(1000)
   SVC_HTTP_KEEP_ALIVE_TIMEOUT_MS: number = 5000;
 
   /** Open connections (HTTP and WebSocket) one replica accepts; more are refused at once. */
-  @IsOptional() @IsInt() @Min(1)
+  @IsOptional()
+  @IsInt()
+  @Min(1)
   SVC_HTTP_MAX_CONNECTIONS: number = 10000;
 
   /** Serve Swagger UI at /docs and the document at /openapi.json (false: neither route exists). */
-  @IsOptional() @Transform(rawBool) @IsBoolean()
+  @IsOptional()
+  @Transform(rawBool)
+  @IsBoolean()
   SVC_DOCS: boolean = true;
 
   /** Consecutive failures that open a provider's circuit. */
-  @IsOptional() @IsInt() @Min(1)
+  @IsOptional()
+  @IsInt()
+  @Min(1)
   SVC_BREAKER_THRESHOLD: number = 5;
 
   /** How long an open circuit skips its provider before a probe. */
-  @IsOptional() @IsInt() @Min(100)
+  @IsOptional()
+  @IsInt()
+  @Min(100)
   SVC_BREAKER_COOLDOWN_MS: number = 30000;
 
   /** How often (ms) each replica re-reads shared state (keys, breakers) as a safety net to NOTIFY. */
-  @IsOptional() @IsInt() @Min(50)
+  @IsOptional()
+  @IsInt()
+  @Min(50)
   SVC_SYNC_INTERVAL_MS: number = 1000;
 
   /** A speech WebSocket with no message in either direction for this long is closed. */
-  @IsOptional() @IsInt() @Min(1000)
+  @IsOptional()
+  @IsInt()
+  @Min(1000)
   SVC_WS_IDLE_MS: number = 120000;
 
   /** A speech WebSocket client that leaves 1 MiB of audio unread for this long is disconnected. */
-  @IsOptional() @IsInt() @Min(100)
+  @IsOptional()
+  @IsInt()
+  @Min(100)
   SVC_WS_STALL_MS: number = 15000;
 
   /** Async speech tasks one key may have queued or processing at once, over all replicas; more are refused with 429. */
-  @IsOptional() @IsInt() @Min(1)
+  @IsOptional()
+  @IsInt()
+  @Min(1)
   SVC_TASKS_MAX_PENDING_PER_KEY: number = 50;
 
   /** Open speech WebSockets one key may hold on one replica; more are refused with 429. */
-  @IsOptional() @IsInt() @Min(1)
+  @IsOptional()
+  @IsInt()
+  @Min(1)
   SVC_WS_MAX_STREAMS_PER_KEY: number = 100;
 
   /** Requests one key may make per UTC minute, summed over replicas (0 = no limit); more get 429 with Retry-After. */
-  @IsOptional() @IsInt() @Min(0)
+  @IsOptional()
+  @IsInt()
+  @Min(0)
   SVC_RATE_LIMIT_RPM: number = 0;
 
   /** How long a completed async speech task's audio is kept: seconds, or a duration like `30m`, `24h`, `7d`. */
-  @IsOptional() @Transform(toSeconds) @IsInt({ message: 'SVC_TASK_TTL must be seconds or a duration like 90s, 30m, 24h, 7d' }) @Min(1)
+  @IsOptional()
+  @Transform(toSeconds)
+  @IsInt({ message: 'SVC_TASK_TTL must be seconds or a duration like 90s, 30m, 24h, 7d' })
+  @Min(1)
   SVC_TASK_TTL: number = 86400;
 
   /** How long usage records are kept (then deleted by the retention job): seconds, or a duration like `90d`. */
-  @IsOptional() @Transform(toSeconds) @IsInt({ message: 'SVC_USAGE_RETENTION must be seconds or a duration like 12h, 30d, 90d' }) @Min(1)
+  @IsOptional()
+  @Transform(toSeconds)
+  @IsInt({ message: 'SVC_USAGE_RETENTION must be seconds or a duration like 12h, 30d, 90d' })
+  @Min(1)
   SVC_USAGE_RETENTION: number = 90 * 86400;
 
   /** How long failover and recovery events are kept once fanned out to webhooks: seconds, or a duration like `30d`. */
-  @IsOptional() @Transform(toSeconds) @IsInt({ message: 'SVC_EVENT_RETENTION must be seconds or a duration like 12h, 7d, 30d' }) @Min(1)
+  @IsOptional()
+  @Transform(toSeconds)
+  @IsInt({ message: 'SVC_EVENT_RETENTION must be seconds or a duration like 12h, 7d, 30d' })
+  @Min(1)
   SVC_EVENT_RETENTION: number = 30 * 86400;
 
   /** Failovers of one condition (key, model, exhausted and serving provider) within this many seconds make one event and one closing count; 0 = one event per request. */
-  @IsOptional() @Transform(toSeconds) @IsInt({ message: 'SVC_FAILOVER_EVENT_WINDOW must be seconds or a duration like 30s, 1m (0 = one event per request)' }) @Min(0) @Max(86400)
+  @IsOptional()
+  @Transform(toSeconds)
+  @IsInt({
+    message: 'SVC_FAILOVER_EVENT_WINDOW must be seconds or a duration like 30s, 1m (0 = one event per request)',
+  })
+  @Min(0)
+  @Max(86400)
   SVC_FAILOVER_EVENT_WINDOW: number = 60;
 
   /** Waits before the 2nd, 3rd, … webhook delivery attempt (`30s,2m,…`): N waits mean N + 1 attempts. */
-  @IsOptional() @Matches(RETRY_SCHEDULE, { message: 'SVC_WEBHOOK_RETRY_SCHEDULE must be comma-separated waits like 30s,2m,10m,1h' })
+  @IsOptional()
+  @Matches(RETRY_SCHEDULE, { message: 'SVC_WEBHOOK_RETRY_SCHEDULE must be comma-separated waits like 30s,2m,10m,1h' })
   SVC_WEBHOOK_RETRY_SCHEDULE: string = '30s,2m,10m,30m,1h,3h,6h';
 
   /** Let webhooks reach private, loopback and link-local addresses (development and tests only). */
-  @IsOptional() @Transform(rawBool) @IsBoolean()
+  @IsOptional()
+  @Transform(rawBool)
+  @IsBoolean()
   SVC_WEBHOOK_ALLOW_PRIVATE: boolean = false;
 
   /** Test sends (`POST /v1/user/webhooks/{id}/test`) one key may make per UTC minute on one replica. */
-  @IsOptional() @IsInt() @Min(1)
+  @IsOptional()
+  @IsInt()
+  @Min(1)
   SVC_WEBHOOK_TESTS_PER_MINUTE: number = 10;
 
   /** Encrypts webhook endpoint secrets at rest (AES-256-GCM, key derived with scrypt); unset → stored plain. */
-  @IsOptional() @IsString() @MinLength(16, { message: 'SVC_SECRET_KEY must be at least 16 characters' })
+  @IsOptional()
+  @IsString()
+  @MinLength(16, { message: 'SVC_SECRET_KEY must be at least 16 characters' })
   SVC_SECRET_KEY?: string;
 
   /** With DATABASE_URL and no SVC_SECRET_KEY the start is refused; true stores webhook secrets unencrypted instead. */
-  @IsOptional() @Transform(rawBool) @IsBoolean()
+  @IsOptional()
+  @Transform(rawBool)
+  @IsBoolean()
   SVC_ALLOW_PLAINTEXT_SECRETS: boolean = false;
 
   /** SIGTERM: how long in-flight HTTP requests and speech streams get to finish before they are cut (the exit is forced 15 s later). */
-  @IsOptional() @IsInt() @Min(0) @Max(600000)
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(600000)
   SVC_SHUTDOWN_GRACE_MS: number = 10000;
 
   /** Worker processes that synthesise, resample and encode audio (default: one less than the cores, at least 1). */
-  @IsOptional() @IsInt() @Min(1) @Max(64)
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(64)
   SVC_AUDIO_WORKERS: number = Math.max(1, cpus().length - 1);
 
   /** An audio worker busy longer than this on one slice of work (it answers no ping) is killed and replaced; its jobs fail. */
-  @IsOptional() @IsInt() @Min(50)
+  @IsOptional()
+  @IsInt()
+  @Min(50)
   SVC_AUDIO_SLICE_TIMEOUT_MS: number = 30000;
 
   /** Seconds of audio one synchronous speech request, and each stream task, may produce (413 `audio_too_long` past it). */
-  @IsOptional() @Transform(toSeconds) @IsInt({ message: 'SVC_MAX_AUDIO_SECONDS must be seconds or a duration like 90s, 30m, 2h' }) @Min(1)
+  @IsOptional()
+  @Transform(toSeconds)
+  @IsInt({ message: 'SVC_MAX_AUDIO_SECONDS must be seconds or a duration like 90s, 30m, 2h' })
+  @Min(1)
   SVC_MAX_AUDIO_SECONDS: number = 1800;
 
   /** Seconds of audio one async speech task may produce (the task fails with `audio_too_long` past it). */
-  @IsOptional() @Transform(toSeconds) @IsInt({ message: 'SVC_MAX_TASK_AUDIO_SECONDS must be seconds or a duration like 90m, 6h' }) @Min(1)
+  @IsOptional()
+  @Transform(toSeconds)
+  @IsInt({ message: 'SVC_MAX_TASK_AUDIO_SECONDS must be seconds or a duration like 90m, 6h' })
+  @Min(1)
   SVC_MAX_TASK_AUDIO_SECONDS: number = 6 * 3600;
 
   /** pino log level. */
-  @IsOptional() @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+  @IsOptional()
+  @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
   LOG_LEVEL: string = 'info';
 }
 

@@ -21,7 +21,8 @@ describe('gateway configuration', () => {
   });
 
   it('interpolates ${ENV} and leaves out a provider whose api_key is empty, with a warning', () => {
-    const yaml = 'providers:\n  - { name: mm, kind: minimax, api_key: "${MM_KEY}", base_url: "${MM_URL}" }\n  - { name: oa, kind: openai, api_key: "${OA_KEY}" }\n';
+    const yaml =
+      'providers:\n  - { name: mm, kind: minimax, api_key: "${MM_KEY}", base_url: "${MM_URL}" }\n  - { name: oa, kind: openai, api_key: "${OA_KEY}" }\n';
     const config = parse(yaml, { MM_KEY: 'k', MM_URL: 'http://127.0.0.1:9/v1/' });
     expect(config.providers.map((p) => p.name)).toEqual(['mm']);
     expect(config.provider('mm')?.baseUrl).toBe('http://127.0.0.1:9/v1');
@@ -29,16 +30,48 @@ describe('gateway configuration', () => {
   });
 
   it.each([
-    ['a wrong kind', 'providers:\n  - { name: x, kind: nope }\n', /gw\.yaml: providers\[0\]\.kind: kind must be one of openai, anthropic/],
-    ['a bad base_url', 'providers:\n  - { name: x, kind: openai, api_key: k, base_url: "ftp://h" }\n', /providers\[0\]\.base_url: base_url must be an http\(s\) URL/],
-    ['an unknown field', 'providers:\n  - { name: x, kind: echo, colour: red }\n', /providers\[0\]\.colour: property colour should not exist/],
-    ['a duplicate name', 'providers:\n  - { name: x, kind: echo }\n  - { name: x, kind: espeak }\n', /providers\[1\]\.name: duplicate provider name 'x'/],
-    ['a capability the kind lacks', 'providers:\n  - { name: x, kind: echo, capabilities: [speech] }\n', /providers\[0\]\.capabilities: kind echo cannot serve speech/],
+    [
+      'a wrong kind',
+      'providers:\n  - { name: x, kind: nope }\n',
+      /gw\.yaml: providers\[0\]\.kind: kind must be one of openai, anthropic/,
+    ],
+    [
+      'a bad base_url',
+      'providers:\n  - { name: x, kind: openai, api_key: k, base_url: "ftp://h" }\n',
+      /providers\[0\]\.base_url: base_url must be an http\(s\) URL/,
+    ],
+    [
+      'an unknown field',
+      'providers:\n  - { name: x, kind: echo, colour: red }\n',
+      /providers\[0\]\.colour: property colour should not exist/,
+    ],
+    [
+      'a duplicate name',
+      'providers:\n  - { name: x, kind: echo }\n  - { name: x, kind: espeak }\n',
+      /providers\[1\]\.name: duplicate provider name 'x'/,
+    ],
+    [
+      'a capability the kind lacks',
+      'providers:\n  - { name: x, kind: echo, capabilities: [speech] }\n',
+      /providers\[0\]\.capabilities: kind echo cannot serve speech/,
+    ],
     ['no providers list', 'keys: []\n', /gw\.yaml: providers: /],
     ['invalid YAML', 'providers: [\n', /gw\.yaml: not valid YAML/],
-    ['a key chain naming an undeclared provider', 'providers:\n  - { name: e, kind: echo }\nkeys:\n  - { name: k, secret: sk-svc-0123456789abcdef0123456789abcdef, chain: [{ provider: ghost, model: m }] }\n', /keys\[0\]\.chain\[0\]\.provider: no provider named 'ghost'/],
-    ['a bootstrap key with an empty chain', 'providers:\n  - { name: e, kind: echo }\nkeys:\n  - { name: k, secret: sk-svc-0123456789abcdef0123456789abcdef, chain: [] }\n', /gw\.yaml: keys\[0\]\.chain: chain must have at least one step$/],
-    ['a weak bootstrap secret', 'providers: []\nkeys:\n  - { name: k, secret: short, chain: [] }\n', /keys\[0\]\.secret: secret must be sk-svc-/],
+    [
+      'a key chain naming an undeclared provider',
+      'providers:\n  - { name: e, kind: echo }\nkeys:\n  - { name: k, secret: sk-svc-0123456789abcdef0123456789abcdef, chain: [{ provider: ghost, model: m }] }\n',
+      /keys\[0\]\.chain\[0\]\.provider: no provider named 'ghost'/,
+    ],
+    [
+      'a bootstrap key with an empty chain',
+      'providers:\n  - { name: e, kind: echo }\nkeys:\n  - { name: k, secret: sk-svc-0123456789abcdef0123456789abcdef, chain: [] }\n',
+      /gw\.yaml: keys\[0\]\.chain: chain must have at least one step$/,
+    ],
+    [
+      'a weak bootstrap secret',
+      'providers: []\nkeys:\n  - { name: k, secret: short, chain: [] }\n',
+      /keys\[0\]\.secret: secret must be sk-svc-/,
+    ],
   ])('stops with a message naming the file, the field and the problem for %s', (_, yaml, message) => {
     expect(() => parse(yaml)).toThrow(GatewayConfigError);
     expect(() => parse(yaml)).toThrow(message);
@@ -53,7 +86,9 @@ describe('gateway configuration', () => {
   });
 
   it('remembers why a left-out provider is not configured, for the chain steps that name it', () => {
-    const config = parse('providers:\n  - { name: mm, kind: minimax, api_key: "${UNSET_KEY}" }\n  - { name: e, kind: espeak }\n');
+    const config = parse(
+      'providers:\n  - { name: mm, kind: minimax, api_key: "${UNSET_KEY}" }\n  - { name: e, kind: espeak }\n',
+    );
     expect(config.leftOut).toEqual([{ name: 'mm', kind: 'minimax', reason: 'its api_key is empty' }]);
     expect(config.whyNotConfigured('mm')).toBe('its api_key is empty');
     expect(config.whyNotConfigured('gone')).toBe('it is not in the gateway configuration');
@@ -69,14 +104,20 @@ describe('gateway configuration', () => {
   });
 
   it("takes a provider's stream_idle_timeout_ms (100 ms to 1 h), and leaves the adapters' default when it is unset", () => {
-    const config = parse('providers:\n  - { name: oa, kind: openai, api_key: k, stream_idle_timeout_ms: 1500 }\n  - { name: mm, kind: minimax, api_key: k }\n');
+    const config = parse(
+      'providers:\n  - { name: oa, kind: openai, api_key: k, stream_idle_timeout_ms: 1500 }\n  - { name: mm, kind: minimax, api_key: k }\n',
+    );
     expect(config.provider('oa')?.streamIdleTimeoutMs).toBe(1500);
     expect(config.provider('mm')?.streamIdleTimeoutMs).toBeUndefined();
-    expect(() => parse('providers:\n  - { name: oa, kind: openai, api_key: k, stream_idle_timeout_ms: 50 }\n')).toThrow(/providers\[0\]\.stream_idle_timeout_ms/);
+    expect(() => parse('providers:\n  - { name: oa, kind: openai, api_key: k, stream_idle_timeout_ms: 50 }\n')).toThrow(
+      /providers\[0\]\.stream_idle_timeout_ms/,
+    );
   });
 
   it('names the file it cannot read', () => {
-    expect(() => loadGatewayConfig('/nonexistent/gateway.yaml')).toThrow('Cannot read gateway configuration /nonexistent/gateway.yaml: ENOENT');
+    expect(() => loadGatewayConfig('/nonexistent/gateway.yaml')).toThrow(
+      'Cannot read gateway configuration /nonexistent/gateway.yaml: ENOENT',
+    );
   });
 
   it('loads the shipped default and example configurations', () => {
@@ -92,6 +133,13 @@ describe('gateway configuration', () => {
       MINIMAX_GROUP_ID: 'g',
       ELEVENLABS_API_KEY: 'd',
     });
-    expect(example.providers.map((p) => p.kind).sort()).toEqual(['anthropic', 'echo', 'elevenlabs', 'espeak', 'minimax', 'openai']);
+    expect(example.providers.map((p) => p.kind).sort()).toEqual([
+      'anthropic',
+      'echo',
+      'elevenlabs',
+      'espeak',
+      'minimax',
+      'openai',
+    ]);
   });
 });

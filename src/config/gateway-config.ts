@@ -19,62 +19,92 @@ import {
 } from 'class-validator';
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
-import { ChainStepDto } from '../keys/dto/chain-step.dto';
-import { CHAIN_NOT_EMPTY } from '../keys/dto/proxy-key.dto';
+import { CHAIN_NOT_EMPTY, ChainStepDto } from './chain-step.dto';
 import { KIND_TRAITS, PROVIDER_KINDS } from './provider-kinds';
 import type { Capability, ProviderKind } from './provider-kinds';
 
 export class ProviderConfig {
-  @IsString() @Matches(/^[a-z0-9][a-z0-9_-]{0,62}$/, { message: 'name must be lowercase letters, digits, - or _' })
+  @IsString()
+  @Matches(/^[a-z0-9][a-z0-9_-]{0,62}$/, { message: 'name must be lowercase letters, digits, - or _' })
   name!: string;
 
   @IsIn(PROVIDER_KINDS, { message: `kind must be one of ${PROVIDER_KINDS.join(', ')}` })
   kind!: ProviderKind;
 
-  @IsOptional() @IsUrl({ require_tld: false, require_protocol: true, protocols: ['http', 'https'] }, { message: 'base_url must be an http(s) URL' })
+  @IsOptional()
+  @IsUrl(
+    { require_tld: false, require_protocol: true, protocols: ['http', 'https'] },
+    { message: 'base_url must be an http(s) URL' },
+  )
   base_url?: string;
 
-  @IsOptional() @IsString()
+  @IsOptional()
+  @IsString()
   api_key?: string;
 
-  @IsOptional() @IsString()
+  @IsOptional()
+  @IsString()
   group_id?: string;
 
-  @IsOptional() @IsInt() @Min(100) @Max(600000)
+  @IsOptional()
+  @IsInt()
+  @Min(100)
+  @Max(600000)
   timeout_ms?: number;
 
   /** Longest silence of an upstream body once its headers came (stream chunks, JSON bodies); default 60 s. */
-  @IsOptional() @IsInt() @Min(100) @Max(3600000)
+  @IsOptional()
+  @IsInt()
+  @Min(100)
+  @Max(3600000)
   stream_idle_timeout_ms?: number;
 
   /**
    * Raw voice ids of the upstream account (cloned or designed outside the gateway) that clients may name;
    * any other id that is not a built-in voice is refused (no consent covers it).
    */
-  @IsOptional() @IsArray() @ArrayUnique() @IsString({ each: true }) @MinLength(1, { each: true })
+  @IsOptional()
+  @IsArray()
+  @ArrayUnique()
+  @IsString({ each: true })
+  @MinLength(1, { each: true })
   allowed_voice_ids?: string[];
 
   /** Restricts what the provider is used for (default: everything its kind can do). */
-  @IsOptional() @IsArray() @ArrayUnique() @IsIn(['chat', 'speech'], { each: true })
+  @IsOptional()
+  @IsArray()
+  @ArrayUnique()
+  @IsIn(['chat', 'speech'], { each: true })
   capabilities?: Capability[];
 }
 
 export class BootstrapKeyConfig {
-  @IsString() @MinLength(1) @MaxLength(256)
+  @IsString()
+  @MinLength(1)
+  @MaxLength(256)
   name!: string;
 
-  @IsString() @Matches(/^sk-svc-[0-9A-Za-z]{32,}$/, { message: 'secret must be sk-svc- followed by at least 32 base62 characters' })
+  @IsString()
+  @Matches(/^sk-svc-[0-9A-Za-z]{32,}$/, { message: 'secret must be sk-svc- followed by at least 32 base62 characters' })
   secret!: string;
 
-  @IsArray() @ArrayMinSize(1, { message: CHAIN_NOT_EMPTY }) @ValidateNested({ each: true }) @Type(() => ChainStepDto)
+  @IsArray()
+  @ArrayMinSize(1, { message: CHAIN_NOT_EMPTY })
+  @ValidateNested({ each: true })
+  @Type(() => ChainStepDto)
   chain!: ChainStepDto[];
 }
 
 export class GatewayFile {
-  @IsArray() @ValidateNested({ each: true }) @Type(() => ProviderConfig)
+  @IsArray()
+  @ValidateNested({ each: true })
+  @Type(() => ProviderConfig)
   providers!: ProviderConfig[];
 
-  @IsOptional() @IsArray() @ValidateNested({ each: true }) @Type(() => BootstrapKeyConfig)
+  @IsOptional()
+  @IsArray()
+  @ValidateNested({ each: true })
+  @Type(() => BootstrapKeyConfig)
   keys?: BootstrapKeyConfig[];
 }
 
@@ -130,7 +160,11 @@ export function interpolate(text: string, env: NodeJS.ProcessEnv): string {
 
 function describe(errors: ValidationError[], prefix: string): string[] {
   return errors.flatMap((e) => {
-    const path = /^\d+$/.test(e.property) ? `${prefix}[${e.property}]` : prefix ? `${prefix}.${e.property}` : e.property;
+    const path = /^\d+$/.test(e.property)
+      ? `${prefix}[${e.property}]`
+      : prefix
+        ? `${prefix}.${e.property}`
+        : e.property;
     const own = Object.values(e.constraints ?? {}).map((m) => `${path}: ${m}`);
     return [...own, ...describe(e.children ?? [], path)];
   });
@@ -146,7 +180,8 @@ export function parseGatewayConfig(text: string, source: string, env: NodeJS.Pro
   } catch (err) {
     return fail(`not valid YAML (${(err as Error).message.split('\n')[0]})`);
   }
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return fail('the top level must be a mapping with `providers:`');
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    return fail('the top level must be a mapping with `providers:`');
   const file = plainToInstance(GatewayFile, raw);
   const errors = validateSync(file, { whitelist: true, forbidNonWhitelisted: true });
   if (errors.length > 0) return fail(describe(errors, '').join('; '));
@@ -166,7 +201,8 @@ export function parseGatewayConfig(text: string, source: string, env: NodeJS.Pro
       return;
     }
     const unsupported = (p.capabilities ?? []).filter((c) => !traits.capabilities.includes(c));
-    if (unsupported.length > 0) fail(`providers[${i}].capabilities: kind ${p.kind} cannot serve ${unsupported.join(', ')}`);
+    if (unsupported.length > 0)
+      fail(`providers[${i}].capabilities: kind ${p.kind} cannot serve ${unsupported.join(', ')}`);
     providers.push({
       name: p.name,
       kind: p.kind,
@@ -204,7 +240,9 @@ export function loadGatewayConfig(path: string, env: NodeJS.ProcessEnv = process
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    throw new GatewayConfigError(`Cannot read gateway configuration ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new GatewayConfigError(
+      `Cannot read gateway configuration ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
   }
   return parseGatewayConfig(text, path, env);
 }

@@ -13,10 +13,35 @@ interface KindTraits {
 }
 
 export const KIND_TRAITS: Record<ProviderKind, KindTraits> = {
-  openai: { capabilities: ['chat', 'speech'], defaultBaseUrl: 'https://api.openai.com/v1', defaultModels: { chat: 'gpt-4o-mini', speech: 'gpt-4o-mini-tts' }, needsApiKey: true },
-  anthropic: { capabilities: ['chat'], defaultBaseUrl: 'https://api.anthropic.com/v1', defaultModels: { chat: 'claude-3-5-haiku-latest' }, needsApiKey: true },
-  minimax: { capabilities: ['speech'], defaultBaseUrl: 'https://api.minimax.io/v1', defaultModels: { speech: 'speech-02-hd' }, needsApiKey: true },
-  elevenlabs: { capabilities: ['speech'], defaultBaseUrl: 'https://api.elevenlabs.io/v1', defaultModels: { speech: 'eleven_multilingual_v2' }, needsApiKey: true },
-  espeak: { capabilities: ['speech'], defaultBaseUrl: null, defaultModels: { speech: 'speech-02-hd' }, needsApiKey: false },
+  openai: {
+    capabilities: ['chat', 'speech'],
+    defaultBaseUrl: 'https://api.openai.com/v1',
+    defaultModels: { chat: 'gpt-4o-mini', speech: 'gpt-4o-mini-tts' },
+    needsApiKey: true,
+  },
+  anthropic: {
+    capabilities: ['chat'],
+    defaultBaseUrl: 'https://api.anthropic.com/v1',
+    defaultModels: { chat: 'claude-3-5-haiku-latest' },
+    needsApiKey: true,
+  },
+  minimax: {
+    capabilities: ['speech'],
+    defaultBaseUrl: 'https://api.minimax.io/v1',
+    defaultModels: { speech: 'speech-02-hd' },
+    needsApiKey: true,
+  },
+  elevenlabs: {
+    capabilities: ['speech'],
+    defaultBaseUrl: 'https://api.elevenlabs.io/v1',
+    defaultModels: { speech: 'eleven_multilingual_v2' },
+    needsApiKey: true,
+  },
+  espeak: {
+    capabilities: ['speech'],
+    defaultBaseUrl: null,
+    defaultModels: { speech: 'speech-02-hd' },
+    needsApiKey: false,
+  },
   echo: { capabilities: ['chat'], defaultBaseUrl: null, defaultModels: { chat: 'echo-1' }, needsApiKey: false },
 };

@@ -24,12 +24,21 @@ describe('sniffAudioType', () => {
 
   it('recognises FLAC and Ogg by their magic numbers', async () => {
     expect(await sniffAudioType(Buffer.concat([Buffer.from('fLaC'), Buffer.alloc(60)]))).toBe('audio/flac');
-    const ogg = Buffer.concat([Buffer.from('OggS\0\x02'), Buffer.alloc(22), Buffer.from('\x01vorbis'), Buffer.alloc(40)]);
+    const ogg = Buffer.concat([
+      Buffer.from('OggS\0\x02'),
+      Buffer.alloc(22),
+      Buffer.from('\x01vorbis'),
+      Buffer.alloc(40),
+    ]);
     expect(await sniffAudioType(ogg)).toBe('audio/ogg');
   });
 
   it('recognises MP3 with an ID3 tag', async () => {
-    const id3 = Buffer.concat([Buffer.from('ID3\x03\x00\x00\x00\x00\x00\x00'), Buffer.from([0xff, 0xfb, 0x90, 0x64]), Buffer.alloc(400)]);
+    const id3 = Buffer.concat([
+      Buffer.from('ID3\x03\x00\x00\x00\x00\x00\x00'),
+      Buffer.from([0xff, 0xfb, 0x90, 0x64]),
+      Buffer.alloc(400),
+    ]);
     expect(await sniffAudioType(id3)).toBe('audio/mpeg');
   });
 

@@ -1,6 +1,18 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, StreamableFile, UploadedFile, UseInterceptors } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  Param,
+  Post,
+  Query,
+  StreamableFile,
+  UploadedFile,
+  UseInterceptors,
+} from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiConsumes, ApiOkResponse, ApiProduces, ApiTags } from '@nestjs/swagger';
-import { CurrentKey } from '../common/auth/auth.decorators';
+import { CurrentKey } from '../auth/auth.decorators';
 import { ApiErrors } from '../common/http/api-errors.decorator';
 import { audioAttachment } from '../common/http/attachment';
 import { DEFAULT_PAGE_SIZE, ListQueryDto } from '../common/http/pagination.dto';
@@ -62,7 +74,11 @@ export class ConsentsController {
   @Post(':consent_id')
   @HttpCode(200)
   @ApiErrors(400, 404)
-  rename(@CurrentKey() key: AuthenticatedKey, @Param('consent_id') id: string, @Body() body: RenameVoiceConsentDto): Promise<VoiceConsentDto> {
+  rename(
+    @CurrentKey() key: AuthenticatedKey,
+    @Param('consent_id') id: string,
+    @Body() body: RenameVoiceConsentDto,
+  ): Promise<VoiceConsentDto> {
     return this.consents.rename(key.id, id, body.name);
   }
 
@@ -81,6 +97,10 @@ export class ConsentsController {
   @ApiErrors(404)
   async content(@CurrentKey() key: AuthenticatedKey, @Param('consent_id') id: string): Promise<StreamableFile> {
     const recording = await this.consents.recording(key.id, id);
-    return new StreamableFile(recording.data, { type: recording.type, length: recording.data.length, disposition: audioAttachment(id, recording.type) });
+    return new StreamableFile(recording.data, {
+      type: recording.type,
+      length: recording.data.length,
+      disposition: audioAttachment(id, recording.type),
+    });
   }
 }

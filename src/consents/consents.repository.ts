@@ -6,7 +6,10 @@ import { ConsentRecordingEntity, VoiceConsentEntity } from './voice-consent.enti
 /** PostgreSQL's foreign_key_violation. */
 const FOREIGN_KEY_VIOLATION = '23503';
 
-export type NewConsent = Pick<VoiceConsentEntity, 'id' | 'keyId' | 'name' | 'language' | 'recordingType' | 'recordingSize'>;
+export type NewConsent = Pick<
+  VoiceConsentEntity,
+  'id' | 'keyId' | 'name' | 'language' | 'recordingType' | 'recordingSize'
+>;
 
 @Injectable()
 export class ConsentsRepository {
@@ -49,7 +52,8 @@ export class ConsentsRepository {
         .execute();
       if ((result.affected ?? 0) > 0) return 'deleted';
     } catch (err) {
-      if (err instanceof QueryFailedError && (err.driverError as { code?: unknown }).code === FOREIGN_KEY_VIOLATION) return 'in_use';
+      if (err instanceof QueryFailedError && (err.driverError as { code?: unknown }).code === FOREIGN_KEY_VIOLATION)
+        return 'in_use';
       throw err;
     }
     return (await this.findOwned(keyId, id)) ? 'in_use' : 'missing';
@@ -67,7 +71,10 @@ export class ConsentsRepository {
       .addOrderBy('c.seq', 'DESC')
       .take(take);
     if (after) {
-      query.andWhere('(c.created_at, c.seq) < (SELECT a.created_at, a.seq FROM voice_consents a WHERE a.id = :after AND a.key_id = :keyId)', { after });
+      query.andWhere(
+        '(c.created_at, c.seq) < (SELECT a.created_at, a.seq FROM voice_consents a WHERE a.id = :after AND a.key_id = :keyId)',
+        { after },
+      );
     }
     return query.getMany();
   }

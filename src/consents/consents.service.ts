@@ -39,20 +39,31 @@ const consentNotFound = (id: string): DomainError => notFound('voice consent', i
 export class ConsentsService {
   constructor(private readonly repository: ConsentsRepository) {}
 
-  async create(keyId: string, form: CreateVoiceConsentDto, recording: UploadedRecording | undefined): Promise<VoiceConsentDto> {
-    if (!recording) throw new DomainError('missing_field', "Missing required file 'recording'.", { param: 'recording' });
+  async create(
+    keyId: string,
+    form: CreateVoiceConsentDto,
+    recording: UploadedRecording | undefined,
+  ): Promise<VoiceConsentDto> {
+    if (!recording)
+      throw new DomainError('missing_field', "Missing required file 'recording'.", { param: 'recording' });
     if (recording.size > MAX_RECORDING_BYTES) {
       throw new DomainError('file_too_large', 'The recording is larger than the 10 MiB limit.', { param: 'recording' });
     }
     const language = canonicalLanguage(form.language);
     if (!language) {
-      throw new DomainError('invalid_value', `'${form.language}' is not a valid BCP 47 language tag.`, { param: 'language' });
+      throw new DomainError('invalid_value', `'${form.language}' is not a valid BCP 47 language tag.`, {
+        param: 'language',
+      });
     }
     const type = await sniffAudioType(recording.buffer);
     if (!type) {
-      throw new DomainError('unsupported_media_type', `The recording is not audio in a supported format (${ACCEPTED_AUDIO}).`, {
-        param: 'recording',
-      });
+      throw new DomainError(
+        'unsupported_media_type',
+        `The recording is not audio in a supported format (${ACCEPTED_AUDIO}).`,
+        {
+          param: 'recording',
+        },
+      );
     }
     const row = await this.repository.insert(
       { id: newId('vc'), keyId, name: form.name, language, recordingType: type, recordingSize: recording.size },
@@ -78,16 +89,22 @@ export class ConsentsService {
     const outcome = await this.repository.delete(keyId, id);
     if (outcome === 'missing') throw consentNotFound(id);
     if (outcome === 'in_use') {
-      throw new DomainError('consent_in_use', `The consent '${id}' is behind a custom voice; delete the voice (DELETE /v1/audio/voices/{voice_id}) first.`, {
-        param: 'consent_id',
-      });
+      throw new DomainError(
+        'consent_in_use',
+        `The consent '${id}' is behind a custom voice; delete the voice (DELETE /v1/audio/voices/{voice_id}) first.`,
+        {
+          param: 'consent_id',
+        },
+      );
     }
     return { id, deleted: true, object: 'audio.voice_consent' };
   }
 
   async list(keyId: string, after: string | undefined, limit: number): Promise<Page<VoiceConsentDto>> {
     if (after && !(await this.repository.findOwned(keyId, after))) {
-      throw new DomainError('invalid_cursor', `'after' must be the id of one of your consents; '${after}' is not.`, { param: 'after' });
+      throw new DomainError('invalid_cursor', `'after' must be the id of one of your consents; '${after}' is not.`, {
+        param: 'after',
+      });
     }
     const rows = await this.repository.listPage(keyId, after ?? null, limit + 1);
     return toPage(rows.map(toDto), limit);

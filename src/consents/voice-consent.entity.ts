@@ -1,4 +1,15 @@
-import { Column, CreateDateColumn, Entity, Generated, Index, JoinColumn, ManyToOne, OneToOne, PrimaryColumn, Unique } from 'typeorm';
+import {
+  Column,
+  CreateDateColumn,
+  Entity,
+  Generated,
+  Index,
+  JoinColumn,
+  ManyToOne,
+  OneToOne,
+  PrimaryColumn,
+  Unique,
+} from 'typeorm';
 import { ProxyKeyEntity } from '../keys/proxy-key.entity';
 
 @Entity({ name: 'voice_consents' })

@@ -15,12 +15,21 @@ describe('bulkInsert', () => {
     expect(insert.sql).toBe(
       `INSERT INTO "things" ("id", "n", "data") SELECT e->>0, (e->>1)::integer, nullif(e->2, 'null'::jsonb) FROM jsonb_array_elements($1::jsonb) AS e`,
     );
-    expect(insert.params([['a', 1, { x: 1 }], ['b', null, null]])).toEqual(['[["a",1,{"x":1}],["b",null,null]]']);
+    expect(
+      insert.params([
+        ['a', 1, { x: 1 }],
+        ['b', null, null],
+      ]),
+    ).toEqual(['[["a",1,{"x":1}],["b",null,null]]']);
   });
 
   it('names the statement (prepared once per connection), one name per table and column list', () => {
     const query = bulkInsert('things', columns).query([['a', 1, null]]);
-    expect(query).toEqual({ name: expect.stringMatching(/^bulk_insert_things_[0-9a-f]{12}$/), text: bulkInsert('things', columns).sql, values: ['[["a",1,null]]'] });
+    expect(query).toEqual({
+      name: expect.stringMatching(/^bulk_insert_things_[0-9a-f]{12}$/),
+      text: bulkInsert('things', columns).sql,
+      values: ['[["a",1,null]]'],
+    });
     expect(bulkInsert('things', columns).query([]).name).toBe(query.name);
     expect(bulkInsert('things', columns.slice(0, 2)).query([]).name).not.toBe(query.name);
     expect(bulkInsert('others', columns).query([]).name).not.toBe(query.name);
@@ -29,7 +38,11 @@ describe('bulkInsert', () => {
 
 describe('insertBatch', () => {
   const insert = bulkInsert('things', columns);
-  const rows = [['a', 1, {}], ['b', 2, {}], ['c', 3, {}]];
+  const rows = [
+    ['a', 1, {}],
+    ['b', 2, {}],
+    ['c', 3, {}],
+  ];
   /** A fake database: `refuse` ids fail with a data exception, `down` from the call of that number on. */
   const database = (refuse: string[], downFromCall = Infinity) => {
     const calls: string[][] = [];
@@ -72,6 +85,8 @@ describe('insertBatch', () => {
   });
 
   it('counts data exceptions and integrity violations as the rows fault, nothing else', () => {
-    expect([fault('22P02'), fault('23505'), fault('57P01'), fault('08006'), new Error('x'), null].map(isRowFault)).toEqual([true, true, false, false, false, false]);
+    expect(
+      [fault('22P02'), fault('23505'), fault('57P01'), fault('08006'), new Error('x'), null].map(isRowFault),
+    ).toEqual([true, true, false, false, false, false]);
   });
 });

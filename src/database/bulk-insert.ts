@@ -76,7 +76,11 @@ export interface BatchOutcome {
  * Inserts a batch in one statement. When the database refuses the rows themselves (class 22 or 23)
  * the batch is retried row by row, so one bad row does not keep the others out for ever.
  */
-export async function insertBatch(run: RunQuery, insert: BulkInsert, rows: ReadonlyArray<readonly unknown[]>): Promise<BatchOutcome> {
+export async function insertBatch(
+  run: RunQuery,
+  insert: BulkInsert,
+  rows: ReadonlyArray<readonly unknown[]>,
+): Promise<BatchOutcome> {
   try {
     await run(insert.query(rows));
     return { processed: rows.length, refused: [] };

@@ -3,14 +3,22 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource, DataSourceOptions } from 'typeorm';
 import { EnvironmentVariables } from '../config/env.schema';
 import { DatabaseEndpoint } from './database-endpoint';
+import { DatabaseStatus } from './database-status';
 import { JobQueue } from './job-queue';
+import { JobQueueMetrics } from './job-queue-metrics';
 import { runMigrationsExclusively } from './migrate';
 import { PgChangeFeed } from './pg-change-feed';
 import { dataSourceOptions } from './typeorm-options';
 
 @Global()
 @Module({
-  providers: [{ provide: DatabaseEndpoint, inject: [EnvironmentVariables], useFactory: (env: EnvironmentVariables) => DatabaseEndpoint.open(env) }],
+  providers: [
+    {
+      provide: DatabaseEndpoint,
+      inject: [EnvironmentVariables],
+      useFactory: (env: EnvironmentVariables) => DatabaseEndpoint.open(env),
+    },
+  ],
   exports: [DatabaseEndpoint],
 })
 class DatabaseEndpointModule {}
@@ -31,7 +39,14 @@ function withoutDeadlines(options: DataSourceOptions): DataSourceOptions {
     TypeOrmModule.forRootAsync({
       inject: [DatabaseEndpoint, EnvironmentVariables],
       useFactory: (endpoint: DatabaseEndpoint, env: EnvironmentVariables) => ({
-        ...dataSourceOptions(endpoint.url, endpoint.isEmbedded ? { poolSize: 1 } : { poolSize: env.DB_POOL_SIZE, statementTimeoutMs: env.DB_STATEMENT_TIMEOUT_MS }),
+        ...dataSourceOptions(
+          endpoint.url,
+          endpoint.isEmbedded
+            ? { poolSize: 1 }
+            : { poolSize: env.DB_POOL_SIZE, statementTimeoutMs: env.DB_STATEMENT_TIMEOUT_MS },
+        ),
+        // every feature module's TypeOrmModule.forFeature entities: the database folder names none of them
+        autoLoadEntities: true,
         // run below, under a lock: replicas starting together must not race through the same migration
         migrationsRun: false,
         retryAttempts: 10,
@@ -50,7 +65,7 @@ function withoutDeadlines(options: DataSourceOptions): DataSourceOptions {
       },
     }),
   ],
-  providers: [PgChangeFeed, JobQueue],
-  exports: [DatabaseEndpointModule, PgChangeFeed, JobQueue],
+  providers: [PgChangeFeed, JobQueue, JobQueueMetrics, DatabaseStatus],
+  exports: [DatabaseEndpointModule, PgChangeFeed, JobQueue, DatabaseStatus],
 })
 export class DatabaseModule {}

@@ -37,6 +37,8 @@ export class JobQueue implements OnModuleInit, BeforeApplicationShutdown {
   private started = false;
   /** pg-boss's statements still running: the shutdown waits for them, so none meets a closed pool. */
   private readonly inFlight = new Set<Promise<unknown>>();
+  /** The queues this process uses (its owners create them at start), in that order. */
+  private readonly created = new Set<string>();
 
   constructor(private readonly dataSource: DataSource) {
     const pool = pgPoolOf(dataSource);
@@ -45,7 +47,9 @@ export class JobQueue implements OnModuleInit, BeforeApplicationShutdown {
       // off the request path and possibly long, so they run under the maintenance deadline
       const maintenance = !values || values.length === 0;
       const query = maintenance
-        ? pool.query(withClientDeadline({ text: withMaintenanceDeadline(text) }, MAINTENANCE_TIMEOUT_MS)).then(ownResults)
+        ? pool
+            .query(withClientDeadline({ text: withMaintenanceDeadline(text) }, MAINTENANCE_TIMEOUT_MS))
+            .then(ownResults)
         : pool.query(text, values);
       const settled = query.then(
         () => undefined,
@@ -70,13 +74,21 @@ export class JobQueue implements OnModuleInit, BeforeApplicationShutdown {
   }
 
   async createQueue(name: string, options: Omit<PgBoss.Queue, 'name'> = {}): Promise<void> {
+    this.created.add(name);
     if (!(await this.boss.getQueue(name))) await this.boss.createQueue(name, { name, ...options });
     else await this.boss.updateQueue(name, { name, ...options });
   }
 
   /** Sends a job; with `manager` it is written in that transaction. */
-  async send<T extends object>(name: string, data: T, options: PgBoss.SendOptions = {}, manager?: EntityManager): Promise<string | null> {
-    const db = manager ? executorFor((text, values) => manager.query(text, values).then((rows: unknown[]) => ({ rows }) as QueryResult)) : undefined;
+  async send<T extends object>(
+    name: string,
+    data: T,
+    options: PgBoss.SendOptions = {},
+    manager?: EntityManager,
+  ): Promise<string | null> {
+    const db = manager
+      ? executorFor((text, values) => manager.query(text, values).then((rows: unknown[]) => ({ rows }) as QueryResult))
+      : undefined;
     return this.boss.send(name, data, { ...options, ...(db ? { db } : {}) });
   }
 
@@ -89,6 +101,11 @@ export class JobQueue implements OnModuleInit, BeforeApplicationShutdown {
   /** True from start until shutdown begins (readiness). */
   get running(): boolean {
     return this.started;
+  }
+
+  /** The queues created by this process's modules (metrics report their depth). */
+  queueNames(): string[] {
+    return [...this.created];
   }
 
   /** Jobs of a queue not yet done (for metrics and readiness). */
@@ -104,7 +121,9 @@ export class JobQueue implements OnModuleInit, BeforeApplicationShutdown {
   async beforeApplicationShutdown(): Promise<void> {
     if (!this.started) return;
     this.started = false;
-    await this.boss.stop({ graceful: true, wait: true, timeout: 10000 }).catch((err: Error) => this.logger.warn(`job queue stop: ${err.message}`));
+    await this.boss
+      .stop({ graceful: true, wait: true, timeout: 10000 })
+      .catch((err: Error) => this.logger.warn(`job queue stop: ${err.message}`));
     // a handler that failed while stopping has pg-boss mark its job right after: let those writes land
     await new Promise((resolve) => setImmediate(resolve));
     await Promise.all(this.inFlight);

@@ -8,7 +8,12 @@ import { CLIENT_GRACE_MS } from './typeorm-options';
 export const MAINTENANCE_TIMEOUT_MS = 5 * 60_000;
 
 /** Runs one statement in a transaction of its own whose statement deadline is `timeoutMs` instead of the pool's. */
-export async function maintenanceQuery<R extends QueryResultRow>(pool: Pool, text: string, values: unknown[], timeoutMs = MAINTENANCE_TIMEOUT_MS): Promise<QueryResult<R>> {
+export async function maintenanceQuery<R extends QueryResultRow>(
+  pool: Pool,
+  text: string,
+  values: unknown[],
+  timeoutMs = MAINTENANCE_TIMEOUT_MS,
+): Promise<QueryResult<R>> {
   const client = await pool.connect();
   let failure: Error | undefined;
   try {
@@ -28,7 +33,10 @@ export async function maintenanceQuery<R extends QueryResultRow>(pool: Pool, tex
 
 /** The config with pg's per-query client deadline (`query_timeout`, which the type definitions leave out). */
 export function withClientDeadline(config: QueryConfig, timeoutMs: number): QueryConfig {
-  const withDeadline: QueryConfig & { query_timeout: number } = { ...config, query_timeout: timeoutMs + CLIENT_GRACE_MS };
+  const withDeadline: QueryConfig & { query_timeout: number } = {
+    ...config,
+    query_timeout: timeoutMs + CLIENT_GRACE_MS,
+  };
   return withDeadline;
 }
 

@@ -32,7 +32,9 @@ export class PgChangeFeed implements OnApplicationShutdown {
     this.handlers.set(channel, [...(this.handlers.get(channel) ?? []), handler]);
     if (this.endpoint.isEmbedded) return;
     await this.connect();
-    await this.client?.query(`LISTEN "${channel}"`).catch((err: Error) => this.logger.warn(`LISTEN ${channel} failed: ${err.message}`));
+    await this.client
+      ?.query(`LISTEN "${channel}"`)
+      .catch((err: Error) => this.logger.warn(`LISTEN ${channel} failed: ${err.message}`));
   }
 
   /** How many other sessions listen as this feed does (the other replicas); 0 while this feed is not connected. */
@@ -58,7 +60,12 @@ export class PgChangeFeed implements OnApplicationShutdown {
   private async open(): Promise<void> {
     if (this.client || this.stopped) return;
     // keep-alive: a listening connection is silent, and a database that vanished must still end it (then it reconnects)
-    const client = new Client({ connectionString: this.endpoint.url, application_name: LISTENER_NAME, keepAlive: true, keepAliveInitialDelayMillis: KEEP_ALIVE_DELAY_MS });
+    const client = new Client({
+      connectionString: this.endpoint.url,
+      application_name: LISTENER_NAME,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: KEEP_ALIVE_DELAY_MS,
+    });
     client.on('notification', (msg) => {
       for (const handler of this.handlers.get(msg.channel) ?? []) handler(msg.payload ?? '');
     });

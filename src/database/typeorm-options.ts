@@ -1,6 +1,5 @@
 import type { DataSourceOptions } from 'typeorm';
 import { MIGRATIONS } from '../../migrations';
-import { ENTITIES } from './entities';
 
 export interface DatabaseTuning {
   /** Connections in the pool; the embedded database takes exactly one (PGlite is one session). */
@@ -20,15 +19,24 @@ export const CLIENT_GRACE_MS = 1000;
 
 /** The `pg` options of the deadlines above (none when `statementTimeoutMs` is 0 or unset). */
 export function deadlineOptions(statementTimeoutMs = 0): Record<string, number> {
-  return statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs, query_timeout: statementTimeoutMs + CLIENT_GRACE_MS } : {};
+  return statementTimeoutMs > 0
+    ? { statement_timeout: statementTimeoutMs, query_timeout: statementTimeoutMs + CLIENT_GRACE_MS }
+    : {};
 }
 
-/** The one options object used by the service and by the TypeORM CLI (ormconfig.ts). */
-export function dataSourceOptions(url: string, tuning: DatabaseTuning = { poolSize: 10 }): DataSourceOptions {
+/**
+ * The one options object used by the service and by the TypeORM CLI (ormconfig.ts). The service passes no
+ * entities: each feature module registers its own (`TypeOrmModule.forFeature`, loaded automatically).
+ */
+export function dataSourceOptions(
+  url: string,
+  tuning: DatabaseTuning = { poolSize: 10 },
+  entities: DataSourceOptions['entities'] = [],
+): DataSourceOptions {
   return {
     type: 'postgres',
     url,
-    entities: ENTITIES,
+    entities,
     migrations: MIGRATIONS,
     migrationsTableName: 'migrations',
     migrationsTransactionMode: 'each',

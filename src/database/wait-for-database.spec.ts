@@ -18,14 +18,19 @@ describe('waitForDatabase', () => {
 
     expect(calls).toBe(5);
     expect(delays).toEqual([1000, 2000, 4000, 5000]);
-    expect(lines[0]).toBe('waiting for the database at db.internal:5433/gateway: connect ECONNREFUSED 127.0.0.1:5433; retrying in 1 s (attempt 1)');
+    expect(lines[0]).toBe(
+      'waiting for the database at db.internal:5433/gateway: connect ECONNREFUSED 127.0.0.1:5433; retrying in 1 s (attempt 1)',
+    );
     expect(lines[4]).toBe('database at db.internal:5433/gateway is reachable (after 5 attempts)');
     expect(lines.join('\n')).not.toContain('secret');
   });
 
   it('says nothing when the database answers at once', async () => {
     const lines: string[] = [];
-    await waitForDatabase('postgres://localhost/x', { log: (line) => lines.push(line), connect: () => Promise.resolve() });
+    await waitForDatabase('postgres://localhost/x', {
+      log: (line) => lines.push(line),
+      connect: () => Promise.resolve(),
+    });
     expect(lines).toEqual([]);
   });
 
@@ -33,7 +38,11 @@ describe('waitForDatabase', () => {
     const badPassword = Object.assign(new Error('password authentication failed for user "svc"'), { code: '28P01' });
     const sleep = jest.fn(() => Promise.resolve());
     await expect(
-      waitForDatabase('postgres://svc:pw@db:5432/gateway', { log: () => undefined, sleep, connect: () => Promise.reject(badPassword) }),
+      waitForDatabase('postgres://svc:pw@db:5432/gateway', {
+        log: () => undefined,
+        sleep,
+        connect: () => Promise.reject(badPassword),
+      }),
     ).rejects.toThrow('Cannot use the database at db:5432/gateway: password authentication failed for user "svc"');
     expect(sleep).not.toHaveBeenCalled();
   });

@@ -47,7 +47,11 @@ export function describeDatabase(url: string): string {
 }
 
 async function connectOnce(url: string): Promise<void> {
-  const client = new Client({ connectionString: url, connectionTimeoutMillis: 5000, application_name: 'svc-gateway-wait' });
+  const client = new Client({
+    connectionString: url,
+    connectionTimeoutMillis: 5000,
+    application_name: 'svc-gateway-wait',
+  });
   // an error after connect (the server going away) must not crash the process
   client.on('error', () => undefined);
   try {
@@ -76,7 +80,9 @@ export async function waitForDatabase(url: string, options: WaitForDatabaseOptio
       const reason = (err as Error).message || String(err);
       if (!isTransientConnectError(err)) throw new Error(`Cannot use the database at ${where}: ${reason}`);
       const delay = Math.min(FIRST_DELAY_MS * 2 ** (attempt - 1), MAX_DELAY_MS);
-      options.log(`waiting for the database at ${where}: ${reason}; retrying in ${delay / 1000} s (attempt ${attempt})`);
+      options.log(
+        `waiting for the database at ${where}: ${reason}; retrying in ${delay / 1000} s (attempt ${attempt})`,
+      );
       await sleep(delay);
     }
   }

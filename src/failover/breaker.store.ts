@@ -22,7 +22,11 @@ interface CircuitRow {
 
 const fromRow = (row: CircuitRow): StoredCircuit => ({
   provider: row.provider,
-  state: { status: row.status, consecutiveFailures: row.consecutive_failures, openUntil: row.open_until === null ? null : Number(row.open_until) },
+  state: {
+    status: row.status,
+    consecutiveFailures: row.consecutive_failures,
+    openUntil: row.open_until === null ? null : Number(row.open_until),
+  },
   version: Number(row.version),
 });
 
@@ -70,7 +74,14 @@ export class BreakerStore {
     const [, affected]: [unknown, number] = await this.dataSource.query(
       `UPDATE provider_circuits SET status = $1, consecutive_failures = $2, open_until = $3, version = $4, updated_at = now()
        WHERE provider = $5 AND version = $6`,
-      [next.status, next.consecutiveFailures, next.openUntil === null ? null : String(next.openUntil), String(version + 1), provider, String(version)],
+      [
+        next.status,
+        next.consecutiveFailures,
+        next.openUntil === null ? null : String(next.openUntil),
+        String(version + 1),
+        provider,
+        String(version),
+      ],
     );
     return affected === 1;
   }

@@ -1,6 +1,7 @@
 import { Capability } from '../config/provider-kinds';
-import { ChainStepDto } from '../keys/dto/chain-step.dto';
-import { alertMessage, classify, planRoute, ProviderFacts, UpstreamOutcome } from './chain';
+import { ChainStepDto } from '../config/chain-step.dto';
+import { alertMessage, classify, planRoute, ProviderFacts } from './chain';
+import type { UpstreamOutcome } from '../providers/provider-adapter';
 
 const providers: Record<string, ProviderFacts> = {
   openai: { capabilities: ['chat', 'speech'], timeoutMs: null },
@@ -10,10 +11,15 @@ const providers: Record<string, ProviderFacts> = {
 };
 const providerOf = (name: string): ProviderFacts | undefined => providers[name];
 
-const step = (provider: string, model: string, extra: Partial<ChainStepDto> = {}): ChainStepDto => ({ provider, model, ...extra });
+const step = (provider: string, model: string, extra: Partial<ChainStepDto> = {}): ChainStepDto => ({
+  provider,
+  model,
+  ...extra,
+});
 
 const route = (chain: ChainStepDto[], model: string, capability: Capability = 'chat') =>
-  planRoute(chain, model, capability, providerOf)?.map((s) => `${s.level}:${s.chainIndex}:${s.provider}/${s.model}`) ?? null;
+  planRoute(chain, model, capability, providerOf)?.map((s) => `${s.level}:${s.chainIndex}:${s.provider}/${s.model}`) ??
+  null;
 
 describe('planRoute', () => {
   it('starts at the first step serving the requested model and keeps the later steps in order', () => {
@@ -22,7 +28,12 @@ describe('planRoute', () => {
   });
 
   it('sends each fallback step its own model', () => {
-    const plan = planRoute([step('openai', 'gpt-4o'), step('anthropic', 'claude-3-5-haiku')], 'gpt-4o', 'chat', providerOf);
+    const plan = planRoute(
+      [step('openai', 'gpt-4o'), step('anthropic', 'claude-3-5-haiku')],
+      'gpt-4o',
+      'chat',
+      providerOf,
+    );
     expect(plan?.map((s) => s.model)).toEqual(['gpt-4o', 'claude-3-5-haiku']);
   });
 
@@ -42,9 +53,18 @@ describe('planRoute', () => {
   });
 
   it('skips a provider without the capability, as entry and as fallback', () => {
-    const chain = [step('minimax', 'speech-02-hd'), step('anthropic', 'claude'), step('minimax', 'm2'), step('openai', 'tts-1')];
+    const chain = [
+      step('minimax', 'speech-02-hd'),
+      step('anthropic', 'claude'),
+      step('minimax', 'm2'),
+      step('openai', 'tts-1'),
+    ];
     expect(route(chain, 'speech-02-hd', 'chat')).toBeNull();
-    expect(route(chain, 'speech-02-hd', 'speech')).toEqual(['0:0:minimax/speech-02-hd', '1:2:minimax/m2', '2:3:openai/tts-1']);
+    expect(route(chain, 'speech-02-hd', 'speech')).toEqual([
+      '0:0:minimax/speech-02-hd',
+      '1:2:minimax/m2',
+      '2:3:openai/tts-1',
+    ]);
   });
 
   it('does not take a step of the requested model as entry when its provider lacks the capability', () => {
@@ -60,7 +80,10 @@ describe('planRoute', () => {
   it('numbers fallback levels by planned position, not chain position', () => {
     const chain = [step('openai', 'gpt-4o'), step('minimax', 'speech-02-hd'), step('echo', 'echo-1')];
     const plan = planRoute(chain, 'gpt-4o', 'chat', providerOf);
-    expect(plan?.map((s) => [s.level, s.chainIndex])).toEqual([[0, 0], [1, 2]]);
+    expect(plan?.map((s) => [s.level, s.chainIndex])).toEqual([
+      [0, 0],
+      [1, 2],
+    ]);
   });
 
   it('returns null when no step serves the requested model', () => {
@@ -74,7 +97,11 @@ describe('planRoute', () => {
   });
 
   it('prefers the step timeout over the provider timeout over the default', () => {
-    const chain = [step('anthropic', 'claude', { timeout_ms: 5000 }), step('anthropic', 'claude-2'), step('openai', 'gpt-4o')];
+    const chain = [
+      step('anthropic', 'claude', { timeout_ms: 5000 }),
+      step('anthropic', 'claude-2'),
+      step('openai', 'gpt-4o'),
+    ];
     const plan = planRoute(chain, 'claude', 'chat', providerOf, 12345);
     expect(plan?.map((s) => s.timeoutMs)).toEqual([5000, 20000, 12345]);
   });
@@ -84,7 +111,11 @@ describe('planRoute', () => {
   });
 
   it("keeps the provider's own timeout beside a step's override (the breaker judges by the provider's)", () => {
-    const chain = [step('anthropic', 'claude', { timeout_ms: 300 }), step('openai', 'gpt-4o', { timeout_ms: 60000 }), step('echo', 'echo-1')];
+    const chain = [
+      step('anthropic', 'claude', { timeout_ms: 300 }),
+      step('openai', 'gpt-4o', { timeout_ms: 60000 }),
+      step('echo', 'echo-1'),
+    ];
     const plan = planRoute(chain, 'claude', 'chat', providerOf, 12345);
     expect(plan?.map((s) => [s.timeoutMs, s.providerTimeoutMs])).toEqual([
       [300, 20000],
@@ -94,7 +125,10 @@ describe('planRoute', () => {
   });
 
   it('carries the original step so callers can read its usage cap and voice map', () => {
-    const original = step('openai', 'tts-1', { usage_cap: { requests: 10, per: 'minute' }, voice_map: { '*': 'alloy' } });
+    const original = step('openai', 'tts-1', {
+      usage_cap: { requests: 10, per: 'minute' },
+      voice_map: { '*': 'alloy' },
+    });
     expect(planRoute([original], 'tts-1', 'speech', providerOf)?.[0].step).toBe(original);
   });
 });
@@ -106,17 +140,30 @@ describe('classify', () => {
     expect(classify({ kind: 'ok' })).toEqual({ verdict: 'success', breakerFailure: false, reason: 'ok' });
   });
 
-  it.each([400, 404, 413, 415, 422])('relays HTTP %i as a client error without failing over or counting a failure', (status) => {
-    expect(classify(http(status))).toEqual({ verdict: 'client_error', breakerFailure: false, reason: `HTTP ${status}` });
-  });
+  it.each([400, 404, 413, 415, 422])(
+    'relays HTTP %i as a client error without failing over or counting a failure',
+    (status) => {
+      expect(classify(http(status))).toEqual({
+        verdict: 'client_error',
+        breakerFailure: false,
+        reason: `HTTP ${status}`,
+      });
+    },
+  );
 
-  it.each([401, 402, 403, 408, 409, 429, 500, 502, 503, 504, 599])('fails over on HTTP %i and counts a breaker failure', (status) => {
-    expect(classify(http(status))).toEqual({ verdict: 'next', breakerFailure: true, reason: `HTTP ${status}` });
-  });
+  it.each([401, 402, 403, 408, 409, 429, 500, 502, 503, 504, 599])(
+    'fails over on HTTP %i and counts a breaker failure',
+    (status) => {
+      expect(classify(http(status))).toEqual({ verdict: 'next', breakerFailure: true, reason: `HTTP ${status}` });
+    },
+  );
 
-  it.each([405, 406, 410, 411, 418, 451])('fails over on HTTP %i, a status not listed as the client fault', (status) => {
-    expect(classify(http(status)).verdict).toBe('next');
-  });
+  it.each([405, 406, 410, 411, 418, 451])(
+    'fails over on HTTP %i, a status not listed as the client fault',
+    (status) => {
+      expect(classify(http(status)).verdict).toBe('next');
+    },
+  );
 
   it('fails over on a non-error status reported as a failure (a broken upstream)', () => {
     expect(classify(http(302))).toMatchObject({ verdict: 'next', breakerFailure: true, reason: 'HTTP 302' });
@@ -128,10 +175,22 @@ describe('classify', () => {
 
   it("counts a timeout against the circuit only when it ran past the provider's own timeout_ms", () => {
     // the provider's own deadline (or a longer step deadline) ran out: the provider is slow for everyone
-    expect(classify({ kind: 'timeout', afterMs: 30000 }, 30000)).toEqual({ verdict: 'next', breakerFailure: true, reason: 'timeout' });
-    expect(classify({ kind: 'timeout', afterMs: 60000 }, 30000)).toEqual({ verdict: 'next', breakerFailure: true, reason: 'timeout' });
+    expect(classify({ kind: 'timeout', afterMs: 30000 }, 30000)).toEqual({
+      verdict: 'next',
+      breakerFailure: true,
+      reason: 'timeout',
+    });
+    expect(classify({ kind: 'timeout', afterMs: 60000 }, 30000)).toEqual({
+      verdict: 'next',
+      breakerFailure: true,
+      reason: 'timeout',
+    });
     // a key's shorter step timeout: that request fails over, every other tenant's circuit is untouched
-    expect(classify({ kind: 'timeout', afterMs: 300 }, 30000)).toEqual({ verdict: 'next', breakerFailure: false, reason: 'timeout' });
+    expect(classify({ kind: 'timeout', afterMs: 300 }, 30000)).toEqual({
+      verdict: 'next',
+      breakerFailure: false,
+      reason: 'timeout',
+    });
     expect(classify({ kind: 'timeout', afterMs: 29999 }, 30000).breakerFailure).toBe(false);
   });
 
@@ -161,7 +220,9 @@ describe('classify', () => {
     });
     expect(classify({ kind: 'provider_error', code: 'rate_limited' }).reason).toBe('provider error rate_limited');
     // still failed over (decisions §3), but not held against the provider's circuit
-    expect(classify({ kind: 'provider_error', code: 1026, message: 'sensitive content', requestFault: true })).toMatchObject({ verdict: 'next', breakerFailure: false });
+    expect(
+      classify({ kind: 'provider_error', code: 1026, message: 'sensitive content', requestFault: true }),
+    ).toMatchObject({ verdict: 'next', breakerFailure: false });
   });
 
   it('keeps the reason header-safe: one line, printable ASCII, bounded length', () => {
@@ -174,11 +235,15 @@ describe('classify', () => {
 
 describe('alertMessage', () => {
   it('names the failed provider, the reason, the serving provider and the level', () => {
-    expect(alertMessage('openai', 'HTTP 503', 'anthropic', 1)).toBe('openai failed (HTTP 503); served by anthropic at level 1');
+    expect(alertMessage('openai', 'HTTP 503', 'anthropic', 1)).toBe(
+      'openai failed (HTTP 503); served by anthropic at level 1',
+    );
   });
 
   it('composes with a classified reason', () => {
     const { reason } = classify({ kind: 'connection', code: 'ECONNRESET' });
-    expect(alertMessage('minimax', reason, 'espeak', 2)).toBe('minimax failed (connection reset (ECONNRESET)); served by espeak at level 2');
+    expect(alertMessage('minimax', reason, 'espeak', 2)).toBe(
+      'minimax failed (connection reset (ECONNRESET)); served by espeak at level 2',
+    );
   });
 });

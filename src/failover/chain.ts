@@ -1,5 +1,6 @@
+import type { UpstreamOutcome } from '../providers/provider-adapter';
 import { Capability } from '../config/provider-kinds';
-import { ChainStepDto } from '../keys/dto/chain-step.dto';
+import { ChainStepDto } from '../config/chain-step.dto';
 
 export const DEFAULT_TIMEOUT_MS = 30000;
 
@@ -57,16 +58,6 @@ export function planRoute(
   return planned;
 }
 
-/** How one upstream attempt ended, as an adapter reports it. */
-export type UpstreamOutcome =
-  | { kind: 'ok' }
-  | { kind: 'http'; status: number; message?: string }
-  /** `afterMs`: the deadline that ran out, when the core set it (a transport's own timeout carries none). */
-  | { kind: 'timeout'; afterMs?: number }
-  | { kind: 'connection'; code?: string; message?: string }
-  /** `requestFault`: the provider's code blames the request (e.g. MiniMax's sensitive-content refusal), not its own health. */
-  | { kind: 'provider_error'; code: string | number; message?: string; requestFault?: boolean };
-
 /** success: answer the client; next: try the next step; client_error: relay the upstream's refusal. */
 export type Verdict = 'success' | 'next' | 'client_error';
 
@@ -98,7 +89,10 @@ const MAX_DETAIL_CHARS = 120;
 
 /** The reason ends up in a response header, where Node refuses non-Latin-1 and control characters. */
 function headerSafe(text: string): string {
-  const flat = text.replace(/\s+/g, ' ').replace(/[^\x20-\x7e]/g, '?').trim();
+  const flat = text
+    .replace(/\s+/g, ' ')
+    .replace(/[^\x20-\x7e]/g, '?')
+    .trim();
   return flat.length > MAX_DETAIL_CHARS ? `${flat.slice(0, MAX_DETAIL_CHARS - 3)}...` : flat;
 }
 
@@ -118,7 +112,8 @@ export function classify(outcome: UpstreamOutcome, providerTimeoutMs?: number): 
     case 'ok':
       return { verdict: 'success', breakerFailure: false, reason: 'ok' };
     case 'timeout': {
-      const ownDeadline = outcome.afterMs === undefined || providerTimeoutMs === undefined || outcome.afterMs >= providerTimeoutMs;
+      const ownDeadline =
+        outcome.afterMs === undefined || providerTimeoutMs === undefined || outcome.afterMs >= providerTimeoutMs;
       return { verdict: 'next', breakerFailure: ownDeadline, reason: 'timeout' };
     }
     case 'connection':
@@ -127,7 +122,11 @@ export function classify(outcome: UpstreamOutcome, providerTimeoutMs?: number): 
       const detail = outcome.message ? `: ${headerSafe(outcome.message)}` : '';
       // decisions §3 fails over on any base_resp error; one that blames the request does not count against the
       // breaker, or one tenant's refused text could take the provider out for every tenant
-      return { verdict: 'next', breakerFailure: !outcome.requestFault, reason: `provider error ${headerSafe(String(outcome.code))}${detail}` };
+      return {
+        verdict: 'next',
+        breakerFailure: !outcome.requestFault,
+        reason: `provider error ${headerSafe(String(outcome.code))}${detail}`,
+      };
     }
     case 'http': {
       const reason = `HTTP ${outcome.status}`;

@@ -110,7 +110,11 @@ describe('CircuitBreaker', () => {
   it('retries a probe that stayed unanswered for a whole cooldown', () => {
     const recovering = breaker.startProbe(downAt(T0), T0 + 30000);
     expect(breaker.probeDue(recovering, T0 + 60000)).toBe(true);
-    expect(breaker.startProbe(recovering, T0 + 60000)).toEqual({ status: 'recovering', consecutiveFailures: 5, openUntil: T0 + 90000 });
+    expect(breaker.startProbe(recovering, T0 + 60000)).toEqual({
+      status: 'recovering',
+      consecutiveFailures: 5,
+      openUntil: T0 + 90000,
+    });
   });
 
   it('does not start a probe on a closed circuit', () => {
@@ -171,8 +175,16 @@ describe('CircuitBreaker', () => {
 
 describe('CircuitBreaker.view', () => {
   it('reports healthy and degraded providers with no cooldown', () => {
-    expect(breaker.view(breaker.initial(), T0)).toEqual({ status: 'healthy', consecutive_failures: 0, cooldown_remaining_secs: 0 });
-    expect(breaker.view(fail(breaker.initial(), 3).state, T0)).toEqual({ status: 'degraded', consecutive_failures: 3, cooldown_remaining_secs: 0 });
+    expect(breaker.view(breaker.initial(), T0)).toEqual({
+      status: 'healthy',
+      consecutive_failures: 0,
+      cooldown_remaining_secs: 0,
+    });
+    expect(breaker.view(fail(breaker.initial(), 3).state, T0)).toEqual({
+      status: 'degraded',
+      consecutive_failures: 3,
+      cooldown_remaining_secs: 0,
+    });
   });
 
   it('counts the cooldown down in whole seconds, rounding up', () => {
@@ -185,13 +197,21 @@ describe('CircuitBreaker.view', () => {
 
   it('reports recovering with no cooldown once the cooldown is over', () => {
     const down = downAt(T0);
-    expect(breaker.view(down, T0 + 30000)).toEqual({ status: 'recovering', consecutive_failures: 5, cooldown_remaining_secs: 0 });
+    expect(breaker.view(down, T0 + 30000)).toEqual({
+      status: 'recovering',
+      consecutive_failures: 5,
+      cooldown_remaining_secs: 0,
+    });
     expect(breaker.view(down, T0 + 99000)).toMatchObject({ status: 'recovering', cooldown_remaining_secs: 0 });
   });
 
   it('reports a running probe as recovering with no cooldown', () => {
     const recovering = breaker.startProbe(downAt(T0), T0 + 30000);
-    expect(breaker.view(recovering, T0 + 30001)).toEqual({ status: 'recovering', consecutive_failures: 5, cooldown_remaining_secs: 0 });
+    expect(breaker.view(recovering, T0 + 30001)).toEqual({
+      status: 'recovering',
+      consecutive_failures: 5,
+      cooldown_remaining_secs: 0,
+    });
   });
 });
 

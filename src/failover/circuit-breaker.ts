@@ -24,7 +24,8 @@ export class CircuitBreaker {
     readonly cooldownMs = DEFAULT_BREAKER_COOLDOWN_MS,
   ) {
     if (!Number.isInteger(threshold) || threshold < 1) throw new RangeError('threshold must be a positive integer');
-    if (!Number.isFinite(cooldownMs) || cooldownMs < 0) throw new RangeError('cooldownMs must be a non-negative number');
+    if (!Number.isFinite(cooldownMs) || cooldownMs < 0)
+      throw new RangeError('cooldownMs must be a non-negative number');
   }
 
   initial(): BreakerState {

@@ -1,6 +1,6 @@
 import type { EnvironmentVariables } from '../config/env.schema';
 import type { PgChangeFeed } from '../database/pg-change-feed';
-import type { AdapterRegistry } from './adapter-registry';
+import type { AdapterRegistry } from '../providers/adapter-registry';
 import type { BreakerStore, StoredCircuit } from './breaker.store';
 import type { BreakerState } from './circuit-breaker';
 import { CircuitRegistry } from './circuit-registry';
@@ -41,8 +41,18 @@ describe('CircuitRegistry writes', () => {
   beforeEach(() => {
     store = new MemoryStore();
     const feed = { notify: () => Promise.resolve(), subscribe: () => Promise.resolve() } as unknown as PgChangeFeed;
-    const env = { SVC_BREAKER_THRESHOLD: 1000, SVC_BREAKER_COOLDOWN_MS: 30000, SVC_SYNC_INTERVAL_MS: 1000 } as EnvironmentVariables;
-    registry = new CircuitRegistry(store as unknown as BreakerStore, feed, {} as AdapterRegistry, {} as EventsService, env);
+    const env = {
+      SVC_BREAKER_THRESHOLD: 1000,
+      SVC_BREAKER_COOLDOWN_MS: 30000,
+      SVC_SYNC_INTERVAL_MS: 1000,
+    } as EnvironmentVariables;
+    registry = new CircuitRegistry(
+      store as unknown as BreakerStore,
+      feed,
+      {} as AdapterRegistry,
+      {} as EventsService,
+      env,
+    );
   });
 
   it('writes a status change at once, and coalesces outcomes that only move the count into one later write', async () => {

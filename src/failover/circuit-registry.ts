@@ -3,7 +3,7 @@ import { Interval } from '@nestjs/schedule';
 import { newRequestId } from '../common/ids';
 import { EnvironmentVariables } from '../config/env.schema';
 import { PgChangeFeed } from '../database/pg-change-feed';
-import { AdapterRegistry } from './adapter-registry';
+import { AdapterRegistry } from '../providers/adapter-registry';
 import { BreakerStore } from './breaker.store';
 import { BreakerState, BreakerView, CircuitBreaker } from './circuit-breaker';
 import { EventsService } from './events.service';
@@ -84,7 +84,11 @@ export class CircuitRegistry implements OnApplicationBootstrap, OnApplicationShu
   recordSuccess(provider: string): void {
     const mirror = this.mirror(provider);
     const next = this.breaker.recordSuccess(mirror.state, Date.now());
-    if (next === mirror.state || (next.status === mirror.state.status && next.consecutiveFailures === mirror.state.consecutiveFailures)) return;
+    if (
+      next === mirror.state ||
+      (next.status === mirror.state.status && next.consecutiveFailures === mirror.state.consecutiveFailures)
+    )
+      return;
     const statusChanged = next.status !== mirror.state.status;
     mirror.state = next;
     this.queue(provider, mirror, 'success', statusChanged);
@@ -96,7 +100,8 @@ export class CircuitRegistry implements OnApplicationBootstrap, OnApplicationShu
     if (state === mirror.state) return;
     const statusChanged = state.status !== mirror.state.status;
     mirror.state = state;
-    if (tripped) this.logger.warn(`circuit of ${provider} opened after ${state.consecutiveFailures} consecutive failures`);
+    if (tripped)
+      this.logger.warn(`circuit of ${provider} opened after ${state.consecutiveFailures} consecutive failures`);
     this.queue(provider, mirror, 'failure', statusChanged);
   }
 
@@ -182,7 +187,9 @@ export class CircuitRegistry implements OnApplicationBootstrap, OnApplicationShu
         mirror.urgent = false;
         const written = await this.apply(provider, (state, now) => batch.reduce((s, o) => this.step(s, o, now), state));
         if (!written) {
-          this.logger.warn(`circuit of ${provider}: could not record ${batch.length} outcome(s) after ${CAS_ATTEMPTS} attempts`);
+          this.logger.warn(
+            `circuit of ${provider}: could not record ${batch.length} outcome(s) after ${CAS_ATTEMPTS} attempts`,
+          );
           return;
         }
         const now = Date.now();
@@ -196,7 +203,9 @@ export class CircuitRegistry implements OnApplicationBootstrap, OnApplicationShu
   }
 
   private step(state: BreakerState, outcome: Outcome, now: number): BreakerState {
-    return outcome === 'success' ? this.breaker.recordSuccess(state, now) : this.breaker.recordFailure(state, now).state;
+    return outcome === 'success'
+      ? this.breaker.recordSuccess(state, now)
+      : this.breaker.recordFailure(state, now).state;
   }
 
   /** Read, transform with the pure breaker, compare-and-set; null when it kept losing. */
@@ -224,9 +233,9 @@ export class CircuitRegistry implements OnApplicationBootstrap, OnApplicationShu
     const adapter = this.adapters.get(provider);
     if (!adapter) return;
     // claim: only the replica whose compare-and-set moves the row to `recovering` sends the probe
-    const claimed = await this.apply(provider, (state, now) => (this.breaker.probeDue(state, now) ? this.breaker.startProbe(state, now) : null)).catch(
-      () => null,
-    );
+    const claimed = await this.apply(provider, (state, now) =>
+      this.breaker.probeDue(state, now) ? this.breaker.startProbe(state, now) : null,
+    ).catch(() => null);
     if (!claimed) return;
     this.mirror(provider).state = claimed.state;
     this.mirror(provider).version = claimed.version;
@@ -251,7 +260,9 @@ export class CircuitRegistry implements OnApplicationBootstrap, OnApplicationShu
     if (!finished) return;
     this.mirror(provider).state = finished.state;
     this.mirror(provider).version = finished.version;
-    this.logger.log(`probe of ${provider} ${ok ? 'succeeded: circuit closed' : 'failed: circuit stays open'} (${requestId})`);
+    this.logger.log(
+      `probe of ${provider} ${ok ? 'succeeded: circuit closed' : 'failed: circuit stays open'} (${requestId})`,
+    );
     // the only record of the recovery: EventsService keeps it in memory and retries until it is stored
     if (recovered) this.events.recordRecovered(provider, requestId, latencyMs);
     await this.feed.notify(CIRCUITS_CHANNEL, provider).catch(() => undefined);

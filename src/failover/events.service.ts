@@ -1,15 +1,11 @@
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Counter, Gauge } from 'prom-client';
-import { DataSource } from 'typeorm';
 import { EnvironmentVariables } from '../config/env.schema';
-import { BulkColumn, bulkInsert, insertBatch } from '../database/bulk-insert';
-import { pgPoolOf } from '../database/pg-pool';
 import { MetricsService } from '../metrics/metrics.service';
 import { ClosingEvent, FailoverCoalescer, FailoverCondition, FailoverSample } from './failover-coalescer';
-import { GatewayEventEntity } from './gateway-event.entity';
+import { GatewayEventsRepository, NewEvent } from './gateway-events.repository';
 import { BufferedEntry, RetryBuffer } from './retry-buffer';
 
 export type FailoverEventData = FailoverCondition & FailoverSample;
@@ -28,7 +24,6 @@ const MAX_IN_FLIGHT = 2;
 const MAX_ROWS = 1000;
 
 type StoredKind = 'failover_first' | 'failover_closing' | 'provider_recovered';
-type NewEvent = Pick<GatewayEventEntity, 'id' | 'type' | 'keyId' | 'provider' | 'data'>;
 interface Pending {
   row: NewEvent;
   kind: StoredKind;
@@ -36,18 +31,14 @@ interface Pending {
   stored?: () => void;
 }
 
-const EVENT_COLUMNS: readonly BulkColumn[] = [
-  { name: 'id', type: 'text' },
-  { name: 'type', type: 'text' },
-  { name: 'key_id', type: 'text' },
-  { name: 'provider', type: 'text' },
-  { name: 'data', type: 'jsonb' },
-];
-const INSERT = bulkInsert('gateway_events', EVENT_COLUMNS);
 /** The row is there already: an earlier write that looked failed (timed out) did commit. */
 const UNIQUE_VIOLATION = '23505';
 
-const failoverRow = (c: FailoverCondition, s: FailoverSample, closing?: { count: number; windowSecs: number }): NewEvent => ({
+const failoverRow = (
+  c: FailoverCondition,
+  s: FailoverSample,
+  closing?: { count: number; windowSecs: number },
+): NewEvent => ({
   id: `evt_${randomUUID()}`,
   type: 'failover',
   keyId: c.keyId,
@@ -85,7 +76,7 @@ export class EventsService implements OnApplicationShutdown {
   private failing = 0;
 
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly events: GatewayEventsRepository,
     env: EnvironmentVariables,
     metrics: MetricsService,
   ) {
@@ -130,7 +121,12 @@ export class EventsService implements OnApplicationShutdown {
    * FAILOVER_EVENT_WAIT_MS; a later one is only counted (no SQL, resolves at once). Never rejects.
    */
   recordFailover(e: FailoverEventData): Promise<void> {
-    const condition: FailoverCondition = { keyId: e.keyId, model: e.model, exhaustedProvider: e.exhaustedProvider, activeProvider: e.activeProvider };
+    const condition: FailoverCondition = {
+      keyId: e.keyId,
+      model: e.model,
+      exhaustedProvider: e.exhaustedProvider,
+      activeProvider: e.activeProvider,
+    };
     const sample: FailoverSample = { fallbackLevel: e.fallbackLevel, latencyMs: e.latencyMs, requestId: e.requestId };
     if (this.coalescer.observe(condition, sample, Date.now()) === 'counted') return Promise.resolve();
     this.armWindowTimer();
@@ -152,7 +148,13 @@ export class EventsService implements OnApplicationShutdown {
         type: 'provider_recovered',
         keyId: null,
         provider,
-        data: { exhausted_provider: null, active_provider: provider, fallback_level: null, latency_ms: latencyMs, request_id: requestId },
+        data: {
+          exhausted_provider: null,
+          active_provider: provider,
+          fallback_level: null,
+          latency_ms: latencyMs,
+          request_id: requestId,
+        },
       },
       kind: 'provider_recovered',
     });
@@ -176,14 +178,20 @@ export class EventsService implements OnApplicationShutdown {
     await Promise.allSettled([...this.writes]);
     for (const { row } of this.buffer.drain()) {
       this.droppedTotal.inc({ reason: 'shutdown' });
-      this.logger.error({ event: row }, `${row.type} event ${row.id} could not be stored before exit: the database did not answer`);
+      this.logger.error(
+        { event: row },
+        `${row.type} event ${row.id} could not be stored before exit: the database did not answer`,
+      );
     }
   }
 
   private enqueue(pending: Pending): boolean {
     if (!this.buffer.add(pending, Date.now())) {
       this.droppedTotal.inc({ reason: 'buffer_full' });
-      this.logger.error({ event: pending.row }, `event buffer full (${EVENT_BUFFER_CAPACITY}): ${pending.row.type} event ${pending.row.id} dropped; is the database reachable?`);
+      this.logger.error(
+        { event: pending.row },
+        `event buffer full (${EVENT_BUFFER_CAPACITY}): ${pending.row.type} event ${pending.row.id} dropped; is the database reachable?`,
+      );
       return false;
     }
     this.schedule();
@@ -191,7 +199,11 @@ export class EventsService implements OnApplicationShutdown {
   }
 
   private enqueueClosing(closing: ClosingEvent[]): void {
-    for (const c of closing) this.enqueue({ row: failoverRow(c.condition, c.last, { count: c.count, windowSecs: c.windowSecs }), kind: 'failover_closing' });
+    for (const c of closing)
+      this.enqueue({
+        row: failoverRow(c.condition, c.last, { count: c.count, windowSecs: c.windowSecs }),
+        kind: 'failover_closing',
+      });
   }
 
   /** One timer for the soonest window end; its closing events are queued when it fires. */
@@ -200,12 +212,15 @@ export class EventsService implements OnApplicationShutdown {
     if (end === null || end >= this.windowTimerAt) return;
     if (this.windowTimer) clearTimeout(this.windowTimer);
     this.windowTimerAt = end;
-    this.windowTimer = setTimeout(() => {
-      this.windowTimer = null;
-      this.windowTimerAt = Infinity;
-      this.enqueueClosing(this.coalescer.due(Date.now()));
-      this.armWindowTimer();
-    }, Math.max(0, end - Date.now()));
+    this.windowTimer = setTimeout(
+      () => {
+        this.windowTimer = null;
+        this.windowTimerAt = Infinity;
+        this.enqueueClosing(this.coalescer.due(Date.now()));
+        this.armWindowTimer();
+      },
+      Math.max(0, end - Date.now()),
+    );
     this.windowTimer.unref();
   }
 
@@ -242,9 +257,7 @@ export class EventsService implements OnApplicationShutdown {
   }
 
   private async insert(batch: Array<BufferedEntry<Pending>>): Promise<void> {
-    const pool = pgPoolOf(this.dataSource);
-    const rows = batch.map(({ item: { row } }) => [row.id, row.type, row.keyId, row.provider, row.data]);
-    const outcome = await insertBatch((query) => pool.query(query), INSERT, rows);
+    const outcome = await this.events.insert(batch.map(({ item }) => item.row));
     const refused = new Map(outcome.refused.map((r) => [r.index, r.error]));
     const settled = batch.slice(0, outcome.processed);
     this.buffer.done(settled);
@@ -254,16 +267,24 @@ export class EventsService implements OnApplicationShutdown {
       if (error && (error as { code?: unknown }).code !== UNIQUE_VIOLATION) {
         // retrying a row the database refuses would hold it in memory for ever
         this.droppedTotal.inc({ reason: 'refused' });
-        this.logger.error({ event: item.row }, `${item.row.type} event ${item.row.id} refused by the database and dropped: ${error.message}`);
+        this.logger.error(
+          { event: item.row },
+          `${item.row.type} event ${item.row.id} refused by the database and dropped: ${error.message}`,
+        );
       } else {
         this.storedTotal.inc({ kind: item.kind });
       }
       item.stored?.();
     });
     if (outcome.error) {
-      if (this.failing++ === 0) this.logger.warn(`${this.buffer.size} event(s) not stored yet (${outcome.error.message}); kept in memory and retried`);
+      if (this.failing++ === 0)
+        this.logger.warn(
+          `${this.buffer.size} event(s) not stored yet (${outcome.error.message}); kept in memory and retried`,
+        );
     } else if (this.failing > 0) {
-      this.logger.log(`events are stored again after ${this.failing} failed write(s); ${this.buffer.size} still pending`);
+      this.logger.log(
+        `events are stored again after ${this.failing} failed write(s); ${this.buffer.size} still pending`,
+      );
       this.failing = 0;
     }
   }

@@ -1,6 +1,12 @@
 import { FailoverCoalescer, FailoverCondition } from './failover-coalescer';
 
-const condition = (over: Partial<FailoverCondition> = {}): FailoverCondition => ({ keyId: 'pk_a', model: 'm', exhaustedProvider: 'p1', activeProvider: 'p2', ...over });
+const condition = (over: Partial<FailoverCondition> = {}): FailoverCondition => ({
+  keyId: 'pk_a',
+  model: 'm',
+  exhaustedProvider: 'p1',
+  activeProvider: 'p2',
+  ...over,
+});
 const sample = (n: number) => ({ fallbackLevel: 1, latencyMs: n, requestId: `req_${n}` });
 
 describe('FailoverCoalescer', () => {
@@ -25,7 +31,14 @@ describe('FailoverCoalescer', () => {
 
   it('gives another model, exhausted provider, serving provider or key a window of its own', () => {
     const c = new FailoverCoalescer(10_000);
-    const others = [condition(), condition({ model: 'n' }), condition({ exhaustedProvider: 'p3' }), condition({ exhaustedProvider: null }), condition({ activeProvider: 'p4' }), condition({ keyId: 'pk_b' })];
+    const others = [
+      condition(),
+      condition({ model: 'n' }),
+      condition({ exhaustedProvider: 'p3' }),
+      condition({ exhaustedProvider: null }),
+      condition({ activeProvider: 'p4' }),
+      condition({ keyId: 'pk_b' }),
+    ];
     expect(others.map((o) => c.observe(o, sample(0), 0))).toEqual(Array(others.length).fill('event'));
     expect(others.map((o) => c.observe(o, sample(1), 1))).toEqual(Array(others.length).fill('counted'));
   });

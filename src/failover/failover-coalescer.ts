@@ -30,7 +30,8 @@ interface Window {
   last: FailoverSample | null;
 }
 
-const conditionKey = (c: FailoverCondition): string => JSON.stringify([c.keyId, c.model, c.exhaustedProvider, c.activeProvider]);
+const conditionKey = (c: FailoverCondition): string =>
+  JSON.stringify([c.keyId, c.model, c.exhaustedProvider, c.activeProvider]);
 
 /**
  * Coalesces failover events per condition: the first failover of a condition opens a window and is
@@ -101,6 +102,7 @@ export class FailoverCoalescer {
 
   private endWindow(key: string, w: Window): void {
     this.windows.delete(key);
-    if (w.count > 0 && w.last) this.ended.push({ condition: w.condition, last: w.last, count: w.count, windowSecs: this.windowMs / 1000 });
+    if (w.count > 0 && w.last)
+      this.ended.push({ condition: w.condition, last: w.last, count: w.count, windowSecs: this.windowMs / 1000 });
   }
 }

@@ -22,7 +22,9 @@ export interface FallbackAlert {
 export const alertFor = (served: ServedBy, note: string | null = null): FallbackAlert | null =>
   served.exhausted
     ? {
-        message: alertMessage(served.exhausted.provider, served.exhausted.reason, served.provider, served.level) + (note ? `; ${note.replace(/[^\x20-\x7e]/g, '?')}` : ''),
+        message:
+          alertMessage(served.exhausted.provider, served.exhausted.reason, served.provider, served.level) +
+          (note ? `; ${note.replace(/[^\x20-\x7e]/g, '?')}` : ''),
         exhausted_provider: served.exhausted.provider,
         active_provider: served.provider,
         fallback_level: served.level,
@@ -42,7 +44,9 @@ export function servedHeaders(served: ServedBy, note: string | null = null): Rec
 }
 
 /** When no step served: `none` served, at the level the chain reached; the alert names the last failure. */
-export function exhaustedHeaders(failures: Array<{ provider: string; reason: string; level: number }>): Record<string, string> {
+export function exhaustedHeaders(
+  failures: Array<{ provider: string; reason: string; level: number }>,
+): Record<string, string> {
   const last = failures[failures.length - 1];
   if (!last) return {};
   const alert: FallbackAlert = {

@@ -54,6 +54,10 @@ describe('FailoverScope client-gone signal', () => {
     const [first, second] = [scope(), scope()];
     first.failoversAnnounced = announced;
     second.failoversAnnounced = announced;
-    expect([first.announceFailover('b'), second.announceFailover('b'), second.announceFailover('c')]).toEqual([true, false, true]);
+    expect([first.announceFailover('b'), second.announceFailover('b'), second.announceFailover('c')]).toEqual([
+      true,
+      false,
+      true,
+    ]);
   });
 });

@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { Capability } from '../config/provider-kinds';
 import type { AuthenticatedKey } from '../keys/key-directory';
 import type { AttemptRecord } from '../usage/usage-record.entity';
-import type { TokenUsage } from './provider-adapter';
+import type { TokenUsage } from '../providers/provider-adapter';
 import { ServedBy, servedHeaders } from './failover-headers';
 
 export interface ScopeResult {

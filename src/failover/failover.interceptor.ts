@@ -1,8 +1,17 @@
-import { applyDecorators, CallHandler, createParamDecorator, ExecutionContext, Injectable, NestInterceptor, SetMetadata, UseInterceptors } from '@nestjs/common';
+import {
+  applyDecorators,
+  CallHandler,
+  createParamDecorator,
+  ExecutionContext,
+  Injectable,
+  NestInterceptor,
+  SetMetadata,
+  UseInterceptors,
+} from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { Response } from 'express';
 import { catchError, Observable, tap, throwError } from 'rxjs';
-import type { KeyedRequest } from '../common/auth/auth.decorators';
+import type { KeyedRequest } from '../auth/auth.decorators';
 import type { Capability } from '../config/provider-kinds';
 import { FailoverScope } from './failover-scope';
 import { FailoverService } from './failover.service';

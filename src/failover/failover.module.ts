@@ -1,37 +1,36 @@
 import { Global, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { UsageModule } from '../usage/usage.module';
-import { AdapterRegistry } from './adapter-registry';
-import { EspeakAdapterFactory } from '../providers/espeak.adapter';
-import { CHAT_ADAPTER_FACTORIES, SPEECH_ADAPTER_FACTORIES } from './adapters';
 import { BreakerStore } from './breaker.store';
+import { CircuitMetrics } from './circuit-metrics';
 import { CircuitRegistry } from './circuit-registry';
 import { EventsService } from './events.service';
+import { GatewayEventsRepository } from './gateway-events.repository';
 import { FailoverInterceptor } from './failover.interceptor';
 import { FailoverService } from './failover.service';
 import { GatewayEventEntity } from './gateway-event.entity';
-import { ADAPTER_FACTORIES, AdapterFactory } from './provider-adapter';
+import { ProvidersModule } from '../providers/providers.module';
 import { ProviderCircuitEntity } from './provider-circuit.entity';
-import { UsageCaps } from './usage-caps.service';
-import { UsageCounterEntity } from './usage-counter.entity';
-
-const factories = [...CHAT_ADAPTER_FACTORIES, ...SPEECH_ADAPTER_FACTORIES, EspeakAdapterFactory];
+import { QuotasModule } from '../quotas/quotas.module';
 
 /** The failover core shared by chat and every speech path. */
 @Global()
 @Module({
-  imports: [TypeOrmModule.forFeature([ProviderCircuitEntity, GatewayEventEntity, UsageCounterEntity]), UsageModule],
+  imports: [
+    TypeOrmModule.forFeature([ProviderCircuitEntity, GatewayEventEntity]),
+    UsageModule,
+    ProvidersModule,
+    QuotasModule,
+  ],
   providers: [
-    ...factories,
-    { provide: ADAPTER_FACTORIES, inject: factories, useFactory: (...made: AdapterFactory[]) => made },
-    AdapterRegistry,
+    CircuitMetrics,
     BreakerStore,
     CircuitRegistry,
+    GatewayEventsRepository,
     EventsService,
-    UsageCaps,
     FailoverService,
     FailoverInterceptor,
   ],
-  exports: [FailoverService, CircuitRegistry, AdapterRegistry, EventsService, FailoverInterceptor],
+  exports: [FailoverService, CircuitRegistry, ProvidersModule, EventsService, FailoverInterceptor],
 })
 export class FailoverModule {}

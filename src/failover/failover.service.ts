@@ -6,15 +6,15 @@ import type { AuthenticatedKey } from '../keys/key-directory';
 import { MetricsService } from '../metrics/metrics.service';
 import { modelIdsFor } from '../models/models';
 import { UsageWriter } from '../usage/usage.writer';
-import { AdapterRegistry } from './adapter-registry';
+import { AdapterRegistry } from '../providers/adapter-registry';
 import { classify, PlannedStep, planRoute } from './chain';
 import { CircuitRegistry } from './circuit-registry';
 import { EventsService } from './events.service';
 import { exhaustedHeaders, servedHeaders } from './failover-headers';
 import { FailoverScope, ScopeResult } from './failover-scope';
-import { CallContext, ProviderAdapter, UpstreamFailure } from './provider-adapter';
-import { UsageCaps } from './usage-caps.service';
-import { secondsLeftInWindow } from './usage-window';
+import { CallContext, ProviderAdapter, UpstreamFailure } from '../providers/provider-adapter';
+import { StepQuotas } from '../quotas/step-quotas.service';
+import { secondsLeftInWindow } from '../quotas/window-counter';
 
 /** A chain step whose provider this gateway does not have (left out of the YAML for an empty api_key, or removed). */
 export interface UnconfiguredStep {
@@ -27,7 +27,10 @@ export interface UnconfiguredStep {
 /** e.g. `Step chain[0] (provider 'minimax', model 'speech-02-hd') was skipped: its provider is not configured (its api_key is empty).` */
 export function describeUnconfigured(steps: UnconfiguredStep[]): string {
   return steps
-    .map((s) => `Step chain[${s.chainIndex}] (provider '${s.provider}', model '${s.model}') was skipped: its provider is not configured (${s.why}).`)
+    .map(
+      (s) =>
+        `Step chain[${s.chainIndex}] (provider '${s.provider}', model '${s.model}') was skipped: its provider is not configured (${s.why}).`,
+    )
     .join(' ');
 }
 
@@ -42,7 +45,8 @@ class StepTimeout extends Error {
 }
 
 const upstreamMessage = (err: UpstreamFailure): string =>
-  (err.outcome.kind === 'http' || err.outcome.kind === 'provider_error' ? err.outcome.message : undefined) ?? err.message;
+  (err.outcome.kind === 'http' || err.outcome.kind === 'provider_error' ? err.outcome.message : undefined) ??
+  err.message;
 
 /**
  * The failover core, the same for chat, speech, async speech and the speech stream: walk the
@@ -57,7 +61,7 @@ export class FailoverService {
     private readonly gateway: GatewayConfig,
     private readonly adapters: AdapterRegistry,
     private readonly circuits: CircuitRegistry,
-    private readonly caps: UsageCaps,
+    private readonly caps: StepQuotas,
     private readonly events: EventsService,
     private readonly usage: UsageWriter,
     private readonly metrics: MetricsService,
@@ -73,13 +77,18 @@ export class FailoverService {
     const planned = planRoute(key.chain, model, capability, (name) => this.gateway.provider(name));
     if (!planned) {
       const offered = modelIdsFor(key.chain, this.gateway, capability);
-      const choices = offered.length > 0 ? `Its ${capability} models: ${offered.join(', ')}.` : `It has no ${capability} model.`;
+      const choices =
+        offered.length > 0 ? `Its ${capability} models: ${offered.join(', ')}.` : `It has no ${capability} model.`;
       // a step the key still lists but whose provider is gone is named, not skipped in silence (issue 17.5)
       const unconfigured = this.unconfiguredSteps(key, capability).filter((step) => step.model === model);
       const why = unconfigured.length > 0 ? ` ${describeUnconfigured(unconfigured)}` : '';
-      throw new DomainError('model_not_supported', `The model '${model}' is not served by any ${capability} step of this key's chain.${why} ${choices} GET /v1/models lists them.`, {
-        param: 'model',
-      });
+      throw new DomainError(
+        'model_not_supported',
+        `The model '${model}' is not served by any ${capability} step of this key's chain.${why} ${choices} GET /v1/models lists them.`,
+        {
+          param: 'model',
+        },
+      );
     }
     return planned;
   }
@@ -97,10 +106,17 @@ export class FailoverService {
 
   /** The step a request would try first now: the first whose circuit is not open (what a stream announces before its first call). */
   firstAvailable(planned: PlannedStep[]): PlannedStep {
-    return planned.find((step) => this.adapters.get(step.provider) && this.circuits.isAvailable(step.provider)) ?? planned[0];
+    return (
+      planned.find((step) => this.adapters.get(step.provider) && this.circuits.isAvailable(step.provider)) ?? planned[0]
+    );
   }
 
-  async execute<T>(scope: FailoverScope, model: string, attempt: Attempt<T>, planned = this.plan(scope.key, model, scope.capability)): Promise<T> {
+  async execute<T>(
+    scope: FailoverScope,
+    model: string,
+    attempt: Attempt<T>,
+    planned = this.plan(scope.key, model, scope.capability),
+  ): Promise<T> {
     scope.requestedModel = model;
     const failures: Array<{ provider: string; reason: string; level: number }> = [];
     let attempted = 0;
@@ -117,7 +133,13 @@ export class FailoverService {
             : null;
       if (skip || !adapter) {
         retryAfter = Math.min(retryAfter, this.secondsUntilServed(step, skip));
-        scope.attempts.push({ provider: step.provider, model: step.model, level: step.level, outcome: `skipped: ${skip}`, latency_ms: null });
+        scope.attempts.push({
+          provider: step.provider,
+          model: step.model,
+          level: step.level,
+          outcome: `skipped: ${skip}`,
+          latency_ms: null,
+        });
         failures.push({ provider: step.provider, reason: skip ?? 'skipped', level: step.level });
         continue;
       }
@@ -126,11 +148,22 @@ export class FailoverService {
       try {
         const value = await this.attemptWithTimeout(scope, adapter, step, attempt);
         const latency = Date.now() - started;
-        scope.attempts.push({ provider: step.provider, model: step.model, level: step.level, outcome: 'ok', latency_ms: latency });
+        scope.attempts.push({
+          provider: step.provider,
+          model: step.model,
+          level: step.level,
+          outcome: 'ok',
+          latency_ms: latency,
+        });
         this.metrics.upstreamAttempt(step.provider, true, latency);
         this.circuits.recordSuccess(step.provider);
         const exhausted = failures[failures.length - 1] ?? null;
-        scope.served = { provider: step.provider, model: step.model, level: step.level, exhausted: exhausted && { provider: exhausted.provider, reason: exhausted.reason } };
+        scope.served = {
+          provider: step.provider,
+          model: step.model,
+          level: step.level,
+          exhausted: exhausted && { provider: exhausted.provider, reason: exhausted.reason },
+        };
         // a failover is this call moving past a step that failed or was skipped; a pinned fallback step
         // (the later sentences of a speech stream) serves at its level without failing over again
         if (step.level > 0 && exhausted) {
@@ -142,26 +175,53 @@ export class FailoverService {
         const latency = Date.now() - started;
         if (scope.aborted) {
           // the client left: not the provider's fault, and nobody is waiting for another step
-          scope.attempts.push({ provider: step.provider, model: step.model, level: step.level, outcome: 'client disconnected', latency_ms: latency });
+          scope.attempts.push({
+            provider: step.provider,
+            model: step.model,
+            level: step.level,
+            outcome: 'client disconnected',
+            latency_ms: latency,
+          });
           throw err;
         }
         // the gateway's own verdict on the request (e.g. audio_too_long), not the provider's fault: no other step would do better
         if (err instanceof DomainError) {
-          scope.attempts.push({ provider: step.provider, model: step.model, level: step.level, outcome: err.code, latency_ms: latency });
+          scope.attempts.push({
+            provider: step.provider,
+            model: step.model,
+            level: step.level,
+            outcome: err.code,
+            latency_ms: latency,
+          });
           throw err;
         }
         const failure = this.toFailure(err);
         const verdict = classify(failure.outcome, step.providerTimeoutMs);
-        scope.attempts.push({ provider: step.provider, model: step.model, level: step.level, outcome: verdict.reason, latency_ms: latency });
+        scope.attempts.push({
+          provider: step.provider,
+          model: step.model,
+          level: step.level,
+          outcome: verdict.reason,
+          latency_ms: latency,
+        });
         this.metrics.upstreamAttempt(step.provider, false, latency);
         if (verdict.verdict === 'client_error') {
           const status = failure.outcome.kind === 'http' ? failure.outcome.status : 400;
           const exhausted = failures[failures.length - 1] ?? null;
-          scope.served = { provider: step.provider, model: step.model, level: step.level, exhausted: exhausted && { provider: exhausted.provider, reason: exhausted.reason } };
-          throw new DomainError('upstream_rejected', `${step.provider} rejected the request: ${upstreamMessage(failure)}`, {
-            status,
-            headers: servedHeaders(scope.served),
-          });
+          scope.served = {
+            provider: step.provider,
+            model: step.model,
+            level: step.level,
+            exhausted: exhausted && { provider: exhausted.provider, reason: exhausted.reason },
+          };
+          throw new DomainError(
+            'upstream_rejected',
+            `${step.provider} rejected the request: ${upstreamMessage(failure)}`,
+            {
+              status,
+              headers: servedHeaders(scope.served),
+            },
+          );
         }
         if (verdict.breakerFailure) this.circuits.recordFailure(step.provider);
         this.logger.warn(`${step.provider} failed for ${scope.requestId} (${verdict.reason}); trying the next step`);
@@ -171,26 +231,42 @@ export class FailoverService {
     const headers = exhaustedHeaders(failures);
     // the steps this request would have tried but for their provider not being configured: fallbacks, and earlier entries of the model
     const entryIndex = planned[0]?.chainIndex ?? 0;
-    const unconfigured = this.unconfiguredSteps(scope.key, scope.capability).filter((step) => step.chainIndex > entryIndex || step.model === model);
+    const unconfigured = this.unconfiguredSteps(scope.key, scope.capability).filter(
+      (step) => step.chainIndex > entryIndex || step.model === model,
+    );
     const why = unconfigured.length > 0 ? ` ${describeUnconfigured(unconfigured)}` : '';
     if (attempted === 0) {
       if (Number.isFinite(retryAfter)) headers['Retry-After'] = String(retryAfter);
-      throw new DomainError('no_provider_available', `Every provider of this request is unavailable (open circuit or usage cap); retry later.${why}`, { headers });
+      throw new DomainError(
+        'no_provider_available',
+        `Every provider of this request is unavailable (open circuit or usage cap); retry later.${why}`,
+        { headers },
+      );
     }
-    throw new DomainError('all_providers_failed', `Every provider failed: ${failures.map((f) => `${f.provider} (${f.reason})`).join(', ')}.${why}`, {
-      headers,
-    });
+    throw new DomainError(
+      'all_providers_failed',
+      `Every provider failed: ${failures.map((f) => `${f.provider} (${f.reason})`).join(', ')}.${why}`,
+      {
+        headers,
+      },
+    );
   }
 
   /** A skipped step's wait: the rest of its circuit's cooldown (1 s while its probe runs), or of its cap's window. */
   private secondsUntilServed(step: PlannedStep, skip: string | null): number {
     if (skip === 'circuit open') return Math.max(1, this.circuits.view(step.provider).cooldown_remaining_secs);
-    if (skip === 'usage cap reached' && step.step.usage_cap) return secondsLeftInWindow(step.step.usage_cap.per, Date.now());
+    if (skip === 'usage cap reached' && step.step.usage_cap)
+      return secondsLeftInWindow(step.step.usage_cap.per, Date.now());
     return Infinity;
   }
 
   /** Runs one attempt under the step's timeout; the attempt's signal also fires when the client leaves. */
-  private attemptWithTimeout<T>(scope: FailoverScope, adapter: ProviderAdapter, step: PlannedStep, attempt: Attempt<T>): Promise<T> {
+  private attemptWithTimeout<T>(
+    scope: FailoverScope,
+    adapter: ProviderAdapter,
+    step: PlannedStep,
+    attempt: Attempt<T>,
+  ): Promise<T> {
     const controller = new AbortController();
     // kept after the attempt settles: a stream goes on reading through this signal after its first chunk
     scope.onAbort((reason) => controller.abort(reason));
@@ -231,7 +307,13 @@ export class FailoverService {
     const verdict = classify(this.toFailure(err).outcome);
     const provider = scope.served?.provider;
     if (provider && verdict.breakerFailure) this.circuits.recordFailure(provider);
-    scope.attempts.push({ provider: provider ?? '', model: scope.served?.model ?? '', level: scope.served?.level ?? 0, outcome: `stream broke: ${verdict.reason}`, latency_ms: Date.now() - scope.startedAt });
+    scope.attempts.push({
+      provider: provider ?? '',
+      model: scope.served?.model ?? '',
+      level: scope.served?.level ?? 0,
+      outcome: `stream broke: ${verdict.reason}`,
+      latency_ms: Date.now() - scope.startedAt,
+    });
     return verdict.reason;
   }
 

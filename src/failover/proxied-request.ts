@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { toDomainError } from '../common/errors/api-error.filter';
+import { toDomainError } from '../common/errors/domain-error';
 import { requestIdOf } from '../common/http/request-id';
 import type { Capability } from '../config/provider-kinds';
 import type { AuthenticatedKey } from '../keys/key-directory';
@@ -11,7 +11,13 @@ import type { FailoverService } from './failover.service';
  * and the chat fast path: open the scope (cancelled when the client leaves), then either
  * `proxySucceeded` or `proxyFailed`, which put the x-svc-* headers on and record usage once.
  */
-export function openProxyScope(failover: FailoverService, req: IncomingMessage, res: ServerResponse, key: AuthenticatedKey, capability: Capability): FailoverScope {
+export function openProxyScope(
+  failover: FailoverService,
+  req: IncomingMessage,
+  res: ServerResponse,
+  key: AuthenticatedKey,
+  capability: Capability,
+): FailoverScope {
   const scope = failover.openScope(requestIdOf(req), key, capability);
   res.on('close', () => {
     if (!res.writableFinished) scope.abort();

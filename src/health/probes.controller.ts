@@ -1,6 +1,6 @@
 import { Controller, Get, Header } from '@nestjs/common';
 import { ApiOkResponse, ApiResponse, ApiTags } from '@nestjs/swagger';
-import { Public } from '../common/auth/auth.decorators';
+import { Public } from '../common/http/route-access';
 import { ErrorResponseDto } from '../common/http/api-errors.decorator';
 import { ProbeResultDto } from './dto/probe-result.dto';
 import { Readiness } from './readiness.service';
@@ -24,7 +24,11 @@ export class ProbesController {
   @Get('readyz')
   @Header('Cache-Control', 'no-store')
   @ApiOkResponse({ description: 'Ready for traffic.', type: ProbeResultDto })
-  @ApiResponse({ status: 503, type: ErrorResponseDto, description: 'Not ready (`not_ready`): the message names what is down.' })
+  @ApiResponse({
+    status: 503,
+    type: ErrorResponseDto,
+    description: 'Not ready (`not_ready`): the message names what is down.',
+  })
   readyz(): Promise<ProbeResultDto> {
     return this.readiness.ready();
   }

@@ -1,6 +1,6 @@
 import { Controller, Get } from '@nestjs/common';
 import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
-import { CurrentKey } from '../common/auth/auth.decorators';
+import { CurrentKey } from '../auth/auth.decorators';
 import { ApiErrors } from '../common/http/api-errors.decorator';
 import { GatewayConfig } from '../config/gateway-config';
 import { overallStatus } from '../failover/circuit-breaker';

@@ -1,6 +1,6 @@
+import { DatabaseStatus } from '../database/database-status';
 import { Injectable, Logger, ServiceUnavailableException } from '@nestjs/common';
 import { HealthCheckResult, HealthCheckService, HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus';
-import { DataSource } from 'typeorm';
 import { DomainError } from '../common/errors/domain-error';
 import { withTimeout } from '../common/with-timeout';
 import { JobQueue } from '../database/job-queue';
@@ -30,7 +30,7 @@ export class Readiness {
   constructor(
     private readonly health: HealthCheckService,
     private readonly indicators: HealthIndicatorService,
-    private readonly dataSource: DataSource,
+    private readonly databaseStatus: DatabaseStatus,
     private readonly queue: JobQueue,
     private readonly shutdown: ShutdownState,
   ) {}
@@ -42,14 +42,21 @@ export class Readiness {
 
   async ready(): Promise<ProbeResultDto> {
     try {
-      const result = await this.health.check([() => this.database(), () => this.migrations(), () => this.jobQueue(), () => this.accepting()]);
+      const result = await this.health.check([
+        () => this.database(),
+        () => this.migrations(),
+        () => this.jobQueue(),
+        () => this.accepting(),
+      ]);
       if (this.lastFailure !== null) this.logger.log('ready again');
       this.lastFailure = null;
       return passed(result);
     } catch (err) {
       if (!(err instanceof ServiceUnavailableException)) throw err;
       const { error } = err.getResponse() as HealthCheckResult;
-      const reasons = Object.entries(error ?? {}).map(([name, detail]) => `${name} (${String(detail?.message ?? 'down')})`);
+      const reasons = Object.entries(error ?? {}).map(
+        ([name, detail]) => `${name} (${String(detail?.message ?? 'down')})`,
+      );
       const message = `Not ready: ${reasons.join(', ') || 'shutting down'}.`;
       if (message !== this.lastFailure) this.logger.warn(message);
       this.lastFailure = message;
@@ -60,7 +67,7 @@ export class Readiness {
   private async database(): Promise<HealthIndicatorResult> {
     const check = this.indicators.check('database');
     try {
-      await withTimeout(this.dataSource.query('SELECT 1'), PING_TIMEOUT_MS);
+      await withTimeout(this.databaseStatus.ping(), PING_TIMEOUT_MS);
       return check.up();
     } catch (err) {
       return check.down({ message: `unreachable: ${(err as Error).message}` });
@@ -71,7 +78,7 @@ export class Readiness {
     const check = this.indicators.check('migrations');
     if (this.migrationsApplied) return check.up();
     try {
-      const pending = await withTimeout(this.dataSource.showMigrations(), PING_TIMEOUT_MS);
+      const pending = await withTimeout(this.databaseStatus.migrationsPending(), PING_TIMEOUT_MS);
       this.migrationsApplied = !pending;
       return pending ? check.down({ message: 'some migrations are not applied' }) : check.up();
     } catch (err) {

@@ -3,7 +3,7 @@ import { hash, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EnvironmentVariables } from '../config/env.schema';
 import { PgChangeFeed } from '../database/pg-change-feed';
-import type { ChainStepDto } from './dto/chain-step.dto';
+import type { ChainStepDto } from '../config/chain-step.dto';
 import { KeysRepository, KeysSignature } from './keys.repository';
 import { ProxyKeyEntity } from './proxy-key.entity';
 
@@ -166,7 +166,8 @@ export class KeyDirectory implements OnApplicationBootstrap, OnModuleDestroy {
   private async pollSignature(): Promise<void> {
     try {
       const current = await this.repository.signature();
-      if (this.signature && current.count === this.signature.count && current.lastChange === this.signature.lastChange) return;
+      if (this.signature && current.count === this.signature.count && current.lastChange === this.signature.lastChange)
+        return;
       await this.refresh();
     } catch (err) {
       this.logger.warn(`key cache poll failed: ${(err as Error).message}`);

@@ -3,7 +3,7 @@ import { EnvironmentVariables } from '../config/env.schema';
 import { GatewayConfig } from '../config/gateway-config';
 import { KIND_TRAITS } from '../config/provider-kinds';
 import { DatabaseEndpoint } from '../database/database-endpoint';
-import type { ChainStepDto } from './dto/chain-step.dto';
+import type { ChainStepDto } from '../config/chain-step.dto';
 import { hashSecret } from './key-directory';
 import { KeysRepository } from './keys.repository';
 import { KeysService } from './keys.service';
@@ -59,7 +59,9 @@ export class KeysBootstrap implements OnApplicationBootstrap {
       key.chain.forEach((step, i) => {
         const why = this.gateway.whyNotConfigured(step.provider);
         if (why !== null) {
-          this.logger.warn(`key '${key.name}' (${key.id}): step chain[${i}] (provider '${step.provider}', model '${step.model}') is skipped: its provider is not configured (${why})`);
+          this.logger.warn(
+            `key '${key.name}' (${key.id}): step chain[${i}] (provider '${step.provider}', model '${step.model}') is skipped: its provider is not configured (${why})`,
+          );
         }
       });
     }

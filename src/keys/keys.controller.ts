@@ -1,8 +1,15 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post } from '@nestjs/common';
 import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
-import { AdminOnly } from '../common/auth/auth.decorators';
+import { AdminOnly } from '../common/http/route-access';
 import { ApiErrors } from '../common/http/api-errors.decorator';
-import { CreatedProxyKeyDto, CreateProxyKeyDto, DeletedProxyKeyDto, ProxyKeyDto, ProxyKeyListDto, UpdateProxyKeyDto } from './dto/proxy-key.dto';
+import {
+  CreatedProxyKeyDto,
+  CreateProxyKeyDto,
+  DeletedProxyKeyDto,
+  ProxyKeyDto,
+  ProxyKeyListDto,
+  UpdateProxyKeyDto,
+} from './dto/proxy-key.dto';
 import { KeysService } from './keys.service';
 
 /** Operators manage proxy keys (tenants) with the admin token. */

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
-import type { ChainStepDto } from './dto/chain-step.dto';
+import type { ChainStepDto } from '../config/chain-step.dto';
 import { ProxyKeyEntity } from './proxy-key.entity';
 
 export interface KeysSignature {

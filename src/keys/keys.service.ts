@@ -2,8 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { GatewayConfig } from '../config/gateway-config';
 import { DomainError, notFound } from '../common/errors/domain-error';
 import { newId, randomBase62 } from '../common/ids';
-import type { ChainStepDto } from './dto/chain-step.dto';
-import { CHAIN_NOT_EMPTY, CreatedProxyKeyDto, DeletedProxyKeyDto, ProxyKeyDto, UpdateProxyKeyDto } from './dto/proxy-key.dto';
+import { CHAIN_NOT_EMPTY, type ChainStepDto } from '../config/chain-step.dto';
+import { CreatedProxyKeyDto, DeletedProxyKeyDto, ProxyKeyDto, UpdateProxyKeyDto } from './dto/proxy-key.dto';
 import { hashSecret, KeyDirectory } from './key-directory';
 import { KeysRepository } from './keys.repository';
 import { ProxyKeyEntity } from './proxy-key.entity';
@@ -72,7 +72,8 @@ export class KeysService {
 
   /** A chain has at least one step (the DTOs say so too; the bootstrap keys come here without them), each naming a configured provider. */
   private assertChain(chain: ChainStepDto[]): void {
-    if (chain.length === 0) throw new DomainError('invalid_value', `Invalid value for 'chain': ${CHAIN_NOT_EMPTY}.`, { param: 'chain' });
+    if (chain.length === 0)
+      throw new DomainError('invalid_value', `Invalid value for 'chain': ${CHAIN_NOT_EMPTY}.`, { param: 'chain' });
     chain.forEach((step, i) => {
       if (!this.gateway.provider(step.provider)) {
         const known = this.gateway.providers.map((p) => p.name).join(', ') || 'none';

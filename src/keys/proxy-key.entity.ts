@@ -1,5 +1,5 @@
 import { Column, CreateDateColumn, Entity, PrimaryColumn, Unique, UpdateDateColumn } from 'typeorm';
-import type { ChainStepDto } from './dto/chain-step.dto';
+import type { ChainStepDto } from '../config/chain-step.dto';
 
 @Entity({ name: 'proxy_keys' })
 @Unique('UQ_proxy_keys_secret_hash', ['secretHash'])

@@ -1,7 +1,7 @@
 import { Controller, Get, Header } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiProduces, ApiTags } from '@nestjs/swagger';
 import { Registry } from 'prom-client';
-import { AdminOnly } from '../common/auth/auth.decorators';
+import { AdminOnly } from '../common/http/route-access';
 import { ApiErrors } from '../common/http/api-errors.decorator';
 import { MetricsService } from './metrics.service';
 

@@ -1,13 +1,12 @@
 import { Global, Module } from '@nestjs/common';
 import { MetricsController } from './metrics.controller';
 import { MetricsService } from './metrics.service';
-import { ScrapeCollectors } from './scrape-collectors';
 
 /** One Prometheus registry for the process; other modules record through MetricsService. */
 @Global()
 @Module({
   controllers: [MetricsController],
-  providers: [MetricsService, ScrapeCollectors],
+  providers: [MetricsService],
   exports: [MetricsService],
 })
 export class MetricsModule {}

@@ -3,7 +3,12 @@ import type { NextFunction, Request, Response } from 'express';
 import { MetricsService } from './metrics.service';
 
 /** An Express-like request/response pair that closes when told to. */
-function exchange(method: string, route: { path: string } | undefined, status: number, provider?: string): { req: Request; res: Response } {
+function exchange(
+  method: string,
+  route: { path: string } | undefined,
+  status: number,
+  provider?: string,
+): { req: Request; res: Response } {
   const req = { method, route } as unknown as Request;
   const res = Object.assign(new EventEmitter(), {
     req,
@@ -19,7 +24,8 @@ function serve(metrics: MetricsService, req: Request, res: Response): void {
   res.emit('close');
 }
 
-const line = (text: string, series: string): string | undefined => text.split('\n').find((l) => l.startsWith(`${series} `));
+const line = (text: string, series: string): string | undefined =>
+  text.split('\n').find((l) => l.startsWith(`${series} `));
 
 describe('MetricsService', () => {
   it('counts responses by method, route template, status and serving provider', async () => {
@@ -39,10 +45,18 @@ describe('MetricsService', () => {
 
     const text = await metrics.render();
 
-    expect(line(text, 'svc_http_requests_total{method="POST",route="/v1/chat/completions",status="200",provider="openai"}')).toMatch(/ 3$/);
-    expect(line(text, 'svc_http_requests_total{method="POST",route="/v1/chat/completions",status="502",provider="none"}')).toMatch(/ 1$/);
-    expect(line(text, 'svc_http_requests_total{method="OTHER",route="unmatched",status="404",provider="none"}')).toMatch(/ 1$/);
-    expect(line(text, 'svc_http_requests_total{method="GET",route="unmatched",status="404",provider="none"}')).toMatch(/ 1$/);
+    expect(
+      line(text, 'svc_http_requests_total{method="POST",route="/v1/chat/completions",status="200",provider="openai"}'),
+    ).toMatch(/ 3$/);
+    expect(
+      line(text, 'svc_http_requests_total{method="POST",route="/v1/chat/completions",status="502",provider="none"}'),
+    ).toMatch(/ 1$/);
+    expect(
+      line(text, 'svc_http_requests_total{method="OTHER",route="unmatched",status="404",provider="none"}'),
+    ).toMatch(/ 1$/);
+    expect(line(text, 'svc_http_requests_total{method="GET",route="unmatched",status="404",provider="none"}')).toMatch(
+      / 1$/,
+    );
     expect(text).not.toContain('{*path}');
   });
 
@@ -55,7 +69,12 @@ describe('MetricsService', () => {
     const second = exchange('GET', route, 200);
     serve(metrics, second.req, second.res);
 
-    expect(line(await metrics.render(), 'svc_http_requests_total{method="GET",route="/healthz",status="200",provider="none"}')).toMatch(/ 2$/);
+    expect(
+      line(
+        await metrics.render(),
+        'svc_http_requests_total{method="GET",route="/healthz",status="200",provider="none"}',
+      ),
+    ).toMatch(/ 2$/);
   });
 
   it('records upstream latency, failovers, deliveries, sessions and task runs', async () => {
@@ -73,8 +92,12 @@ describe('MetricsService', () => {
     const text = await metrics.render();
 
     expect(line(text, 'svc_upstream_request_duration_seconds_count{provider="openai",outcome="error"}')).toMatch(/ 1$/);
-    expect(line(text, 'svc_upstream_request_duration_seconds_bucket{le="0.05",provider="anthropic",outcome="ok"}')).toMatch(/ 1$/);
-    expect(line(text, 'svc_upstream_request_duration_seconds_bucket{le="0.1",provider="openai",outcome="error"}')).toMatch(/ 0$/);
+    expect(
+      line(text, 'svc_upstream_request_duration_seconds_bucket{le="0.05",provider="anthropic",outcome="ok"}'),
+    ).toMatch(/ 1$/);
+    expect(
+      line(text, 'svc_upstream_request_duration_seconds_bucket{le="0.1",provider="openai",outcome="error"}'),
+    ).toMatch(/ 0$/);
     expect(line(text, 'svc_failovers_total{from="openai",to="anthropic"}')).toMatch(/ 1$/);
     expect(line(text, 'svc_webhook_deliveries_total{outcome="delivered"}')).toMatch(/ 1$/);
     expect(line(text, 'svc_webhook_deliveries_total{outcome="retry_scheduled"}')).toMatch(/ 1$/);

@@ -15,7 +15,11 @@ type LatencyChild = ReturnType<Histogram<'provider' | 'outcome'>['labels']>;
 const PROVIDER_HEADER = 'x-svc-provider-used';
 const UPSTREAM_BUCKETS = [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 const TASK_BUCKETS = [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600];
-const DELIVERY_OUTCOMES: Record<DeliveryStatus, string> = { succeeded: 'delivered', pending: 'retry_scheduled', failed: 'failed' };
+const DELIVERY_OUTCOMES: Record<DeliveryStatus, string> = {
+  succeeded: 'delivered',
+  pending: 'retry_scheduled',
+  failed: 'failed',
+};
 
 /**
  * The one Prometheus registry of the process and the small API other modules record through.
@@ -68,7 +72,11 @@ export class MetricsService {
       registers,
     });
     for (const outcome of Object.values(DELIVERY_OUTCOMES)) this.deliveries.inc({ outcome }, 0);
-    this.sessions = new Gauge({ name: 'svc_ws_sessions_open', help: 'Speech WebSocket sessions open on this replica.', registers });
+    this.sessions = new Gauge({
+      name: 'svc_ws_sessions_open',
+      help: 'Speech WebSocket sessions open on this replica.',
+      registers,
+    });
     this.taskSeconds = new Histogram({
       name: 'svc_speech_task_duration_seconds',
       help: 'How long a run of an async speech task took on this replica, by outcome (completed, failed, interrupted).',
@@ -96,7 +104,12 @@ export class MetricsService {
       },
     });
     this.countResponse = function (this: ServerResponse): void {
-      requests.count(this.req.method ?? '', (this.req as { route?: RouteLike }).route, this.statusCode, this.getHeader(PROVIDER_HEADER));
+      requests.count(
+        this.req.method ?? '',
+        (this.req as { route?: RouteLike }).route,
+        this.statusCode,
+        this.getHeader(PROVIDER_HEADER),
+      );
     };
   }
 
@@ -114,7 +127,10 @@ export class MetricsService {
   upstreamAttempt(provider: string, ok: boolean, latencyMs: number): void {
     let children = this.upstreamChildren.get(provider);
     if (!children) {
-      children = { ok: this.upstreamSeconds.labels(provider, 'ok'), error: this.upstreamSeconds.labels(provider, 'error') };
+      children = {
+        ok: this.upstreamSeconds.labels(provider, 'ok'),
+        error: this.upstreamSeconds.labels(provider, 'error'),
+      };
       this.upstreamChildren.set(provider, children);
     }
     (ok ? children.ok : children.error).observe(latencyMs / 1000);

@@ -66,7 +66,10 @@ export class RequestCounter {
     let cells = this.routes.get(route);
     if (cells === undefined) {
       const path = route.path;
-      cells = typeof path === 'string' && !path.includes('*') ? { method: methodLabel(method), route: path, byStatus: new Map() } : null;
+      cells =
+        typeof path === 'string' && !path.includes('*')
+          ? { method: methodLabel(method), route: path, byStatus: new Map() }
+          : null;
       this.routes.set(route, cells);
     }
     return cells;

@@ -55,7 +55,11 @@ export const isTaskId = (id: string): boolean => id.startsWith('task_');
 /** `files/retrieve` of a task: its download (the interface's, with the same key) once completed. */
 export function taskFile(task: SpeechTaskDto, baseUrl: string): FileRetrieveResponse {
   if (task.status !== 'completed' || !task.audio) {
-    throw new DomainError('task_not_completed', `The task is ${task.status}; its file is there once the task reports Success.`, { param: 'file_id' });
+    throw new DomainError(
+      'task_not_completed',
+      `The task is ${task.status}; its file is there once the task reports Success.`,
+      { param: 'file_id' },
+    );
   }
   return {
     file: {

@@ -18,7 +18,14 @@ describe('extra_info', () => {
     for (const format of ['wav', 'mp3', 'flac', 'pcm'] as const) {
       const { bytes } = await encodeAudio({ samples, sampleRate: 16000, channels: 1 }, format, 128000);
       const info = extraInfo(job(format, 'Hi 👋'), bytes, 128000);
-      expect(info).toMatchObject({ audio_sample_rate: 16000, audio_channel: 1, audio_format: format, audio_size: bytes.length, usage_characters: 4, word_count: 2 });
+      expect(info).toMatchObject({
+        audio_sample_rate: 16000,
+        audio_channel: 1,
+        audio_format: format,
+        audio_size: bytes.length,
+        usage_characters: 4,
+        word_count: 2,
+      });
       expect(Math.abs(info.audio_length - 1000)).toBeLessThan(150);
     }
   });

@@ -40,7 +40,10 @@ export function audioSeconds(audio: Buffer, output: SpeechJob['output']): number
 
 /** `extra_info` of the job's whole clip. */
 export function extraInfo(job: SpeechJob, audio: Buffer, bitrate: number): ExtraInfo {
-  const words = job.text.trim().split(/\s+/).filter((w) => w.length > 0).length;
+  const words = job.text
+    .trim()
+    .split(/\s+/)
+    .filter((w) => w.length > 0).length;
   const invisible = job.text.match(/[\p{Cc}\p{Cf}]/gu)?.length ?? 0;
   return {
     audio_length: Math.round(audioSeconds(audio, job.output) * 1000),

@@ -24,7 +24,13 @@ import { MiniMaxVoicesService } from './minimax-voices.service';
 @Module({
   imports: [SpeechModule, VoicesModule, TypeOrmModule.forFeature([MiniMaxFileEntity])],
   controllers: [MiniMaxSpeechController, MiniMaxVoicesController, MiniMaxAudioLinksController],
-  providers: [MiniMaxFilesRepository, MiniMaxFilesRetention, MiniMaxFilesService, MiniMaxSpeechService, MiniMaxVoicesService],
+  providers: [
+    MiniMaxFilesRepository,
+    MiniMaxFilesRetention,
+    MiniMaxFilesService,
+    MiniMaxSpeechService,
+    MiniMaxVoicesService,
+  ],
 })
 export class MiniMaxCompatModule {}
 

@@ -8,7 +8,13 @@ import { requestIdOf } from '../common/http/request-id';
 export const MINIMAX_OK = { status_code: 0, status_msg: 'success' } as const;
 
 /** MiniMax's codes (its public "Error Codes" reference): the ones a client of the gateway can meet. */
-export const MINIMAX_CODES = { unknown: 1000, timeout: 1001, rateLimit: 1002, auth: 1004, invalidParams: 2013 } as const;
+export const MINIMAX_CODES = {
+  unknown: 1000,
+  timeout: 1001,
+  rateLimit: 1002,
+  auth: 1004,
+  invalidParams: 2013,
+} as const;
 
 /**
  * Every gateway error as MiniMax's `base_resp.status_code`; null: answered as the interface answers it

@@ -25,7 +25,9 @@ export interface MiniMaxFileDto {
 
 const hashOf = (token: string): string => createHash('sha256').update(token).digest('hex');
 
-export const toFileDto = (row: Pick<MiniMaxFileEntity, 'id' | 'bytes' | 'createdAt' | 'filename' | 'purpose'>): MiniMaxFileDto => ({
+export const toFileDto = (
+  row: Pick<MiniMaxFileEntity, 'id' | 'bytes' | 'createdAt' | 'filename' | 'purpose'>,
+): MiniMaxFileDto => ({
   file_id: Number(row.id),
   bytes: row.bytes,
   created_at: Math.floor(new Date(row.createdAt).getTime() / 1000),
@@ -58,15 +60,25 @@ export class MiniMaxFilesService {
   async download(tokenWithExtension: string): Promise<{ contentType: string; data: Buffer; filename: string }> {
     const token = tokenWithExtension.replace(/\.[a-z0-9]{1,5}$/, '');
     const row = /^[0-9A-Za-z]{43}$/.test(token) ? await this.repository.findByLink(hashOf(token)) : null;
-    if (!row) throw new DomainError('resource_not_found', 'No audio at this link: it expired (links last 24 h) or never existed.');
+    if (!row)
+      throw new DomainError(
+        'resource_not_found',
+        'No audio at this link: it expired (links last 24 h) or never existed.',
+      );
     return { contentType: row.contentType, data: row.data, filename: row.filename };
   }
 
   /** `POST /v1/files/upload`. */
-  async upload(keyId: string, purpose: string | undefined, file: { buffer: Buffer; originalname?: string; mimetype?: string } | undefined): Promise<MiniMaxFileDto> {
+  async upload(
+    keyId: string,
+    purpose: string | undefined,
+    file: { buffer: Buffer; originalname?: string; mimetype?: string } | undefined,
+  ): Promise<MiniMaxFileDto> {
     if (!purpose) throw new DomainError('missing_field', "Missing required field 'purpose'.", { param: 'purpose' });
     if (!UPLOAD_PURPOSES.includes(purpose)) {
-      throw new DomainError('invalid_value', `'purpose' must be one of ${UPLOAD_PURPOSES.join(', ')}.`, { param: 'purpose' });
+      throw new DomainError('invalid_value', `'purpose' must be one of ${UPLOAD_PURPOSES.join(', ')}.`, {
+        param: 'purpose',
+      });
     }
     if (!file) throw new DomainError('missing_field', "Missing required file 'file'.", { param: 'file' });
     const row = await this.repository.insert({

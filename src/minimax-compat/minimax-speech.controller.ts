@@ -1,13 +1,22 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query, Req, Res, StreamableFile } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
-import { CurrentKey, Public } from '../common/auth/auth.decorators';
+import { CurrentKey } from '../auth/auth.decorators';
+import { Public } from '../common/http/route-access';
 import type { FailoverScope } from '../failover/failover-scope';
 import { Proxied, ProxyScope } from '../failover/failover.interceptor';
 import type { AuthenticatedKey } from '../keys/key-directory';
 import { SYNC_TEXT_LIMIT, toSpeechJob } from '../speech/speech-job';
 import { SpeechTasksService } from '../speech/tasks/speech-tasks.service';
-import { FileRetrieveResponse, isTaskId, queried, submitted, T2aAsyncQueryResponse, T2aAsyncResponse, taskFile } from './async-tasks';
+import {
+  FileRetrieveResponse,
+  isTaskId,
+  queried,
+  submitted,
+  T2aAsyncQueryResponse,
+  T2aAsyncResponse,
+  taskFile,
+} from './async-tasks';
 import { speechRequestOf, T2aAsyncRequestDto, T2aRequestDto } from './dto/t2a.dto';
 import { FileQueryDto, TaskQueryDto } from './dto/voices.dto';
 import { MINIMAX_OK } from './minimax-errors';
@@ -17,7 +26,8 @@ import { MiniMaxSpeechService, T2aAnswer } from './minimax-speech.service';
 /** The gateway's own origin as the client reached it (links in answers point back at it). */
 export const baseUrlOf = (req: Request): string => `${req.protocol}://${req.get('host') ?? 'localhost'}`;
 
-const MINIMAX_ERRORS = 'Errors are HTTP 200 with a non-zero `base_resp.status_code` (1004 auth, 1002 rate limit, 2013 invalid parameters, 1000 providers failed), as MiniMax answers.';
+const MINIMAX_ERRORS =
+  'Errors are HTTP 200 with a non-zero `base_resp.status_code` (1004 auth, 1002 rate limit, 2013 invalid parameters, 1000 providers failed), as MiniMax answers.';
 
 /** MiniMax's T2A routes (decisions §10): MiniMax's shapes over the gateway's speech, async tasks and failover. */
 @ApiTags('minimax')
@@ -39,7 +49,12 @@ export class MiniMaxSpeechController {
   @HttpCode(200)
   @Proxied('speech')
   @ApiOkResponse({ description: `MiniMax's T2A answer (JSON, or SSE with \`stream: true\`). ${MINIMAX_ERRORS}` })
-  async t2a(@ProxyScope() scope: FailoverScope, @Body() body: T2aRequestDto, @Req() req: Request, @Res() res: Response): Promise<void> {
+  async t2a(
+    @ProxyScope() scope: FailoverScope,
+    @Body() body: T2aRequestDto,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
     const job = toSpeechJob(speechRequestOf(body), SYNC_TEXT_LIMIT);
     const answer: T2aAnswer = body.stream
       ? { kind: 'sse', excludeAggregated: body.stream_options?.exclude_aggregated_audio === true }
@@ -66,8 +81,14 @@ export class MiniMaxSpeechController {
 
   /** MiniMax's file retrieval: a completed task's audio (`download_url`, fetched with the same key), or an upload. */
   @Get('files/retrieve')
-  @ApiOkResponse({ description: `\`{file:{file_id, bytes, created_at, filename, purpose, download_url}, base_resp}\`. ${MINIMAX_ERRORS}` })
-  async retrieve(@CurrentKey() key: AuthenticatedKey, @Query() query: FileQueryDto, @Req() req: Request): Promise<FileRetrieveResponse> {
+  @ApiOkResponse({
+    description: `\`{file:{file_id, bytes, created_at, filename, purpose, download_url}, base_resp}\`. ${MINIMAX_ERRORS}`,
+  })
+  async retrieve(
+    @CurrentKey() key: AuthenticatedKey,
+    @Query() query: FileQueryDto,
+    @Req() req: Request,
+  ): Promise<FileRetrieveResponse> {
     if (isTaskId(query.file_id)) return taskFile(await this.tasks.get(key.id, query.file_id), baseUrlOf(req));
     return { file: await this.files.describe(key.id, query.file_id), base_resp: MINIMAX_OK };
   }
@@ -86,6 +107,10 @@ export class MiniMaxAudioLinksController {
   @ApiOkResponse({ description: 'The audio file.', schema: { type: 'string', format: 'binary' } })
   async audio(@Param('token') token: string): Promise<StreamableFile> {
     const file = await this.files.download(token);
-    return new StreamableFile(file.data, { type: file.contentType, length: file.data.length, disposition: `attachment; filename="${file.filename}"` });
+    return new StreamableFile(file.data, {
+      type: file.contentType,
+      length: file.data.length,
+      disposition: `attachment; filename="${file.filename}"`,
+    });
   }
 }

@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { DomainError } from '../common/errors/domain-error';
 import { sendJson } from '../common/http/send-json';
 import type { FailoverScope } from '../failover/failover-scope';
-import type { AudioStream } from '../failover/provider-adapter';
+import type { AudioStream } from '../providers/provider-adapter';
 import type { SpeechJob } from '../speech/speech-job';
 import { SpeechService } from '../speech/speech.service';
 import { extraInfo } from './extra-info';
@@ -12,9 +12,13 @@ import { MINIMAX_CODES, MINIMAX_OK, TRACE_HEADER } from './minimax-errors';
 import { MiniMaxFilesService } from './minimax-files.service';
 
 /** How `POST /v1/t2a_v2` answers: hex in JSON, a link in JSON, or MiniMax's SSE. */
-export type T2aAnswer = { kind: 'hex' } | { kind: 'url'; baseUrl: string } | { kind: 'sse'; excludeAggregated: boolean };
+export type T2aAnswer =
+  | { kind: 'hex' }
+  | { kind: 'url'; baseUrl: string }
+  | { kind: 'sse'; excludeAggregated: boolean };
 
-const brokeMessage = (scope: FailoverScope, reason: string): string => `${scope.served?.provider ?? 'the provider'} failed after the audio began: ${reason}`;
+const brokeMessage = (scope: FailoverScope, reason: string): string =>
+  `${scope.served?.provider ?? 'the provider'} failed after the audio began: ${reason}`;
 
 /** MiniMax's T2A answers around the one speech pipeline (SpeechService.deliver): only the wire format is this module's. */
 @Injectable()
@@ -27,7 +31,10 @@ export class MiniMaxSpeechService {
   async t2a(scope: FailoverScope, job: SpeechJob, answer: T2aAnswer, res: Response): Promise<void> {
     if (answer.kind === 'sse') return this.sse(scope, job, answer.excludeAggregated, res);
     const { audio, bytes } = await this.collect(scope, job, res);
-    const data = answer.kind === 'url' ? await this.files.link(scope.key.id, bytes, audio.contentType, job.output.format, answer.baseUrl) : bytes.toString('hex');
+    const data =
+      answer.kind === 'url'
+        ? await this.files.link(scope.key.id, bytes, audio.contentType, job.output.format, answer.baseUrl)
+        : bytes.toString('hex');
     res.setHeader(TRACE_HEADER, scope.requestId);
     sendJson(res, 200, {
       data: { audio: data, status: 2, ced: '' },
@@ -53,11 +60,15 @@ export class MiniMaxSpeechService {
       },
       end: () => undefined,
       broke: (reason, status) => {
-        state.broke = new DomainError(status === 413 ? 'audio_too_long' : 'all_providers_failed', brokeMessage(scope, reason));
+        state.broke = new DomainError(
+          status === 413 ? 'audio_too_long' : 'all_providers_failed',
+          brokeMessage(scope, reason),
+        );
       },
     });
     if (state.broke) throw state.broke;
-    if (!state.audio || scope.aborted) throw new DomainError('internal_error', 'The client left before the audio was made.');
+    if (!state.audio || scope.aborted)
+      throw new DomainError('internal_error', 'The client left before the audio was made.');
     return { audio: state.audio, bytes: Buffer.concat(parts) };
   }
 
@@ -78,7 +89,13 @@ export class MiniMaxSpeechService {
       },
       write: async (bytes) => {
         parts.push(bytes);
-        const more = res.write(event({ data: { audio: bytes.toString('hex'), status: 1, ced: '' }, trace_id: scope.requestId, base_resp: MINIMAX_OK }));
+        const more = res.write(
+          event({
+            data: { audio: bytes.toString('hex'), status: 1, ced: '' },
+            trace_id: scope.requestId,
+            base_resp: MINIMAX_OK,
+          }),
+        );
         if (!more) await once(res, 'drain', { signal: scope.signal });
       },
       end: () => {
@@ -95,7 +112,12 @@ export class MiniMaxSpeechService {
       // as MiniMax ends a stream that fails: an event with a non-zero base_resp, and no final audio event
       broke: (reason, status) => {
         const code = status === 413 ? MINIMAX_CODES.invalidParams : MINIMAX_CODES.unknown;
-        res.end(event({ trace_id: scope.requestId, base_resp: { status_code: code, status_msg: brokeMessage(scope, reason) } }));
+        res.end(
+          event({
+            trace_id: scope.requestId,
+            base_resp: { status_code: code, status_msg: brokeMessage(scope, reason) },
+          }),
+        );
       },
     });
   }

@@ -1,7 +1,7 @@
 import { Body, Controller, HttpCode, Post, Res, UploadedFile, UseInterceptors } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiConsumes, ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { CurrentKey } from '../common/auth/auth.decorators';
+import { CurrentKey } from '../auth/auth.decorators';
 import { RequireMultipart } from '../common/http/require-multipart.interceptor';
 import { SingleFileUpload } from '../common/http/single-file-upload.interceptor';
 import { UploadRoute } from '../common/http/upload-route';
@@ -9,10 +9,21 @@ import type { FailoverScope } from '../failover/failover-scope';
 import { Proxied, ProxyScope } from '../failover/failover.interceptor';
 import type { AuthenticatedKey } from '../keys/key-directory';
 import { MAX_SAMPLE_BYTES } from '../voices/custom-voices.service';
-import { FileUploadDto, FileUploadForm, GetVoiceRequestDto, VoiceCloneRequestDto, VoiceDesignRequestDto } from './dto/voices.dto';
+import {
+  FileUploadDto,
+  FileUploadForm,
+  GetVoiceRequestDto,
+  VoiceCloneRequestDto,
+  VoiceDesignRequestDto,
+} from './dto/voices.dto';
 import { MINIMAX_OK } from './minimax-errors';
 import { MiniMaxFileDto, MiniMaxFilesService } from './minimax-files.service';
-import { GetVoiceResponse, MiniMaxVoicesService, VoiceCloneResponse, VoiceDesignResponse } from './minimax-voices.service';
+import {
+  GetVoiceResponse,
+  MiniMaxVoicesService,
+  VoiceCloneResponse,
+  VoiceDesignResponse,
+} from './minimax-voices.service';
 
 const UPLOAD_LIMITS = { fileSize: MAX_SAMPLE_BYTES, fields: 4, fieldSize: 1024, parts: 6 };
 const MINIMAX_ERRORS = 'Errors are HTTP 200 with a non-zero `base_resp.status_code`, as MiniMax answers.';
@@ -48,8 +59,14 @@ export class MiniMaxVoicesController {
   @UseInterceptors(RequireMultipart, SingleFileUpload('file', UPLOAD_LIMITS))
   @ApiConsumes('multipart/form-data')
   @ApiBody({ type: FileUploadForm })
-  @ApiOkResponse({ description: `\`{file:{file_id, bytes, created_at, filename, purpose}, base_resp}\`. ${MINIMAX_ERRORS}` })
-  async upload(@CurrentKey() key: AuthenticatedKey, @Body() form: FileUploadDto, @UploadedFile() file: UploadedPart | undefined): Promise<{ file: MiniMaxFileDto; base_resp: typeof MINIMAX_OK }> {
+  @ApiOkResponse({
+    description: `\`{file:{file_id, bytes, created_at, filename, purpose}, base_resp}\`. ${MINIMAX_ERRORS}`,
+  })
+  async upload(
+    @CurrentKey() key: AuthenticatedKey,
+    @Body() form: FileUploadDto,
+    @UploadedFile() file: UploadedPart | undefined,
+  ): Promise<{ file: MiniMaxFileDto; base_resp: typeof MINIMAX_OK }> {
     return { file: await this.files.upload(key.id, form.purpose, file), base_resp: MINIMAX_OK };
   }
 
@@ -59,7 +76,9 @@ export class MiniMaxVoicesController {
    */
   @Post('voice_clone')
   @HttpCode(200)
-  @ApiOkResponse({ description: `\`{input_sensitive, input_sensitive_type, demo_audio, voice_id, base_resp}\`; \`voice_id\` is the gateway's id to speak with. ${MINIMAX_ERRORS}` })
+  @ApiOkResponse({
+    description: `\`{input_sensitive, input_sensitive_type, demo_audio, voice_id, base_resp}\`; \`voice_id\` is the gateway's id to speak with. ${MINIMAX_ERRORS}`,
+  })
   clone(@CurrentKey() key: AuthenticatedKey, @Body() body: VoiceCloneRequestDto): Promise<VoiceCloneResponse> {
     return this.voices.clone(key, body);
   }
@@ -69,7 +88,11 @@ export class MiniMaxVoicesController {
   @HttpCode(200)
   @Proxied('speech')
   @ApiOkResponse({ description: `\`{voice_id, trial_audio, base_resp}\`. ${MINIMAX_ERRORS}` })
-  design(@ProxyScope() scope: FailoverScope, @Body() body: VoiceDesignRequestDto, @Res({ passthrough: true }) res: Response): Promise<VoiceDesignResponse> {
+  design(
+    @ProxyScope() scope: FailoverScope,
+    @Body() body: VoiceDesignRequestDto,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<VoiceDesignResponse> {
     return this.voices.design(scope, body, res);
   }
 }

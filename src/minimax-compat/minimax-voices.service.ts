@@ -4,7 +4,7 @@ import { DomainError } from '../common/errors/domain-error';
 import type { FailoverScope } from '../failover/failover-scope';
 import type { AuthenticatedKey } from '../keys/key-directory';
 import { SYNC_TEXT_LIMIT, toSpeechJob } from '../speech/speech-job';
-import { VoicesService } from '../speech/voices.service';
+import { VoicesService } from '../voices/voices.service';
 import { CustomVoicesService } from '../voices/custom-voices.service';
 import type { GetVoiceRequestDto, VoiceCloneRequestDto, VoiceDesignRequestDto } from './dto/voices.dto';
 import { BaseResp, MINIMAX_OK } from './minimax-errors';
@@ -43,7 +43,8 @@ export interface VoiceDesignResponse {
 /** A designed voice without a `voice_id` to be listed under. */
 const DESIGNED_NAME = 'designed voice';
 
-const day = (seconds: number | undefined): string => (seconds === undefined ? '' : new Date(seconds * 1000).toISOString().slice(0, 10));
+const day = (seconds: number | undefined): string =>
+  seconds === undefined ? '' : new Date(seconds * 1000).toISOString().slice(0, 10);
 
 /** MiniMax's voice routes over the gateway's voices: the speech module's list, and custom voices behind the consent gate. */
 @Injectable()
@@ -61,7 +62,9 @@ export class MiniMaxVoicesService {
     const all = await this.voices.list(key);
     const answer: GetVoiceResponse = { base_resp: MINIMAX_OK };
     if (type === 'system' || type === 'all') {
-      answer.system_voice = all.filter((v) => v.type === 'builtin').map((v) => ({ voice_id: v.id, voice_name: v.name, description: v.languages }));
+      answer.system_voice = all
+        .filter((v) => v.type === 'builtin')
+        .map((v) => ({ voice_id: v.id, voice_name: v.name, description: v.languages }));
     }
     if (type === 'voice_cloning' || type === 'all') {
       answer.voice_cloning = all
@@ -71,7 +74,12 @@ export class MiniMaxVoicesService {
     if (type === 'voice_generation' || type === 'all') {
       answer.voice_generation = all
         .filter((v) => v.type === 'prompt')
-        .map((v) => ({ voice_id: v.id, voice_name: v.name, description: v.prompt ? [v.prompt] : [], created_time: day(v.created_at) }));
+        .map((v) => ({
+          voice_id: v.id,
+          voice_name: v.name,
+          description: v.prompt ? [v.prompt] : [],
+          created_time: day(v.created_at),
+        }));
     }
     return answer;
   }
@@ -86,16 +94,42 @@ export class MiniMaxVoicesService {
       );
     }
     const sample = await this.files.uploaded(key.id, dto.file_id, 'voice_clone');
-    const voice = await this.custom.create(key, { name: dto.voice_id, consent: dto.consent_id }, { buffer: sample, size: sample.length });
-    return { input_sensitive: false, input_sensitive_type: 0, demo_audio: '', voice_id: voice.id, base_resp: MINIMAX_OK };
+    const voice = await this.custom.create(
+      key,
+      { name: dto.voice_id, consent: dto.consent_id },
+      { buffer: sample, size: sample.length },
+    );
+    return {
+      input_sensitive: false,
+      input_sensitive_type: 0,
+      demo_audio: '',
+      voice_id: voice.id,
+      base_resp: MINIMAX_OK,
+    };
   }
 
   /** `POST /v1/voice_design`: the gateway's design, then `preview_text` spoken with the new voice through the chain. */
   async design(scope: FailoverScope, dto: VoiceDesignRequestDto, res: Response): Promise<VoiceDesignResponse> {
-    const voice = await this.custom.design(scope.key, { name: dto.voice_id ?? DESIGNED_NAME, prompt: dto.prompt, previewText: dto.preview_text });
+    const voice = await this.custom.design(scope.key, {
+      name: dto.voice_id ?? DESIGNED_NAME,
+      prompt: dto.prompt,
+      previewText: dto.preview_text,
+    });
     const step = scope.key.chain.find((s) => s.provider === voice.provider);
-    if (!step) throw new DomainError('internal_error', `The designed voice lives on ${voice.provider}, which left the key's chain.`);
-    const job = toSpeechJob({ model: step.model, text: dto.preview_text, voice_setting: { voice_id: voice.id }, audio_setting: { format: 'mp3' } }, SYNC_TEXT_LIMIT);
+    if (!step)
+      throw new DomainError(
+        'internal_error',
+        `The designed voice lives on ${voice.provider}, which left the key's chain.`,
+      );
+    const job = toSpeechJob(
+      {
+        model: step.model,
+        text: dto.preview_text,
+        voice_setting: { voice_id: voice.id },
+        audio_setting: { format: 'mp3' },
+      },
+      SYNC_TEXT_LIMIT,
+    );
     const trial = await this.speech.collect(scope, job, res);
     return { voice_id: voice.id, trial_audio: trial.bytes.toString('hex'), base_resp: MINIMAX_OK };
   }

@@ -1,6 +1,6 @@
 import { Controller, Get, Param } from '@nestjs/common';
 import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
-import { CurrentKey } from '../common/auth/auth.decorators';
+import { CurrentKey } from '../auth/auth.decorators';
 import { DomainError } from '../common/errors/domain-error';
 import { ApiErrors } from '../common/http/api-errors.decorator';
 import { GatewayConfig } from '../config/gateway-config';
@@ -8,7 +8,12 @@ import type { AuthenticatedKey } from '../keys/key-directory';
 import { ModelDto, ModelListDto } from './dto/model.dto';
 import { servedModels } from './models';
 
-const toDto = (model: { id: string; ownedBy: string }): ModelDto => ({ id: model.id, object: 'model', created: 0, owned_by: model.ownedBy });
+const toDto = (model: { id: string; ownedBy: string }): ModelDto => ({
+  id: model.id,
+  object: 'model',
+  created: 0,
+  owned_by: model.ownedBy,
+});
 
 @ApiTags('models')
 @ApiBearerAuth('proxy-key')
@@ -28,7 +33,12 @@ export class ModelsController {
   @ApiErrors(401, 404)
   retrieve(@CurrentKey() key: AuthenticatedKey, @Param('model_id') id: string): ModelDto {
     const model = servedModels(key.chain, this.gateway).find((m) => m.id === id);
-    if (!model) throw new DomainError('model_not_found', `The model '${id}' is not served by this key's chain; GET /v1/models lists the models it serves.`, { param: 'model' });
+    if (!model)
+      throw new DomainError(
+        'model_not_found',
+        `The model '${id}' is not served by this key's chain; GET /v1/models lists the models it serves.`,
+        { param: 'model' },
+      );
     return toDto(model);
   }
 }

@@ -1,6 +1,6 @@
 import type { GatewayConfig } from '../config/gateway-config';
 import type { Capability } from '../config/provider-kinds';
-import type { ChainStepDto } from '../keys/dto/chain-step.dto';
+import type { ChainStepDto } from '../config/chain-step.dto';
 
 /** A model a key's chain serves: its entry step's provider, and what it is used for. */
 export interface ServedModel {
@@ -19,8 +19,11 @@ export function servedModels(chain: ChainStepDto[], gateway: GatewayConfig): Ser
     const provider = gateway.provider(step.provider);
     if (!provider) continue;
     const seen = models.get(step.model);
-    if (!seen) models.set(step.model, { id: step.model, ownedBy: provider.name, capabilities: [...provider.capabilities] });
-    else for (const capability of provider.capabilities) if (!seen.capabilities.includes(capability)) seen.capabilities.push(capability);
+    if (!seen)
+      models.set(step.model, { id: step.model, ownedBy: provider.name, capabilities: [...provider.capabilities] });
+    else
+      for (const capability of provider.capabilities)
+        if (!seen.capabilities.includes(capability)) seen.capabilities.push(capability);
   }
   return [...models.values()];
 }

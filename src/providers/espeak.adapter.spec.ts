@@ -1,7 +1,7 @@
 import { acquireAudioPool, audioPool, releaseAudioPool, runJob } from '../audio/pool/pool-jobs';
 import type { WorkerStats } from '../audio/pool/protocol';
 import type { ResolvedProvider } from '../config/gateway-config';
-import { UpstreamFailure, type SpeechCall } from '../failover/provider-adapter';
+import { UpstreamFailure, type SpeechCall } from './provider-adapter';
 import { EspeakAdapter } from './espeak.adapter';
 
 // real synthesis in the audio worker (the compiled worker: `npm test` builds first)
@@ -34,14 +34,24 @@ describe('EspeakAdapter: the offline engine through the audio worker', () => {
   });
 
   it("an unknown voice is the provider's 400", async () => {
-    const audio = await adapter.speech(call('xx-nope'), { model: 'speech-02-hd', signal: new AbortController().signal, requestId: 'req_test' });
-    const error = await audio.chunks[Symbol.asyncIterator]().next().catch((err: unknown) => err);
+    const audio = await adapter.speech(call('xx-nope'), {
+      model: 'speech-02-hd',
+      signal: new AbortController().signal,
+      requestId: 'req_test',
+    });
+    const error = await audio.chunks[Symbol.asyncIterator]()
+      .next()
+      .catch((err: unknown) => err);
     expect(error).toBeInstanceOf(UpstreamFailure);
     expect((error as UpstreamFailure).outcome).toMatchObject({ kind: 'http', status: 400 });
   });
 
   it('a worker that dies mid-synthesis is an upstream failure of this step, and the next call succeeds', async () => {
-    const audio = await adapter.speech(call(), { model: 'speech-02-hd', signal: new AbortController().signal, requestId: 'req_test' });
+    const audio = await adapter.speech(call(), {
+      model: 'speech-02-hd',
+      signal: new AbortController().signal,
+      requestId: 'req_test',
+    });
     const chunks = audio.chunks[Symbol.asyncIterator]();
     expect((await chunks.next()).done).toBe(false);
     process.kill(audioPool().busyPids()[0], 'SIGKILL');
@@ -50,7 +60,11 @@ describe('EspeakAdapter: the offline engine through the audio worker', () => {
     })().catch((err: unknown) => err);
     expect(error).toBeInstanceOf(UpstreamFailure);
     expect((error as UpstreamFailure).outcome).toMatchObject({ kind: 'connection' });
-    const again = await adapter.speech(call('en-us', 'Still here.'), { model: 'speech-02-hd', signal: new AbortController().signal, requestId: 'req_test' });
+    const again = await adapter.speech(call('en-us', 'Still here.'), {
+      model: 'speech-02-hd',
+      signal: new AbortController().signal,
+      requestId: 'req_test',
+    });
     let bytes = 0;
     for await (const chunk of again.chunks) bytes += chunk.length;
     expect(bytes).toBeGreaterThan(1000);

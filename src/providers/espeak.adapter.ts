@@ -4,8 +4,15 @@ import { generate, runJob } from '../audio/pool/pool-jobs';
 import { ESPEAK_DEFAULT_VOICE } from '../audio/engines/espeak/espeak-voice';
 import { outputShape } from '../audio/transcoder';
 import type { ResolvedProvider } from '../config/gateway-config';
-import type { AdapterFactory, AudioStream, CallContext, ProviderAdapter, SpeechCall, VoiceInfo } from '../failover/provider-adapter';
-import { UpstreamFailure } from '../failover/provider-adapter';
+import type {
+  AdapterFactory,
+  AudioStream,
+  CallContext,
+  ProviderAdapter,
+  SpeechCall,
+  VoiceInfo,
+} from './provider-adapter';
+import { UpstreamFailure } from './provider-adapter';
 
 /** The voice list, read once from a worker (every espeak provider has the same engine); a failed read is retried. */
 let voiceList: Promise<VoiceInfo[]> | null = null;
@@ -43,7 +50,10 @@ export class EspeakAdapter implements ProviderAdapter {
   private async *chunks(call: SpeechCall, signal: AbortSignal): AsyncGenerator<Buffer> {
     const { text, voiceId: voice, speed, vol, pitch, output, maxSeconds } = call;
     try {
-      yield* generate({ kind: 'speech', text, voice, speed, vol, pitch, output, ...(maxSeconds !== undefined ? { maxSeconds } : {}) }, signal);
+      yield* generate(
+        { kind: 'speech', text, voice, speed, vol, pitch, output, ...(maxSeconds !== undefined ? { maxSeconds } : {}) },
+        signal,
+      );
     } catch (err) {
       throw upstreamError(err);
     }

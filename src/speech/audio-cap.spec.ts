@@ -21,7 +21,6 @@ describe('audio cap: the predictable part', () => {
     expect((error as DomainError).status).toBe(413);
     expect((error as DomainError).code).toBe('audio_too_long');
   });
-
 });
 
 describe('audio cap: seconds counted from encoded bytes', () => {

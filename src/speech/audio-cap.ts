@@ -13,7 +13,11 @@ export function minimumAudioSeconds(text: string, speed: number): number {
 }
 
 /** Seconds in `bytes` of encoded audio where the bytes tell (pcm, wav, constant-bitrate mp3); null for FLAC (compressed). */
-export function encodedSeconds(bytes: number, output: { format: string; sampleRate: number; channels: number }, bitrate: number): number | null {
+export function encodedSeconds(
+  bytes: number,
+  output: { format: string; sampleRate: number; channels: number },
+  bitrate: number,
+): number | null {
   switch (output.format) {
     case 'pcm':
     case 'wav':
@@ -25,7 +29,11 @@ export function encodedSeconds(bytes: number, output: { format: string; sampleRa
   }
 }
 
-export function audioTooLong(limitSeconds: number, detail = 'this text would make', setting = 'SVC_MAX_AUDIO_SECONDS'): DomainError {
+export function audioTooLong(
+  limitSeconds: number,
+  detail = 'this text would make',
+  setting = 'SVC_MAX_AUDIO_SECONDS',
+): DomainError {
   return new DomainError('audio_too_long', `The audio ${detail} is over the limit of ${limitSeconds} s (${setting}).`);
 }
 

@@ -1,6 +1,12 @@
 import { Injectable, PipeTransform } from '@nestjs/common';
 import { createValidationPipe } from '../common/http/validation';
-import { flattenVoice, fromOpenAi, isOpenAiShape, OpenAiSpeechRequestDto, SpeechBody } from './dto/openai-speech-request.dto';
+import {
+  flattenVoice,
+  fromOpenAi,
+  isOpenAiShape,
+  OpenAiSpeechRequestDto,
+  SpeechBody,
+} from './dto/openai-speech-request.dto';
 import { SpeechRequestDto } from './dto/speech-request.dto';
 
 /**
@@ -13,9 +19,18 @@ export class SpeechBodyPipe implements PipeTransform<unknown, Promise<SpeechBody
 
   async transform(value: unknown): Promise<SpeechBody> {
     if (isOpenAiShape(value)) {
-      const dto = (await this.validation.transform(flattenVoice(value), { type: 'body', metatype: OpenAiSpeechRequestDto })) as OpenAiSpeechRequestDto;
+      const dto = (await this.validation.transform(flattenVoice(value), {
+        type: 'body',
+        metatype: OpenAiSpeechRequestDto,
+      })) as OpenAiSpeechRequestDto;
       return fromOpenAi(dto);
     }
-    return { request: (await this.validation.transform(value, { type: 'body', metatype: SpeechRequestDto })) as SpeechRequestDto, shape: 'minimax' };
+    return {
+      request: (await this.validation.transform(value, {
+        type: 'body',
+        metatype: SpeechRequestDto,
+      })) as SpeechRequestDto,
+      shape: 'minimax',
+    };
   }
 }

@@ -30,7 +30,12 @@ describe('assertTextLimit', () => {
       error = err;
     }
     expect(error).toBeInstanceOf(DomainError);
-    expect((error as DomainError).toBody().error).toEqual({ type: 'invalid_request_error', code: 'text_too_long', param: 'input', message: "'input' has 10001 characters; the limit is 10000." });
+    expect((error as DomainError).toBody().error).toEqual({
+      type: 'invalid_request_error',
+      code: 'text_too_long',
+      param: 'input',
+      message: "'input' has 10001 characters; the limit is 10000.",
+    });
   });
 });
 

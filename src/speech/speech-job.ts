@@ -1,6 +1,6 @@
 import { DomainError } from '../common/errors/domain-error';
-import type { SpeechOutput } from '../failover/provider-adapter';
-import type { SpeechOptions } from '../failover/speech-fields';
+import type { SpeechOutput } from '../providers/provider-adapter';
+import type { SpeechOptions } from '../providers/speech-fields';
 import type { MiniMaxOptionsDto, SpeechRequestDto, VoiceSettingDto } from './dto/speech-request.dto';
 
 export const SYNC_TEXT_LIMIT = 10_000;
@@ -35,18 +35,29 @@ function defined<T extends object>(source: T): Partial<T> {
   const out: Partial<T> = {};
   for (const [name, value] of Object.entries(source) as Array<[keyof T, T[keyof T]]>) {
     if (value === undefined) continue;
-    out[name] = Array.isArray(value) ? (value.map((item: unknown) => (typeof item === 'object' && item !== null ? { ...item } : item)) as T[keyof T]) : value;
+    out[name] = Array.isArray(value)
+      ? (value.map((item: unknown) => (typeof item === 'object' && item !== null ? { ...item } : item)) as T[keyof T])
+      : value;
   }
   return out;
 }
 
-const nested = <T extends object>(value: T | undefined): T | undefined => (value === undefined ? undefined : (defined(value) as T));
+const nested = <T extends object>(value: T | undefined): T | undefined =>
+  value === undefined ? undefined : (defined(value) as T);
 
 /** MiniMax's optional fields of a request, split into what shapes the speech and what shapes the answer. */
-export function optionalFieldsOf(dto: MiniMaxOptionsDto & { voice_setting?: VoiceSettingDto }): { options?: SpeechOptions; transport?: SpeechTransport } {
+export function optionalFieldsOf(dto: MiniMaxOptionsDto & { voice_setting?: VoiceSettingDto }): {
+  options?: SpeechOptions;
+  transport?: SpeechTransport;
+} {
   const voice = dto.voice_setting;
   const voiceOptions = voice
-    ? defined({ emotion: voice.emotion, text_normalization: voice.text_normalization, english_normalization: voice.english_normalization, latex_read: voice.latex_read })
+    ? defined({
+        emotion: voice.emotion,
+        text_normalization: voice.text_normalization,
+        english_normalization: voice.english_normalization,
+        latex_read: voice.latex_read,
+      })
     : {};
   const options: SpeechOptions = defined({
     voice_setting: Object.keys(voiceOptions).length > 0 ? voiceOptions : undefined,
@@ -59,7 +70,11 @@ export function optionalFieldsOf(dto: MiniMaxOptionsDto & { voice_setting?: Voic
     continuous_sound: dto.continuous_sound,
     aigc_watermark: dto.aigc_watermark,
   });
-  const transport: SpeechTransport = defined({ stream: dto.stream, stream_options: nested(dto.stream_options), output_format: dto.output_format });
+  const transport: SpeechTransport = defined({
+    stream: dto.stream,
+    stream_options: nested(dto.stream_options),
+    output_format: dto.output_format,
+  });
   return {
     ...(Object.keys(options).length > 0 ? { options } : {}),
     ...(Object.keys(transport).length > 0 ? { transport } : {}),
@@ -91,7 +106,9 @@ export function assertTextLimit(text: string, limit: number, param: string): voi
   if (text.length <= limit) return;
   const characters = characterCount(text);
   if (characters > limit) {
-    throw new DomainError('text_too_long', `'${param}' has ${characters} characters; the limit is ${limit}.`, { param });
+    throw new DomainError('text_too_long', `'${param}' has ${characters} characters; the limit is ${limit}.`, {
+      param,
+    });
   }
 }
 

@@ -1,27 +1,28 @@
-import { Body, Controller, Get, HttpCode, Post, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiExtraModels, ApiOkResponse, ApiProduces, ApiTags, getSchemaPath } from '@nestjs/swagger';
+import { Body, Controller, HttpCode, Post, Res } from '@nestjs/common';
+import {
+  ApiBearerAuth,
+  ApiBody,
+  ApiExtraModels,
+  ApiOkResponse,
+  ApiProduces,
+  ApiTags,
+  getSchemaPath,
+} from '@nestjs/swagger';
 import type { Response } from 'express';
-import { CurrentKey } from '../common/auth/auth.decorators';
 import { ApiErrors } from '../common/http/api-errors.decorator';
 import type { FailoverScope } from '../failover/failover-scope';
 import { Proxied, ProxyScope } from '../failover/failover.interceptor';
-import type { AuthenticatedKey } from '../keys/key-directory';
 import { OpenAiSpeechRequestDto, type SpeechBody, withOpenAiFieldNames } from './dto/openai-speech-request.dto';
 import { SpeechRequestDto } from './dto/speech-request.dto';
-import { VoiceListDto } from './dto/voice.dto';
 import { SpeechBodyPipe } from './speech-body.pipe';
 import { SYNC_TEXT_LIMIT, toSpeechJob } from './speech-job';
 import { SpeechService } from './speech.service';
-import { VoicesService } from './voices.service';
 
 @ApiTags('speech')
 @ApiBearerAuth('proxy-key')
 @Controller('v1/audio')
 export class SpeechController {
-  constructor(
-    private readonly speech: SpeechService,
-    private readonly voices: VoicesService,
-  ) {}
+  constructor(private readonly speech: SpeechService) {}
 
   /**
    * Synthesise speech with the key's chain. The body is MiniMax's T2A shape (the documented default), or
@@ -42,30 +43,53 @@ export class SpeechController {
     description: "MiniMax's T2A request (default), or OpenAI's speech request.",
     schema: { oneOf: [{ $ref: getSchemaPath(SpeechRequestDto) }, { $ref: getSchemaPath(OpenAiSpeechRequestDto) }] },
     examples: {
-      minimax: { summary: 'MiniMax shape (default)', value: { model: 'speech-02-hd', text: 'Hello from the gateway.', voice_setting: { voice_id: 'en-us' }, audio_setting: { format: 'mp3' } } },
-      openai: { summary: 'OpenAI shape', value: { model: 'speech-02-hd', input: 'Hello from the gateway.', voice: 'en-us', response_format: 'mp3' } },
+      minimax: {
+        summary: 'MiniMax shape (default)',
+        value: {
+          model: 'speech-02-hd',
+          text: 'Hello from the gateway.',
+          voice_setting: { voice_id: 'en-us' },
+          audio_setting: { format: 'mp3' },
+        },
+      },
+      openai: {
+        summary: 'OpenAI shape',
+        value: { model: 'speech-02-hd', input: 'Hello from the gateway.', voice: 'en-us', response_format: 'mp3' },
+      },
     },
   })
   @ApiProduces('audio/mpeg', 'audio/wav', 'audio/flac', 'audio/L16', 'text/event-stream')
   @ApiOkResponse({
     description: 'Audio bytes in the requested format (OpenAI `stream_format: "sse"`: its speech events).',
     schema: { type: 'string', format: 'binary' },
-    headers: { 'x-svc-ignored-fields': { description: 'Request fields the serving step (or this audio answer) did not use, comma-separated; absent when none.', schema: { type: 'string' } } },
+    headers: {
+      'Content-Disposition': {
+        description: 'Audio answers: `attachment; filename="speech-<x-svc-request-id>.<mp3|wav|flac|pcm>"`.',
+        schema: { type: 'string' },
+      },
+      'x-svc-ignored-fields': {
+        description:
+          'Request fields the serving step (or this audio answer) did not use, comma-separated; absent when none.',
+        schema: { type: 'string' },
+      },
+    },
   })
   @ApiErrors(400, 401, 413, 502, 503)
-  async create(@ProxyScope() scope: FailoverScope, @Body(SpeechBodyPipe) body: SpeechBody, @Res() res: Response): Promise<void> {
+  async create(
+    @ProxyScope() scope: FailoverScope,
+    @Body(SpeechBodyPipe) body: SpeechBody,
+    @Res() res: Response,
+  ): Promise<void> {
     try {
       const job = toSpeechJob(body.request, SYNC_TEXT_LIMIT);
-      await this.speech.respond(scope, body.instructions ? { ...job, instructions: body.instructions } : job, res, body.streamFormat === 'sse' ? 'openai-sse' : 'audio');
+      await this.speech.respond(
+        scope,
+        body.instructions ? { ...job, instructions: body.instructions } : job,
+        res,
+        body.streamFormat === 'sse' ? 'openai-sse' : 'audio',
+      );
     } catch (err) {
       throw body.shape === 'openai' ? withOpenAiFieldNames(err) : err;
     }
-  }
-
-  /** The key's custom voices (newest first), then the built-in voices of the speech providers in its chain. */
-  @Get('voices')
-  @ApiErrors(401)
-  async list(@CurrentKey() key: AuthenticatedKey): Promise<VoiceListDto> {
-    return { object: 'list', data: await this.voices.list(key) };
   }
 }

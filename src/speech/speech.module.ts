@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { KeysModule } from '../keys/keys.module';
-import { LimitsModule } from '../limits/limits.module';
+import { QuotasModule } from '../quotas/quotas.module';
 import { SpeechController } from './speech.controller';
 import { SpeechService } from './speech.service';
 import { SpeechStreamGateway } from './stream/speech-stream.gateway';
@@ -17,15 +17,18 @@ import { SpeechTasksRepository } from './tasks/speech-tasks.repository';
 import { SpeechTasksService } from './tasks/speech-tasks.service';
 import { TaskAssembler } from './tasks/task-assembler';
 import { TaskRunner } from './tasks/task-runner';
-import { VoicesService } from './voices.service';
 import { VoicesModule } from '../voices/voices.module';
 
 @Module({
-  imports: [KeysModule, LimitsModule, VoicesModule, TypeOrmModule.forFeature([SpeechTaskEntity, SpeechTaskChunkEntity, SpeechTaskResultEntity, StreamTicketEntity])],
+  imports: [
+    KeysModule,
+    QuotasModule,
+    VoicesModule,
+    TypeOrmModule.forFeature([SpeechTaskEntity, SpeechTaskChunkEntity, SpeechTaskResultEntity, StreamTicketEntity]),
+  ],
   controllers: [SpeechController, SpeechTasksController, StreamTicketsController],
   providers: [
     SpeechService,
-    VoicesService,
     SpeechStreamGateway,
     StreamTicketsRepository,
     StreamTicketsService,
@@ -36,6 +39,6 @@ import { VoicesModule } from '../voices/voices.module';
     SpeechTaskWorker,
     SpeechTaskScheduler,
   ],
-  exports: [SpeechService, VoicesService, SpeechTasksService],
+  exports: [SpeechService, SpeechTasksService],
 })
 export class SpeechModule {}

@@ -4,14 +4,15 @@ import { once } from 'node:events';
 import type { FailoverScope } from '../failover/failover-scope';
 import type { PlannedStep } from '../failover/chain';
 import { DomainError } from '../common/errors/domain-error';
+import { audioAttachment } from '../common/http/attachment';
 import { EnvironmentVariables } from '../config/env.schema';
 import { FailoverService } from '../failover/failover.service';
-import { AudioStream, UpstreamFailure } from '../failover/provider-adapter';
-import { ignoredBy, ignoredFieldsHeader, IGNORED_FIELDS_HEADER, SpeechField } from '../failover/speech-fields';
+import { AudioStream, UpstreamFailure } from '../providers/provider-adapter';
+import { ignoredBy, ignoredFieldsHeader, IGNORED_FIELDS_HEADER, SpeechField } from '../providers/speech-fields';
 import { assertAudioFits, audioTooLong, encodedSeconds } from './audio-cap';
 import { characterCount } from './speech-job';
 import type { SpeechJob } from './speech-job';
-import { VoicesService } from './voices.service';
+import { VoicesService } from '../voices/voices.service';
 
 /** Audio whose first chunk is in hand: from here on the provider is fixed (no failover after the first byte). */
 export interface PrimedAudio {
@@ -50,7 +51,8 @@ export interface AudioSink {
 /** nginx's status for a request whose client closed the connection first (usage records only), as chat records it. */
 export const CLIENT_CLOSED_REQUEST = 499;
 
-const noSpeech = (): UpstreamFailure => new UpstreamFailure({ kind: 'http', status: 501, message: 'speech is not supported by this adapter' });
+const noSpeech = (): UpstreamFailure =>
+  new UpstreamFailure({ kind: 'http', status: 501, message: 'speech is not supported by this adapter' });
 
 /** Text to speech through the failover core; the same core as chat. */
 @Injectable()
@@ -69,7 +71,12 @@ export class SpeechService {
   }
 
   /** Walks the chain (or only `planned`) until a step has produced its first audio bytes; `maxSeconds` caps its output. */
-  async start(scope: FailoverScope, job: SpeechJob, planned?: PlannedStep[], maxSeconds?: number): Promise<PrimedAudio> {
+  async start(
+    scope: FailoverScope,
+    job: SpeechJob,
+    planned?: PlannedStep[],
+    maxSeconds?: number,
+  ): Promise<PrimedAudio> {
     planned ??= await this.route(scope, job);
     const custom = await this.voices.customVoice(scope.key, job.voiceId);
     return this.failover.execute<PrimedAudio>(
@@ -82,8 +89,20 @@ export class SpeechService {
           : { voiceId: await this.voices.voiceFor(step, adapter, job.voiceId), custom: false, substitution: null };
         // attempts run one after another: the serving one's note is the one left
         scope.alertNote = voice.substitution;
-        const call = { text: job.text, voiceId: voice.voiceId, speed: job.speed, vol: job.vol, pitch: job.pitch, output: job.output, ...(maxSeconds !== undefined ? { maxSeconds } : {}) };
-        const extra = { ...(voice.custom ? { customVoice: true } : {}), ...(job.instructions ? { instructions: job.instructions } : {}), ...(job.options ? { options: job.options } : {}) };
+        const call = {
+          text: job.text,
+          voiceId: voice.voiceId,
+          speed: job.speed,
+          vol: job.vol,
+          pitch: job.pitch,
+          output: job.output,
+          ...(maxSeconds !== undefined ? { maxSeconds } : {}),
+        };
+        const extra = {
+          ...(voice.custom ? { customVoice: true } : {}),
+          ...(job.instructions ? { instructions: job.instructions } : {}),
+          ...(job.options ? { options: job.options } : {}),
+        };
         const audio = await adapter.speech({ ...call, ...extra }, ctx);
         const rest = audio.chunks[Symbol.asyncIterator]();
         return { audio, first: await rest.next(), rest, ignored: ignoredBy(adapter.kind, job) };
@@ -106,8 +125,10 @@ export class SpeechService {
       open: (audio, ignoredFields) => {
         res.status(200);
         res.setHeader('Content-Type', sse ? 'text/event-stream' : audio.contentType);
+        if (!sse) res.setHeader('Content-Disposition', audioAttachment(`speech-${scope.requestId}`, audio.contentType));
         if (sse) res.setHeader('Cache-Control', 'no-cache');
-        if (job.output.format === 'mp3') res.setHeader('x-svc-audio-bitrate', String(audio.bitrate ?? job.output.bitrate));
+        if (job.output.format === 'mp3')
+          res.setHeader('x-svc-audio-bitrate', String(audio.bitrate ?? job.output.bitrate));
         const ignored = ignoredFieldsHeader([...ignoredFields, ...routeIgnoredFields(job)]);
         if (ignored) res.setHeader(IGNORED_FIELDS_HEADER, ignored);
         scope.applyHeaders(res);
@@ -115,13 +136,25 @@ export class SpeechService {
       write: (bytes) => write(sse ? sseEvent({ type: 'speech.audio.delta', audio: bytes.toString('base64') }) : bytes),
       end: async (characters) => {
         // OpenAI counts tokens; the gateway's unit is characters, reported as input tokens
-        if (sse) await write(sseEvent({ type: 'speech.audio.done', usage: { input_tokens: characters, output_tokens: 0, total_tokens: characters } }));
+        if (sse)
+          await write(
+            sseEvent({
+              type: 'speech.audio.done',
+              usage: { input_tokens: characters, output_tokens: 0, total_tokens: characters },
+            }),
+          );
         res.end();
       },
       broke: (reason, status, err) => {
         if (sse) {
           // SSE's explicit end (decisions §3): an error event, and no speech.audio.done
-          const domain = err instanceof DomainError ? err : new DomainError('all_providers_failed', `${scope.served?.provider ?? 'The provider'} failed mid-stream: ${reason}.`);
+          const domain =
+            err instanceof DomainError
+              ? err
+              : new DomainError(
+                  'all_providers_failed',
+                  `${scope.served?.provider ?? 'The provider'} failed mid-stream: ${reason}.`,
+                );
           res.end(sseEvent(domain.toBody()));
           return;
         }
@@ -153,7 +186,8 @@ export class SpeechService {
     };
     try {
       if (!primed.first.done) await send(primed.first.value);
-      for (let next = await primed.rest.next(); !next.done && !scope.aborted; next = await primed.rest.next()) await send(next.value);
+      for (let next = await primed.rest.next(); !next.done && !scope.aborted; next = await primed.rest.next())
+        await send(next.value);
       // the offline engine ends its stream early, without an error, when the client leaves
       if (scope.aborted) {
         scope.finish({ status: CLIENT_CLOSED_REQUEST, characters: characterCount(job.text) });
@@ -168,7 +202,9 @@ export class SpeechService {
         return;
       }
       const reason = this.failover.streamFailed(scope, err);
-      this.logger.warn(`speech from ${scope.served?.provider ?? '?'} broke after the first byte (${reason}) for ${scope.requestId}`);
+      this.logger.warn(
+        `speech from ${scope.served?.provider ?? '?'} broke after the first byte (${reason}) for ${scope.requestId}`,
+      );
       const status = err instanceof DomainError ? err.status : 502;
       sink.broke(reason, status, err);
       scope.finish({ status, characters: characterCount(job.text) });

@@ -1,6 +1,6 @@
 import { Controller, Get, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
-import { CurrentKey } from '../common/auth/auth.decorators';
+import { CurrentKey } from '../auth/auth.decorators';
 import { DomainError } from '../common/errors/domain-error';
 import { ApiErrors } from '../common/http/api-errors.decorator';
 import { DEFAULT_PAGE_SIZE } from '../common/http/pagination.dto';
@@ -22,7 +22,8 @@ export class UsageController {
    */
   @Get()
   list(@CurrentKey() key: AuthenticatedKey, @Query() query: UsageQueryDto): Promise<UsageListDto> {
-    if (query.request_id && query.task_id) throw new DomainError('invalid_value', 'Give request_id or task_id, not both.', { param: 'task_id' });
+    if (query.request_id && query.task_id)
+      throw new DomainError('invalid_value', 'Give request_id or task_id, not both.', { param: 'task_id' });
     const requestId = query.task_id ? `req_${query.task_id}` : query.request_id;
     return this.usage.list(key.id, { requestId, after: query.after, limit: query.limit ?? DEFAULT_PAGE_SIZE });
   }

@@ -1,16 +1,15 @@
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { Repository } from 'typeorm';
 import { DomainError } from '../common/errors/domain-error';
 import { toPage } from '../common/http/pagination.dto';
 import { USAGE_ID, UsageListDto, UsageRecordDto } from './dto/usage.dto';
 import { UsageRecordEntity } from './usage-record.entity';
+import { UsageRecordsRepository } from './usage-records.repository';
 import { UsageWriter } from './usage.writer';
 
 @Injectable()
 export class UsageService {
   constructor(
-    @InjectRepository(UsageRecordEntity) private readonly records: Repository<UsageRecordEntity>,
+    private readonly records: UsageRecordsRepository,
     private readonly writer: UsageWriter,
   ) {}
 
@@ -22,22 +21,18 @@ export class UsageService {
   async list(keyId: string, options: { requestId?: string; after?: string; limit: number }): Promise<UsageListDto> {
     const { requestId, after, limit } = options;
     const cursorInvalid = () =>
-      new DomainError('invalid_cursor', `'after' must be the id of one of your usage records${requestId ? ' of that request' : ''}; '${after}' is not.`, {
-        param: 'after',
-      });
+      new DomainError(
+        'invalid_cursor',
+        `'after' must be the id of one of your usage records${requestId ? ' of that request' : ''}; '${after}' is not.`,
+        {
+          param: 'after',
+        },
+      );
     if (after !== undefined && !USAGE_ID.test(after)) throw cursorInvalid();
     await this.writer.flush();
     const cursor = after?.slice('usage_'.length);
-    const oldestFirst = requestId !== undefined;
-    const query = this.records.createQueryBuilder('r').where('r.key_id = :keyId', { keyId });
-    // ids are base62 joined by `_`, so the prefix only needs `_` escaped for LIKE
-    if (requestId) query.andWhere('(r.request_id = :requestId OR r.request_id LIKE :prefix)', { requestId, prefix: `${requestId.replace(/_/g, '\\_')}\\_%` });
-    if (cursor && !(await query.clone().andWhere('r.id = :cursor', { cursor }).getExists())) throw cursorInvalid();
-    if (cursor) query.andWhere(oldestFirst ? 'r.id > :cursor' : 'r.id < :cursor', { cursor });
-    const rows = await query
-      .orderBy('r.id', oldestFirst ? 'ASC' : 'DESC')
-      .limit(limit + 1)
-      .getMany();
+    const rows = await this.records.page(keyId, { requestId, cursor, limit: limit + 1 });
+    if (!rows) throw cursorInvalid();
     return toPage(rows.map(toRecord), limit);
   }
 }

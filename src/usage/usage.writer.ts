@@ -1,40 +1,13 @@
 import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
-import { BulkColumn, bulkInsert, insertBatch } from '../database/bulk-insert';
-import { pgPoolOf } from '../database/pg-pool';
-import { UsageRecordEntity } from './usage-record.entity';
+import { NewUsageRecord, UsageRecordsRepository } from './usage-records.repository';
 
-export type NewUsageRecord = Omit<UsageRecordEntity, 'id' | 'createdAt'>;
+export type { NewUsageRecord } from './usage-records.repository';
 
 const FLUSH_INTERVAL_MS = 100;
 const FLUSH_SIZE = 500;
 const MAX_BUFFERED = 50000;
 /** At shutdown, a failing flush is retried for this long (the database may be restarting) before records are given up. */
 const SHUTDOWN_FLUSH_MS = 5000;
-
-const COLUMNS: readonly BulkColumn[] = [
-  { name: 'request_id', type: 'text' },
-  { name: 'key_id', type: 'text' },
-  { name: 'capability', type: 'text' },
-  { name: 'requested_model', type: 'text' },
-  { name: 'provider', type: 'text' },
-  { name: 'model', type: 'text' },
-  { name: 'fallback_level', type: 'integer' },
-  { name: 'status', type: 'integer' },
-  { name: 'latency_ms', type: 'integer' },
-  { name: 'attempts', type: 'jsonb' },
-  { name: 'prompt_tokens', type: 'integer' },
-  { name: 'completion_tokens', type: 'integer' },
-  { name: 'total_tokens', type: 'integer' },
-  { name: 'characters', type: 'integer' },
-];
-const INSERT = bulkInsert('usage_records', COLUMNS);
-
-const rowOf = (r: NewUsageRecord): unknown[] => [
-  r.requestId, r.keyId, r.capability, r.requestedModel, r.provider, r.model, r.fallbackLevel, r.status, r.latencyMs,
-  r.attempts, r.promptTokens, r.completionTokens, r.totalTokens, r.characters,
-];
 
 /** Usage records leave the request path at once and reach the database in multi-row INSERTs (raw SQL: no per-row ORM work). */
 @Injectable()
@@ -44,7 +17,7 @@ export class UsageWriter implements OnModuleInit, OnApplicationShutdown {
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
 
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  constructor(private readonly records: UsageRecordsRepository) {}
 
   onModuleInit(): void {
     this.timer = setInterval(() => void this.flush(), FLUSH_INTERVAL_MS);
@@ -67,14 +40,15 @@ export class UsageWriter implements OnModuleInit, OnApplicationShutdown {
   }
 
   private async writeBuffered(): Promise<void> {
-    const pool = pgPoolOf(this.dataSource);
     while (this.buffer.length > 0) {
       const batch = this.buffer.slice(0, FLUSH_SIZE);
-      const outcome = await insertBatch((query) => pool.query(query), INSERT, batch.map(rowOf));
+      const outcome = await this.records.insert(batch);
       this.buffer.splice(0, outcome.processed);
       for (const { index, error } of outcome.refused) {
         // retrying a row the database refuses would hold every later record back
-        this.logger.error(`usage record of ${batch[index].requestId} refused by the database and dropped: ${error.message}`);
+        this.logger.error(
+          `usage record of ${batch[index].requestId} refused by the database and dropped: ${error.message}`,
+        );
       }
       if (outcome.error) {
         // kept for the next flush: nothing is lost while the database is away
@@ -93,6 +67,9 @@ export class UsageWriter implements OnModuleInit, OnApplicationShutdown {
       await new Promise((resolve) => setTimeout(resolve, 250));
       await this.flush();
     }
-    if (this.buffer.length > 0) this.logger.error(`${this.buffer.length} usage record(s) could not be written before exit: the database did not answer`);
+    if (this.buffer.length > 0)
+      this.logger.error(
+        `${this.buffer.length} usage record(s) could not be written before exit: the database did not answer`,
+      );
   }
 }

@@ -1,23 +1,40 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, UploadedFile, UseInterceptors } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiConsumes, ApiOkResponse, ApiTags } from '@nestjs/swagger';
-import { CurrentKey } from '../common/auth/auth.decorators';
+import { CurrentKey } from '../auth/auth.decorators';
 import { ApiErrors } from '../common/http/api-errors.decorator';
 import { RequireMultipart } from '../common/http/require-multipart.interceptor';
 import { UploadRoute } from '../common/http/upload-route';
 import { SingleFileUpload } from '../common/http/single-file-upload.interceptor';
 import type { AuthenticatedKey } from '../keys/key-directory';
 import { CustomVoicesService, MAX_SAMPLE_BYTES, UploadedSample } from './custom-voices.service';
-import { CreateVoiceDto, CreateVoiceForm, CustomVoiceDeletedDto, CustomVoiceDto, DesignVoiceDto } from './dto/custom-voice.dto';
+import { VoiceListDto } from './dto/voice.dto';
+import { VoicesService } from './voices.service';
+import {
+  CreateVoiceDto,
+  CreateVoiceForm,
+  CustomVoiceDeletedDto,
+  CustomVoiceDto,
+  DesignVoiceDto,
+} from './dto/custom-voice.dto';
 
 const UPLOAD_LIMITS = { fileSize: MAX_SAMPLE_BYTES, fields: 10, fieldSize: 64 * 1024, parts: 12 };
 
-/** Custom voices; `GET /v1/audio/voices` (built-in and custom together) is served by the speech module. */
+/** `/v1/audio/voices`: the voices a key can use (built-in and custom together), and its custom voices. */
 @ApiTags('voices')
 @ApiBearerAuth('proxy-key')
 @ApiErrors(401)
 @Controller('v1/audio/voices')
 export class CustomVoicesController {
-  constructor(private readonly voices: CustomVoicesService) {}
+  constructor(
+    private readonly voices: CustomVoicesService,
+    private readonly usable: VoicesService,
+  ) {}
+
+  /** The key's custom voices (newest first), then the built-in voices of the speech providers in its chain. */
+  @Get()
+  async list(@CurrentKey() key: AuthenticatedKey): Promise<VoiceListDto> {
+    return { object: 'list', data: await this.usable.list(key) };
+  }
 
   /**
    * Clone a voice from `audio_sample` with the `consent` of one of your consent recordings (the official SDK's
@@ -31,7 +48,11 @@ export class CustomVoicesController {
   @ApiBody({ type: CreateVoiceForm })
   @ApiOkResponse({ type: CustomVoiceDto })
   @ApiErrors(400, 404, 413, 415, 502, 503)
-  create(@CurrentKey() key: AuthenticatedKey, @Body() form: CreateVoiceDto, @UploadedFile() sample: UploadedSample | undefined): Promise<CustomVoiceDto> {
+  create(
+    @CurrentKey() key: AuthenticatedKey,
+    @Body() form: CreateVoiceDto,
+    @UploadedFile() sample: UploadedSample | undefined,
+  ): Promise<CustomVoiceDto> {
     return this.voices.create(key, form, sample);
   }
 

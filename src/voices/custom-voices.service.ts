@@ -5,11 +5,11 @@ import { GatewayConfig } from '../config/gateway-config';
 import { sniffAudioType } from '../consents/audio-type';
 import { ConsentsService } from '../consents/consents.service';
 import type { VoiceConsentDto } from '../consents/dto/voice-consent.dto';
-import { AdapterRegistry } from '../failover/adapter-registry';
-import { toUpstreamFailure } from '../failover/adapters/http';
+import { AdapterRegistry } from '../providers/adapter-registry';
+import { toUpstreamFailure } from '../providers/http';
 import { classify } from '../failover/chain';
 import { CircuitRegistry } from '../failover/circuit-registry';
-import type { ProviderAdapter, UpstreamVoice } from '../failover/provider-adapter';
+import type { ProviderAdapter, UpstreamVoice } from '../providers/provider-adapter';
 import type { AuthenticatedKey } from '../keys/key-directory';
 import { CustomVoiceEntity } from './custom-voice.entity';
 import { CustomVoiceDirectory } from './custom-voice-directory';
@@ -73,29 +73,60 @@ export class CustomVoicesService {
   ) {}
 
   /** `POST /v1/audio/voices`: a clone from `audio_sample`, or (SDK `type: prompt`) a design. */
-  async create(key: AuthenticatedKey, form: CreateVoiceDto, sample: UploadedSample | undefined): Promise<CustomVoiceDto> {
+  async create(
+    key: AuthenticatedKey,
+    form: CreateVoiceDto,
+    sample: UploadedSample | undefined,
+  ): Promise<CustomVoiceDto> {
     if (form.type === 'prompt') {
-      if (sample) throw new DomainError('invalid_value', "A voice of type 'prompt' is designed from 'prompt'; it takes no 'audio_sample'.", { param: 'audio_sample' });
-      if (form.consent !== undefined) throw new DomainError('invalid_value', "A voice of type 'prompt' needs no consent; leave 'consent' out.", { param: 'consent' });
+      if (sample)
+        throw new DomainError(
+          'invalid_value',
+          "A voice of type 'prompt' is designed from 'prompt'; it takes no 'audio_sample'.",
+          { param: 'audio_sample' },
+        );
+      if (form.consent !== undefined)
+        throw new DomainError('invalid_value', "A voice of type 'prompt' needs no consent; leave 'consent' out.", {
+          param: 'consent',
+        });
       if (!form.prompt) throw new DomainError('missing_field', "Missing required field 'prompt'.", { param: 'prompt' });
-      return this.design(key, { name: form.name, prompt: form.prompt, previewText: form.script_hint ?? DEFAULT_PREVIEW_TEXT });
+      return this.design(key, {
+        name: form.name,
+        prompt: form.prompt,
+        previewText: form.script_hint ?? DEFAULT_PREVIEW_TEXT,
+      });
     }
     for (const field of ['prompt', 'script_hint'] as const) {
-      if (form[field] !== undefined) throw new DomainError('invalid_value', `'${field}' is only used with type 'prompt'.`, { param: field });
+      if (form[field] !== undefined)
+        throw new DomainError('invalid_value', `'${field}' is only used with type 'prompt'.`, { param: field });
     }
     return this.clone(key, form, sample);
   }
 
-  private async clone(key: AuthenticatedKey, form: CreateVoiceDto, sample: UploadedSample | undefined): Promise<CustomVoiceDto> {
-    if (!form.consent) throw new DomainError('missing_field', "Missing required field 'consent': a voice is cloned only with a consent recording behind it.", { param: 'consent' });
-    if (!sample) throw new DomainError('missing_field', "Missing required file 'audio_sample'.", { param: 'audio_sample' });
+  private async clone(
+    key: AuthenticatedKey,
+    form: CreateVoiceDto,
+    sample: UploadedSample | undefined,
+  ): Promise<CustomVoiceDto> {
+    if (!form.consent)
+      throw new DomainError(
+        'missing_field',
+        "Missing required field 'consent': a voice is cloned only with a consent recording behind it.",
+        { param: 'consent' },
+      );
+    if (!sample)
+      throw new DomainError('missing_field', "Missing required file 'audio_sample'.", { param: 'audio_sample' });
     // the consent gate comes first: no consent of this key, no upstream call
     const consent = await this.consentOf(key.id, form.consent);
     const { provider, adapter } = this.providerFor(key, 'clone');
     if (!adapter.cloneVoice) throw new Error(`${provider} cannot clone`);
-    if (sample.size > MAX_SAMPLE_BYTES) throw new DomainError('file_too_large', 'The sample is larger than the 20 MiB limit.', { param: 'audio_sample' });
+    if (sample.size > MAX_SAMPLE_BYTES)
+      throw new DomainError('file_too_large', 'The sample is larger than the 20 MiB limit.', { param: 'audio_sample' });
     const type = await sniffAudioType(sample.buffer);
-    if (!type) throw new DomainError('unsupported_media_type', 'The sample is not audio in a supported format.', { param: 'audio_sample' });
+    if (!type)
+      throw new DomainError('unsupported_media_type', 'The sample is not audio in a supported format.', {
+        param: 'audio_sample',
+      });
     if (adapter.voiceSampleRules) checkSample(provider, adapter.voiceSampleRules, sample.buffer, type);
     const recording = await this.consentGate(consent.id, () => this.consents.recording(key.id, consent.id));
 
@@ -106,7 +137,15 @@ export class CustomVoicesService {
           voiceId: upstreamVoiceId(),
           name: form.name,
           sample: { data: sample.buffer, contentType: type, filename: fileNameFor(type, 'sample') },
-          consent: { recording: { data: recording.data, contentType: recording.type, filename: fileNameFor(recording.type, 'consent') }, language: consent.language, name: consent.name },
+          consent: {
+            recording: {
+              data: recording.data,
+              contentType: recording.type,
+              filename: fileNameFor(recording.type, 'consent'),
+            },
+            language: consent.language,
+            name: consent.name,
+          },
         },
         signal,
       ),
@@ -128,7 +167,11 @@ export class CustomVoicesService {
     const made = await this.callUpstream(provider, 'design', (signal) =>
       designVoice({ voiceId: upstreamVoiceId(), prompt: design.prompt, previewText: design.previewText }, signal),
     );
-    const row = await this.store({ ...this.newRow(key, design.name, provider, made), consentId: null, prompt: design.prompt });
+    const row = await this.store({
+      ...this.newRow(key, design.name, provider, made),
+      consentId: null,
+      prompt: design.prompt,
+    });
     if (!row) throw new Error('a designed voice has no consent to lose');
     return toVoiceDto(row);
   }
@@ -149,12 +192,30 @@ export class CustomVoicesService {
     const row = await this.repository.deleteOwned(keyId, id);
     if (!row) throw voiceNotFound(id);
     await this.directory.changed(id);
-    await this.removeUpstream(row.provider, { voiceId: row.upstreamVoiceId, method: row.method, ...(row.upstreamConsentId ? { consentId: row.upstreamConsentId } : {}) });
+    await this.removeUpstream(row.provider, {
+      voiceId: row.upstreamVoiceId,
+      method: row.method,
+      ...(row.upstreamConsentId ? { consentId: row.upstreamConsentId } : {}),
+    });
     return { id, deleted: true, object: 'audio.voice.deleted' };
   }
 
-  private newRow(key: AuthenticatedKey, name: string, provider: string, made: UpstreamVoice): Omit<NewCustomVoice, 'consentId'> {
-    return { id: newId('voice'), keyId: key.id, name, method: made.method, prompt: null, provider, upstreamVoiceId: made.voiceId, upstreamConsentId: made.consentId ?? null };
+  private newRow(
+    key: AuthenticatedKey,
+    name: string,
+    provider: string,
+    made: UpstreamVoice,
+  ): Omit<NewCustomVoice, 'consentId'> {
+    return {
+      id: newId('voice'),
+      keyId: key.id,
+      name,
+      method: made.method,
+      prompt: null,
+      provider,
+      upstreamVoiceId: made.voiceId,
+      upstreamConsentId: made.consentId ?? null,
+    };
   }
 
   private async store(voice: NewCustomVoice): Promise<CustomVoiceEntity | null> {
@@ -179,7 +240,8 @@ export class CustomVoicesService {
 
   /** The first speech provider of the key's chain that can make the voice and whose circuit is not open. */
   private providerFor(key: AuthenticatedKey, creation: Creation): { provider: string; adapter: ProviderAdapter } {
-    const can = (adapter: ProviderAdapter | undefined): adapter is ProviderAdapter => (creation === 'clone' ? !!adapter?.cloneVoice : !!adapter?.designVoice);
+    const can = (adapter: ProviderAdapter | undefined): adapter is ProviderAdapter =>
+      creation === 'clone' ? !!adapter?.cloneVoice : !!adapter?.designVoice;
     const capable = [...new Set(key.chain.map((step) => step.provider))]
       .filter((name) => this.gateway.provider(name)?.capabilities.includes('speech'))
       .flatMap((provider) => {
@@ -188,32 +250,51 @@ export class CustomVoicesService {
       });
     if (capable.length === 0) {
       const kinds = creation === 'clone' ? 'minimax or openai' : 'minimax';
-      throw new DomainError('voice_creation_not_supported', `No speech provider in this key's chain can ${creation} voices (a ${kinds} provider can).`);
+      throw new DomainError(
+        'voice_creation_not_supported',
+        `No speech provider in this key's chain can ${creation} voices (a ${kinds} provider can).`,
+      );
     }
     const available = capable.find((c) => this.circuits.isAvailable(c.provider));
     if (!available) {
-      throw new DomainError('no_provider_available', `Every provider that can ${creation} voices for this key is down (${capable.map((c) => c.provider).join(', ')}); retry later.`);
+      throw new DomainError(
+        'no_provider_available',
+        `Every provider that can ${creation} voices for this key is down (${capable.map((c) => c.provider).join(', ')}); retry later.`,
+      );
     }
     return available;
   }
 
   /** One upstream call; its failure becomes the documented error (the provider's refusal keeps its status). */
-  private async callUpstream<T>(provider: string, creation: Creation, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  private async callUpstream<T>(
+    provider: string,
+    creation: Creation,
+    call: (signal: AbortSignal) => Promise<T>,
+  ): Promise<T> {
     try {
       return await call(AbortSignal.timeout(VOICE_CALL_TIMEOUT_MS));
     } catch (err) {
       const failure = toUpstreamFailure(err);
       const { outcome } = failure;
       if (outcome.kind === 'timeout') {
-        throw new DomainError('upstream_timeout', `${provider} did not ${creation} the voice within ${VOICE_CALL_TIMEOUT_MS / 1000} s.`);
+        throw new DomainError(
+          'upstream_timeout',
+          `${provider} did not ${creation} the voice within ${VOICE_CALL_TIMEOUT_MS / 1000} s.`,
+        );
       }
       const verdict = classify(outcome);
-      const detail = (outcome.kind === 'http' || outcome.kind === 'provider_error' ? outcome.message : undefined) ?? verdict.reason;
+      const detail =
+        (outcome.kind === 'http' || outcome.kind === 'provider_error' ? outcome.message : undefined) ?? verdict.reason;
       if (verdict.verdict === 'client_error') {
-        throw new DomainError('upstream_rejected', `${provider} rejected the voice: ${detail}`, { status: outcome.kind === 'http' ? outcome.status : 400 });
+        throw new DomainError('upstream_rejected', `${provider} rejected the voice: ${detail}`, {
+          status: outcome.kind === 'http' ? outcome.status : 400,
+        });
       }
       this.logger.warn(`${provider} failed to ${creation} a voice: ${verdict.reason}`);
-      throw new DomainError('voice_creation_failed', `${provider} could not ${creation} the voice (${verdict.reason}); retry later.`);
+      throw new DomainError(
+        'voice_creation_failed',
+        `${provider} could not ${creation} the voice (${verdict.reason}); retry later.`,
+      );
     }
   }
 

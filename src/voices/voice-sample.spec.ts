@@ -1,7 +1,7 @@
 import { tinyWav } from '../../test/support/audio';
 import { DomainError } from '../common/errors/domain-error';
-import { MINIMAX_SAMPLE_RULES } from '../failover/adapters/minimax.adapter';
-import { OPENAI_SAMPLE_RULES } from '../failover/adapters/openai.adapter';
+import { MINIMAX_SAMPLE_RULES } from '../providers/minimax.adapter';
+import { OPENAI_SAMPLE_RULES } from '../providers/openai.adapter';
 import { checkSample, fileNameFor, sampleSeconds } from './voice-sample';
 
 const refusal = (action: () => void): DomainError => {
@@ -23,17 +23,29 @@ describe('voice samples', () => {
 
   it("holds MiniMax's 10 s to 5 min rule", () => {
     expect(() => checkSample('mm', MINIMAX_SAMPLE_RULES, tinyWav(16000 * 10), 'audio/wav')).not.toThrow();
-    expect(refusal(() => checkSample('mm', MINIMAX_SAMPLE_RULES, tinyWav(16000 * 9), 'audio/wav'))).toMatchObject({ code: 'invalid_value', param: 'audio_sample' });
-    expect(refusal(() => checkSample('mm', MINIMAX_SAMPLE_RULES, tinyWav(8000 * 301, 8000), 'audio/wav')).message).toMatch(/at most 300 s/);
+    expect(refusal(() => checkSample('mm', MINIMAX_SAMPLE_RULES, tinyWav(16000 * 9), 'audio/wav'))).toMatchObject({
+      code: 'invalid_value',
+      param: 'audio_sample',
+    });
+    expect(
+      refusal(() => checkSample('mm', MINIMAX_SAMPLE_RULES, tinyWav(8000 * 301, 8000), 'audio/wav')).message,
+    ).toMatch(/at most 300 s/);
   });
 
   it('refuses a type the provider does not take (415) and a sample over its size (413)', () => {
-    expect(refusal(() => checkSample('mm', MINIMAX_SAMPLE_RULES, Buffer.alloc(10), 'audio/ogg'))).toMatchObject({ code: 'unsupported_media_type', status: 415 });
-    expect(refusal(() => checkSample('oa', OPENAI_SAMPLE_RULES, Buffer.alloc(11 * 1024 * 1024), 'audio/ogg'))).toMatchObject({ code: 'file_too_large', status: 413 });
+    expect(refusal(() => checkSample('mm', MINIMAX_SAMPLE_RULES, Buffer.alloc(10), 'audio/ogg'))).toMatchObject({
+      code: 'unsupported_media_type',
+      status: 415,
+    });
+    expect(
+      refusal(() => checkSample('oa', OPENAI_SAMPLE_RULES, Buffer.alloc(11 * 1024 * 1024), 'audio/ogg')),
+    ).toMatchObject({ code: 'file_too_large', status: 413 });
   });
 
   it("holds OpenAI's 30 s limit, and lets the provider judge a length that is not cheap to read", () => {
-    expect(refusal(() => checkSample('oa', OPENAI_SAMPLE_RULES, tinyWav(8000 * 31, 8000), 'audio/wav')).message).toMatch(/at most 30 s/);
+    expect(
+      refusal(() => checkSample('oa', OPENAI_SAMPLE_RULES, tinyWav(8000 * 31, 8000), 'audio/wav')).message,
+    ).toMatch(/at most 30 s/);
     expect(() => checkSample('mm', MINIMAX_SAMPLE_RULES, Buffer.alloc(100), 'audio/mp4')).not.toThrow();
   });
 

@@ -1,5 +1,5 @@
 import { DomainError } from '../common/errors/domain-error';
-import type { VoiceSampleRules } from '../failover/provider-adapter';
+import type { VoiceSampleRules } from '../providers/provider-adapter';
 import { parseWavHeader, scanMp3Frames } from '../audio/parse';
 
 const EXTENSIONS: Record<string, string> = {
@@ -39,17 +39,33 @@ export function checkSample(provider: string, rules: VoiceSampleRules, bytes: Bu
   const param = 'audio_sample';
   if (!rules.types.includes(type)) {
     const accepted = rules.types.map((t) => NAMES[t] ?? t).join(', ');
-    throw new DomainError('unsupported_media_type', `${provider} clones voices from ${accepted} samples; this one is ${NAMES[type] ?? type}.`, { param });
+    throw new DomainError(
+      'unsupported_media_type',
+      `${provider} clones voices from ${accepted} samples; this one is ${NAMES[type] ?? type}.`,
+      { param },
+    );
   }
   if (bytes.length > rules.maxBytes) {
-    throw new DomainError('file_too_large', `${provider} takes samples of at most ${Math.round(rules.maxBytes / 1024 / 1024)} MiB.`, { param });
+    throw new DomainError(
+      'file_too_large',
+      `${provider} takes samples of at most ${Math.round(rules.maxBytes / 1024 / 1024)} MiB.`,
+      { param },
+    );
   }
   const length = sampleSeconds(bytes, type);
   if (length === null) return;
   if (rules.minSeconds !== undefined && length < rules.minSeconds) {
-    throw new DomainError('invalid_value', `${provider} needs a sample of at least ${seconds(rules.minSeconds)}; this one lasts ${seconds(length)}.`, { param });
+    throw new DomainError(
+      'invalid_value',
+      `${provider} needs a sample of at least ${seconds(rules.minSeconds)}; this one lasts ${seconds(length)}.`,
+      { param },
+    );
   }
   if (rules.maxSeconds !== undefined && length > rules.maxSeconds) {
-    throw new DomainError('invalid_value', `${provider} takes samples of at most ${seconds(rules.maxSeconds)}; this one lasts ${seconds(length)}.`, { param });
+    throw new DomainError(
+      'invalid_value',
+      `${provider} takes samples of at most ${seconds(rules.maxSeconds)}; this one lasts ${seconds(length)}.`,
+      { param },
+    );
   }
 }

@@ -6,12 +6,16 @@ import { CustomVoiceDirectory } from './custom-voice-directory';
 import { CustomVoicesController } from './custom-voices.controller';
 import { CustomVoicesRepository } from './custom-voices.repository';
 import { CustomVoicesService } from './custom-voices.service';
+import { VoicesService } from './voices.service';
 
-/** Custom voices (cloned behind a consent, or designed); the speech module routes synthesis with them. */
+/**
+ * Voices: which voice each chain step speaks with (built-in, mapped or custom), the voices a key can use,
+ * and custom voices (cloned behind a consent, or designed).
+ */
 @Module({
   imports: [ConsentsModule, TypeOrmModule.forFeature([CustomVoiceEntity])],
   controllers: [CustomVoicesController],
-  providers: [CustomVoicesRepository, CustomVoiceDirectory, CustomVoicesService],
-  exports: [CustomVoicesService, CustomVoiceDirectory],
+  providers: [CustomVoicesRepository, CustomVoiceDirectory, CustomVoicesService, VoicesService],
+  exports: [CustomVoicesService, CustomVoiceDirectory, VoicesService],
 })
 export class VoicesModule {}

@@ -46,12 +46,19 @@ describe('blockedRange', () => {
     expect(blockedRange(ip)).toBe(range);
   });
 
-  it.each(['8.8.8.8', '1.1.1.1', '172.32.0.1', '100.128.0.1', '169.255.0.1', '2606:4700:4700::1111', '2a00:1450:4001::200e', '::ffff:8.8.8.8', '2002:0808:0808::1'])(
-    'allows the public address %s',
-    (ip) => {
-      expect(blockedRange(ip)).toBeNull();
-    },
-  );
+  it.each([
+    '8.8.8.8',
+    '1.1.1.1',
+    '172.32.0.1',
+    '100.128.0.1',
+    '169.255.0.1',
+    '2606:4700:4700::1111',
+    '2a00:1450:4001::200e',
+    '::ffff:8.8.8.8',
+    '2002:0808:0808::1',
+  ])('allows the public address %s', (ip) => {
+    expect(blockedRange(ip)).toBeNull();
+  });
 
   it('calls anything that is not an IP address invalid', () => {
     expect(blockedRange('localhost')).toBe('invalid');

@@ -75,7 +75,8 @@ const startsWith = (bytes: number[], prefix: number[], bits: number): boolean =>
   return true;
 };
 
-const embeddedV4 = (bytes: number[], at: number): number => ((bytes[at] << 24) >>> 0) + (bytes[at + 1] << 16) + (bytes[at + 2] << 8) + bytes[at + 3];
+const embeddedV4 = (bytes: number[], at: number): number =>
+  ((bytes[at] << 24) >>> 0) + (bytes[at + 1] << 16) + (bytes[at + 2] << 8) + bytes[at + 3];
 
 const METADATA_V6 = ipv6Bytes('fd00:ec2::254');
 

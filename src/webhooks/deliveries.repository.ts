@@ -22,9 +22,23 @@ export interface ClaimedDelivery {
   enabled: boolean;
 }
 
-export type ClaimOutcome = { kind: 'claimed'; delivery: ClaimedDelivery } | { kind: 'early'; dueInSeconds: number } | { kind: 'nothing' };
+export type ClaimOutcome =
+  | { kind: 'claimed'; delivery: ClaimedDelivery }
+  | { kind: 'early'; dueInSeconds: number }
+  | { kind: 'nothing' };
 
-export type AttemptRecord = Pick<WebhookAttemptEntity, 'deliveryId' | 'endpointId' | 'eventId' | 'event' | 'attempt' | 'statusCode' | 'latencyMs' | 'error' | 'responseSnippet'>;
+export type AttemptRecord = Pick<
+  WebhookAttemptEntity,
+  | 'deliveryId'
+  | 'endpointId'
+  | 'eventId'
+  | 'event'
+  | 'attempt'
+  | 'statusCode'
+  | 'latencyMs'
+  | 'error'
+  | 'responseSnippet'
+>;
 
 interface EventRow {
   id: string;
@@ -43,7 +57,10 @@ interface TargetRow {
 }
 
 /** TypeORM answers UPDATE/DELETE with `[rows, count]` and everything else with the rows. */
-const rowsOf = <T>(result: unknown): T[] => (Array.isArray(result) && result.length === 2 && Array.isArray(result[0]) && typeof result[1] === 'number' ? (result[0] as T[]) : (result as T[]));
+const rowsOf = <T>(result: unknown): T[] =>
+  Array.isArray(result) && result.length === 2 && Array.isArray(result[0]) && typeof result[1] === 'number'
+    ? (result[0] as T[])
+    : (result as T[]);
 
 /** The SQL of fan-out and of the delivery worker. */
 @Injectable()
@@ -84,9 +101,22 @@ export class DeliveriesRepository {
       const targets = await this.targetsOf(m, events);
       for (const e of events) {
         if (e.type !== 'failover' && e.type !== 'provider_recovered') continue;
-        const event: SourceEvent = { id: e.id, type: e.type, keyId: e.key_id, provider: e.provider, data: e.data, createdAt: e.created_at };
+        const event: SourceEvent = {
+          id: e.id,
+          type: e.type,
+          keyId: e.key_id,
+          provider: e.provider,
+          data: e.data,
+          createdAt: e.created_at,
+        };
         for (const target of targets(e)) {
-          rows.push([newId('dlv'), target.id, e.id, e.type, deliveryBody(event, { id: target.key_id, chain: target.chain ?? [] })]);
+          rows.push([
+            newId('dlv'),
+            target.id,
+            e.id,
+            e.type,
+            deliveryBody(event, { id: target.key_id, chain: target.chain ?? [] }),
+          ]);
         }
       }
       if (rows.length > 0) {
@@ -98,10 +128,16 @@ export class DeliveriesRepository {
            ON CONFLICT (endpoint_id, event_id) DO NOTHING RETURNING id`,
           [column(0), column(1), column(2), column(3), column(4)],
         );
-        await enqueue(m, inserted.map((r) => r.id));
+        await enqueue(
+          m,
+          inserted.map((r) => r.id),
+        );
       }
       const last = events[events.length - 1];
-      await m.query(`UPDATE webhook_fanout_state SET cursor_txid = $1, cursor_id = $2 WHERE id = 1`, [last.txid, last.id]);
+      await m.query(`UPDATE webhook_fanout_state SET cursor_txid = $1, cursor_id = $2 WHERE id = 1`, [
+        last.txid,
+        last.id,
+      ]);
       return events.length;
     });
   }
@@ -132,20 +168,22 @@ export class DeliveriesRepository {
         ),
       );
     }
-    return (e) => (e.type === 'failover' ? (e.key_id ? (byKey.get(e.key_id) ?? []) : []) : (byProvider.get(e.provider) ?? []));
+    return (e) =>
+      e.type === 'failover' ? (e.key_id ? (byKey.get(e.key_id) ?? []) : []) : (byProvider.get(e.provider) ?? []);
   }
 
   /** Locks a due, pending delivery for one attempt; the lock outlives the send timeout, so only a dead worker's lock expires. */
   async claim(id: string, claim: string, lockSeconds: number): Promise<ClaimOutcome> {
-    const rows: Array<Omit<ClaimedDelivery, 'endpointId' | 'eventId'> & { endpoint_id: string; event_id: string }> = await this.dataSource.query(
-      `WITH c AS (
+    const rows: Array<Omit<ClaimedDelivery, 'endpointId' | 'eventId'> & { endpoint_id: string; event_id: string }> =
+      await this.dataSource.query(
+        `WITH c AS (
          UPDATE webhook_deliveries SET locked_until = now() + make_interval(secs => $3), claim = $2, updated_at = now()
           WHERE id = $1 AND status = 'pending' AND next_attempt_at <= now() + interval '1 second' AND (locked_until IS NULL OR locked_until < now())
           RETURNING id, endpoint_id, event_id, event, payload, attempts)
        SELECT c.id, c.endpoint_id, c.event_id, c.event, c.payload, c.attempts, w.url, w.secret, w.enabled
          FROM c JOIN webhook_endpoints w ON w.id = c.endpoint_id`,
-      [id, claim, lockSeconds],
-    );
+        [id, claim, lockSeconds],
+      );
     const row = rows[0];
     if (row) {
       const { endpoint_id: endpointId, event_id: eventId, ...rest } = row;
@@ -163,17 +201,35 @@ export class DeliveriesRepository {
    * Records the attempt and the delivery's next state in one transaction, with the next attempt's
    * job when there is one. False when the claim was lost (the attempt is then not recorded).
    */
-  async recordAttempt(a: AttemptRecord, claim: string, status: DeliveryStatus, waitSeconds: number | null, enqueueNext: (m: EntityManager) => Promise<unknown>): Promise<boolean> {
+  async recordAttempt(
+    a: AttemptRecord,
+    claim: string,
+    status: DeliveryStatus,
+    waitSeconds: number | null,
+    enqueueNext: (m: EntityManager) => Promise<unknown>,
+  ): Promise<boolean> {
     try {
       return await this.writeAttempt(a, claim, status, waitSeconds, enqueueNext);
     } catch (err) {
       // text PostgreSQL refuses must not roll back the delivery's new state: it would stay locked and be resent forever
       if (!isUnstorableText(err)) throw err;
-      return this.writeAttempt({ ...a, error: a.error === null ? null : storableText(a.error), responseSnippet: null }, claim, status, waitSeconds, enqueueNext);
+      return this.writeAttempt(
+        { ...a, error: a.error === null ? null : storableText(a.error), responseSnippet: null },
+        claim,
+        status,
+        waitSeconds,
+        enqueueNext,
+      );
     }
   }
 
-  private writeAttempt(a: AttemptRecord, claim: string, status: DeliveryStatus, waitSeconds: number | null, enqueueNext: (m: EntityManager) => Promise<unknown>): Promise<boolean> {
+  private writeAttempt(
+    a: AttemptRecord,
+    claim: string,
+    status: DeliveryStatus,
+    waitSeconds: number | null,
+    enqueueNext: (m: EntityManager) => Promise<unknown>,
+  ): Promise<boolean> {
     return this.dataSource.transaction(async (m) => {
       const updated = rowsOf<{ id: string }>(
         await m.query(
@@ -192,12 +248,18 @@ export class DeliveriesRepository {
 
   /** Gives a claimed delivery back without an attempt (shutdown), so another worker can send it now. */
   async release(id: string, claim: string): Promise<void> {
-    await this.dataSource.query(`UPDATE webhook_deliveries SET locked_until = NULL, claim = NULL WHERE id = $1 AND claim = $2`, [id, claim]);
+    await this.dataSource.query(
+      `UPDATE webhook_deliveries SET locked_until = NULL, claim = NULL WHERE id = $1 AND claim = $2`,
+      [id, claim],
+    );
   }
 
   /** Stops a delivery without an attempt: its endpoint was disabled while it waited. */
   async abandon(id: string, claim: string): Promise<void> {
-    await this.dataSource.query(`UPDATE webhook_deliveries SET status = 'failed', locked_until = NULL, claim = NULL, updated_at = now() WHERE id = $1 AND claim = $2`, [id, claim]);
+    await this.dataSource.query(
+      `UPDATE webhook_deliveries SET status = 'failed', locked_until = NULL, claim = NULL, updated_at = now() WHERE id = $1 AND claim = $2`,
+      [id, claim],
+    );
   }
 
   /** Pending deliveries long past due and not locked: their job was lost (e.g. it failed too often). */

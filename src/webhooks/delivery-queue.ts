@@ -22,6 +22,16 @@ export const WEBHOOK_QUEUE_OPTIONS = {
 };
 
 /** Sends the job of a delivery; with `manager` it commits with that transaction; `startAfter` in seconds. */
-export function enqueueDelivery(queue: JobQueue, deliveryId: string, startAfter = 0, manager?: EntityManager): Promise<string | null> {
-  return queue.send<DeliveryJob>(WEBHOOK_QUEUE, { deliveryId }, { singletonKey: deliveryId, ...(startAfter > 0 ? { startAfter } : {}) }, manager);
+export function enqueueDelivery(
+  queue: JobQueue,
+  deliveryId: string,
+  startAfter = 0,
+  manager?: EntityManager,
+): Promise<string | null> {
+  return queue.send<DeliveryJob>(
+    WEBHOOK_QUEUE,
+    { deliveryId },
+    { singletonKey: deliveryId, ...(startAfter > 0 ? { startAfter } : {}) },
+    manager,
+  );
 }

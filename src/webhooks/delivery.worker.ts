@@ -59,7 +59,9 @@ export class WebhookDeliveryWorker implements OnApplicationBootstrap, OnModuleDe
     await this.queue.createQueue(WEBHOOK_QUEUE, WEBHOOK_QUEUE_OPTIONS);
     this.queueReady = true;
     for (let lane = 0; lane < LANES; lane++) {
-      await this.queue.work<DeliveryJob>(WEBHOOK_QUEUE, { pollingIntervalSeconds: 1 }, (job) => this.deliver(job.data.deliveryId));
+      await this.queue.work<DeliveryJob>(WEBHOOK_QUEUE, { pollingIntervalSeconds: 1 }, (job) =>
+        this.deliver(job.data.deliveryId),
+      );
     }
   }
 
@@ -130,8 +132,14 @@ export class WebhookDeliveryWorker implements OnApplicationBootstrap, OnModuleDe
       (manager) => enqueueDelivery(this.queue, delivery.id, wait ?? 0, manager),
     );
     if (recorded) this.metrics.webhookAttempt(status);
-    if (!recorded) this.logger.warn(`delivery ${delivery.id}: attempt ${attempt} was not recorded (its lock expired and another worker took it)`);
-    else if (status === 'failed') this.logger.warn(`delivery ${delivery.id} to endpoint ${delivery.endpointId} failed after ${attempt} attempt(s): ${result.error}`);
+    if (!recorded)
+      this.logger.warn(
+        `delivery ${delivery.id}: attempt ${attempt} was not recorded (its lock expired and another worker took it)`,
+      );
+    else if (status === 'failed')
+      this.logger.warn(
+        `delivery ${delivery.id} to endpoint ${delivery.endpointId} failed after ${attempt} attempt(s): ${result.error}`,
+      );
   }
 
   private async send(delivery: ClaimedDelivery, signal: AbortSignal): Promise<AttemptResult> {

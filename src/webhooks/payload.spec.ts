@@ -10,7 +10,15 @@ describe('deliveryBody', () => {
       keyId: 'pk_a',
       provider: 'anthropic',
       createdAt: at,
-      data: { proxy_key: 'pk_a', model: 'gpt-4o', exhausted_provider: 'openai', active_provider: 'anthropic', fallback_level: 1, latency_ms: 812, request_id: 'req_x' },
+      data: {
+        proxy_key: 'pk_a',
+        model: 'gpt-4o',
+        exhausted_provider: 'openai',
+        active_provider: 'anthropic',
+        fallback_level: 1,
+        latency_ms: 812,
+        request_id: 'req_x',
+      },
     };
     expect(deliveryBody(event, { id: 'pk_a', chain: [] })).toBe(
       '{"id":"evt_1","event":"failover","timestamp":"2025-11-21T00:00:00.123Z","data":{"proxy_key":"pk_a","model":"gpt-4o","exhausted_provider":"openai","active_provider":"anthropic","fallback_level":1,"latency_ms":812,"request_id":"req_x"}}',
@@ -24,7 +32,17 @@ describe('deliveryBody', () => {
       keyId: 'pk_a',
       provider: 'anthropic',
       createdAt: at,
-      data: { proxy_key: 'pk_a', model: 'gpt-4o', exhausted_provider: 'openai', active_provider: 'anthropic', fallback_level: 1, latency_ms: 9, request_id: 'req_y', coalesced_count: 49, window_secs: 60 },
+      data: {
+        proxy_key: 'pk_a',
+        model: 'gpt-4o',
+        exhausted_provider: 'openai',
+        active_provider: 'anthropic',
+        fallback_level: 1,
+        latency_ms: 9,
+        request_id: 'req_y',
+        coalesced_count: 49,
+        window_secs: 60,
+      },
     };
     expect(deliveryBody(event, { id: 'pk_a', chain: [] })).toBe(
       '{"id":"evt_3","event":"failover","timestamp":"2025-11-21T00:00:00.123Z","data":{"proxy_key":"pk_a","model":"gpt-4o","exhausted_provider":"openai","active_provider":"anthropic","fallback_level":1,"latency_ms":9,"request_id":"req_y","coalesced_count":49,"window_secs":60}}',
@@ -38,7 +56,13 @@ describe('deliveryBody', () => {
       keyId: null,
       provider: 'openai',
       createdAt: at,
-      data: { exhausted_provider: null, active_provider: 'openai', fallback_level: null, latency_ms: 40, request_id: 'req_probe' },
+      data: {
+        exhausted_provider: null,
+        active_provider: 'openai',
+        fallback_level: null,
+        latency_ms: 40,
+        request_id: 'req_probe',
+      },
     };
     const chain = [
       { provider: 'anthropic', model: 'claude' },
@@ -49,7 +73,15 @@ describe('deliveryBody', () => {
       id: 'evt_2',
       event: 'provider_recovered',
       timestamp: '2025-11-21T00:00:00.123Z',
-      data: { proxy_key: 'pk_b', model: 'gpt-4o-mini', exhausted_provider: null, active_provider: 'openai', fallback_level: null, latency_ms: 40, request_id: 'req_probe' },
+      data: {
+        proxy_key: 'pk_b',
+        model: 'gpt-4o-mini',
+        exhausted_provider: null,
+        active_provider: 'openai',
+        fallback_level: null,
+        latency_ms: 40,
+        request_id: 'req_probe',
+      },
     });
   });
 });

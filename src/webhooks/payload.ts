@@ -39,7 +39,8 @@ export interface DeliveryPayload {
 }
 
 const str = (value: unknown): string | null => (typeof value === 'string' ? value : null);
-const int = (value: unknown): number | null => (typeof value === 'number' && Number.isFinite(value) ? Math.round(value) : null);
+const int = (value: unknown): number | null =>
+  typeof value === 'number' && Number.isFinite(value) ? Math.round(value) : null;
 
 /**
  * The body one key receives for one event, serialised once: every attempt sends these exact bytes.
@@ -48,7 +49,9 @@ const int = (value: unknown): number | null => (typeof value === 'number' && Num
 export function deliveryBody(event: SourceEvent, receiver: ReceivingKey): string {
   const d = event.data;
   const recovered = event.type === 'provider_recovered';
-  const model = recovered ? (receiver.chain.find((step) => step.provider === event.provider)?.model ?? null) : str(d.model);
+  const model = recovered
+    ? (receiver.chain.find((step) => step.provider === event.provider)?.model ?? null)
+    : str(d.model);
   const payload: DeliveryPayload = {
     id: event.id,
     event: event.type,

@@ -13,7 +13,9 @@ export class SecretBox {
 
   /** scrypt turns any operator passphrase into a 32-byte key (once, at boot). */
   static fromPassphrase(passphrase: string | undefined): SecretBox {
-    return new SecretBox(passphrase ? scryptSync(passphrase, KDF_SALT, 32, { N: 2 ** 15, r: 8, p: 1, maxmem: 64 * 1024 * 1024 }) : null);
+    return new SecretBox(
+      passphrase ? scryptSync(passphrase, KDF_SALT, 32, { N: 2 ** 15, r: 8, p: 1, maxmem: 64 * 1024 * 1024 }) : null,
+    );
   }
 
   /** Whether a stored value is sealed (else it was stored before encryption was turned on). */
@@ -37,7 +39,10 @@ export class SecretBox {
   open(stored: string, aad: string): string {
     if (!stored.startsWith(SEALED_PREFIX)) return stored;
     if (!this.key) throw new Error('the endpoint secret is encrypted and SVC_SECRET_KEY is not set');
-    const [iv, tag, data] = stored.slice(SEALED_PREFIX.length).split('.').map((part) => Buffer.from(part, 'base64url'));
+    const [iv, tag, data] = stored
+      .slice(SEALED_PREFIX.length)
+      .split('.')
+      .map((part) => Buffer.from(part, 'base64url'));
     if (!iv || !tag || !data) throw new Error('the stored endpoint secret is malformed');
     try {
       const decipher = createDecipheriv('aes-256-gcm', this.key, iv).setAAD(Buffer.from(aad, 'utf8')).setAuthTag(tag);

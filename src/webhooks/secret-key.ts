@@ -12,7 +12,7 @@ export class PlaintextSecretsRefused extends Error {
   constructor() {
     super(
       'SVC_SECRET_KEY is not set, so webhook signing secrets would be stored in plaintext in the database. ' +
-        'Make a key with `node -e "console.log(require(\'crypto\').randomBytes(32).toString(\'base64url\'))"` ' +
+        "Make a key with `node -e \"console.log(require('crypto').randomBytes(32).toString('base64url'))\"` " +
         '(or `openssl rand -base64 32`), set it as SVC_SECRET_KEY on every replica, and keep it; ' +
         'or set SVC_ALLOW_PLAINTEXT_SECRETS=true to store them unencrypted.',
     );

@@ -23,9 +23,11 @@ export class SecretSealing implements OnApplicationBootstrap {
     let sealed = 0;
     for (;;) {
       const rows = await this.repository.unsealedSecrets(SEALED_PREFIX, BATCH);
-      for (const row of rows) if (await this.repository.swapSecret(row.id, row.secret, this.box.seal(row.secret, row.id))) sealed += 1;
+      for (const row of rows)
+        if (await this.repository.swapSecret(row.id, row.secret, this.box.seal(row.secret, row.id))) sealed += 1;
       if (rows.length < BATCH) break;
     }
-    if (sealed > 0) this.logger.log(`sealed ${sealed} webhook endpoint secret(s) stored before encryption was turned on`);
+    if (sealed > 0)
+      this.logger.log(`sealed ${sealed} webhook endpoint secret(s) stored before encryption was turned on`);
   }
 }

@@ -18,7 +18,9 @@ describe('signDelivery', () => {
 
   it('signs multi-byte UTF-8 bodies over their bytes', () => {
     const body = '{"model":"modèle-😀"}';
-    const expected = createHmac('sha256', Buffer.from('whsec_x', 'utf8')).update(Buffer.from(`7.${body}`, 'utf8')).digest('hex');
+    const expected = createHmac('sha256', Buffer.from('whsec_x', 'utf8'))
+      .update(Buffer.from(`7.${body}`, 'utf8'))
+      .digest('hex');
     expect(signDelivery('whsec_x', 7, body)).toBe(`sha256=${expected}`);
   });
 });
@@ -27,7 +29,11 @@ describe('deliveryHeaders', () => {
   it('sends the event, the unix-seconds timestamp and a signature a receiver can verify', () => {
     const body = '{"id":"evt_2"}';
     const headers = deliveryHeaders('whsec_k', 'provider_recovered', body, 1763683200999);
-    expect(headers).toMatchObject({ 'content-type': 'application/json', 'x-svc-event': 'provider_recovered', 'x-svc-timestamp': '1763683200' });
+    expect(headers).toMatchObject({
+      'content-type': 'application/json',
+      'x-svc-event': 'provider_recovered',
+      'x-svc-timestamp': '1763683200',
+    });
     const expected = Buffer.from(createHmac('sha256', 'whsec_k').update(`1763683200.${body}`).digest('hex'));
     const got = Buffer.from(headers['x-svc-signature'].replace(/^sha256=/, ''));
     expect(got.length === expected.length && timingSafeEqual(got, expected)).toBe(true);

@@ -9,7 +9,12 @@ export function signDelivery(secret: string, timestamp: number, body: string): s
 }
 
 /** The headers of one attempt: a fresh timestamp and signature each time, over the same body bytes. */
-export function deliveryHeaders(secret: string, event: WebhookEventType, body: string, nowMs: number): Record<string, string> {
+export function deliveryHeaders(
+  secret: string,
+  event: WebhookEventType,
+  body: string,
+  nowMs: number,
+): Record<string, string> {
   const timestamp = Math.floor(nowMs / 1000);
   return {
     'content-type': 'application/json',

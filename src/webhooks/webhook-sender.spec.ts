@@ -33,7 +33,8 @@ describe('WebhookSender', () => {
     answer = { status: 200 };
   });
 
-  const sender = (allowPrivate: boolean): WebhookSender => new WebhookSender({ SVC_WEBHOOK_ALLOW_PRIVATE: allowPrivate } as EnvironmentVariables);
+  const sender = (allowPrivate: boolean): WebhookSender =>
+    new WebhookSender({ SVC_WEBHOOK_ALLOW_PRIVATE: allowPrivate } as EnvironmentVariables);
 
   it('posts the exact body with the signed headers and reports success', async () => {
     const s = sender(true);
@@ -41,7 +42,11 @@ describe('WebhookSender', () => {
     await s.onApplicationShutdown();
     expect(result).toMatchObject({ delivered: true, statusCode: 200, error: null });
     expect(seen[0].body).toBe('{"id":"evt_1"}');
-    expect(seen[0].headers).toMatchObject({ 'content-type': 'application/json', 'x-svc-event': 'failover', 'x-svc-signature': expect.stringMatching(/^sha256=[0-9a-f]{64}$/) });
+    expect(seen[0].headers).toMatchObject({
+      'content-type': 'application/json',
+      'x-svc-event': 'failover',
+      'x-svc-signature': expect.stringMatching(/^sha256=[0-9a-f]{64}$/),
+    });
   });
 
   it('refuses a hostname that resolves to loopback, and a literal private address, without connecting', async () => {
@@ -60,7 +65,12 @@ describe('WebhookSender', () => {
     const s = sender(false);
     const ssh = await s.send('http://93.184.216.34:22/hook', 'failover', 'whsec_x', '{}');
     await s.onApplicationShutdown();
-    expect(ssh).toMatchObject({ delivered: false, statusCode: null, latencyMs: expect.any(Number), error: DESTINATION_NOT_ALLOWED });
+    expect(ssh).toMatchObject({
+      delivered: false,
+      statusCode: null,
+      latencyMs: expect.any(Number),
+      error: DESTINATION_NOT_ALLOWED,
+    });
     expect(seen).toHaveLength(0);
   });
 
@@ -71,7 +81,11 @@ describe('WebhookSender', () => {
     answer = { status: 500, body: 'e'.repeat(100_000) };
     const failed = await s.send(`http://127.0.0.1:${port}/`, 'failover', 'whsec_x', '{}');
     await s.onApplicationShutdown();
-    expect(redirected).toMatchObject({ delivered: false, statusCode: 302, error: 'HTTP 302 (redirects are not followed)' });
+    expect(redirected).toMatchObject({
+      delivered: false,
+      statusCode: 302,
+      error: 'HTTP 302 (redirects are not followed)',
+    });
     expect(failed).toMatchObject({ delivered: false, statusCode: 500, error: 'HTTP 500' });
     expect(failed.snippet).toHaveLength(2048);
     expect(seen).toHaveLength(2);
@@ -100,11 +114,21 @@ describe('WebhookSender', () => {
 describe('guardedLookup', () => {
   const resolverOf =
     (answers: LookupAddress[]) =>
-    (_host: string, _options: object, callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void): void =>
+    (
+      _host: string,
+      _options: object,
+      callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+    ): void =>
       callback(null, answers);
 
   it('refuses a host when any of its addresses is private', (done) => {
-    const lookup = guardedLookup(false, resolverOf([{ address: '93.184.216.34', family: 4 }, { address: '10.0.0.7', family: 4 }]));
+    const lookup = guardedLookup(
+      false,
+      resolverOf([
+        { address: '93.184.216.34', family: 4 },
+        { address: '10.0.0.7', family: 4 },
+      ]),
+    );
     lookup('mixed.example', { all: true }, (err) => {
       expect(err?.message).toBe(DESTINATION_NOT_ALLOWED);
       expect(err).toMatchObject({ address: '10.0.0.7', range: 'private' });
@@ -125,7 +149,9 @@ describe('guardedLookup', () => {
     const server = createServer((_req, res) => res.end('pinned'));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as AddressInfo).port;
-    const agent = new Agent({ connect: { lookup: guardedLookup(true, resolverOf([{ address: '127.0.0.1', family: 4 }])) } });
+    const agent = new Agent({
+      connect: { lookup: guardedLookup(true, resolverOf([{ address: '127.0.0.1', family: 4 }])) },
+    });
     const res = await request(`http://pinned.invalid:${port}/`, { dispatcher: agent });
     expect(await res.body.text()).toBe('pinned');
     await agent.close();

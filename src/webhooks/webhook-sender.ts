@@ -32,7 +32,11 @@ export class AddressRefused extends Error {
   }
 }
 
-type Resolve = (hostname: string, options: LookupAllOptions, callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
+type Resolve = (
+  hostname: string,
+  options: LookupAllOptions,
+  callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+) => void;
 
 /**
  * The lookup the connection itself uses: every address of the host is checked and the socket
@@ -42,9 +46,12 @@ export function guardedLookup(allowPrivate: boolean, resolve: Resolve = dnsLooku
   return (hostname, options, callback) => {
     resolve(hostname, { ...options, all: true }, (err, addresses) => {
       if (err) return callback(err, '', 0);
-      const refused = allowPrivate ? undefined : addresses.map((a) => ({ a, range: blockedRange(a.address) })).find((x) => x.range !== null);
+      const refused = allowPrivate
+        ? undefined
+        : addresses.map((a) => ({ a, range: blockedRange(a.address) })).find((x) => x.range !== null);
       if (refused?.range) return callback(new AddressRefused(refused.a.address, refused.range), '', 0);
-      if (addresses.length === 0) return callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }), '', 0);
+      if (addresses.length === 0)
+        return callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }), '', 0);
       if (options.all) return callback(null, addresses);
       callback(null, addresses[0].address, addresses[0].family);
     });
@@ -68,7 +75,11 @@ const ERROR_TEXT: Record<string, string> = {
 export function describeFailure(err: unknown, timedOut: boolean): string {
   // duck-typed, not instanceof: socket errors may come from another realm (vm contexts, workers)
   type Failure = { code?: unknown; message?: unknown; cause?: unknown };
-  for (let e = err as Failure | null, depth = 0; typeof e === 'object' && e !== null && depth < 5; e = e.cause as Failure | null, depth++) {
+  for (
+    let e = err as Failure | null, depth = 0;
+    typeof e === 'object' && e !== null && depth < 5;
+    e = e.cause as Failure | null, depth++
+  ) {
     if (e instanceof AddressRefused) return e.message;
     if (typeof e.code === 'string' && ERROR_TEXT[e.code]) return ERROR_TEXT[e.code];
     if (typeof e.code === 'string' && /CERT|SSL|TLS/.test(e.code)) return `TLS error: ${e.code}`;
@@ -110,13 +121,26 @@ export class WebhookSender implements OnApplicationShutdown {
     });
   }
 
-  async send(url: string, event: WebhookEventType, secret: string, body: string, signal?: AbortSignal): Promise<AttemptResult> {
+  async send(
+    url: string,
+    event: WebhookEventType,
+    secret: string,
+    body: string,
+    signal?: AbortSignal,
+  ): Promise<AttemptResult> {
     const started = performance.now();
     const elapsed = (): number => Math.round(performance.now() - started);
     // a literal IP never goes through DNS, so the lookup guard does not see it: check it here
     const literal = literalAddress(new URL(url));
     const range = this.allowPrivate ? null : !portAllowed(url) ? 'port' : literal ? blockedRange(literal) : null;
-    if (range) return { delivered: false, statusCode: null, latencyMs: elapsed(), error: DESTINATION_NOT_ALLOWED, snippet: null };
+    if (range)
+      return {
+        delivered: false,
+        statusCode: null,
+        latencyMs: elapsed(),
+        error: DESTINATION_NOT_ALLOWED,
+        snippet: null,
+      };
     const timeout = AbortSignal.timeout(DELIVERY_TIMEOUT_MS);
     try {
       const res = await request(url, {
@@ -129,9 +153,21 @@ export class WebhookSender implements OnApplicationShutdown {
       const snippet = await readSnippet(res.body);
       const delivered = res.statusCode >= 200 && res.statusCode < 300;
       const redirect = res.statusCode >= 300 && res.statusCode < 400 ? ' (redirects are not followed)' : '';
-      return { delivered, statusCode: res.statusCode, latencyMs: elapsed(), error: delivered ? null : `HTTP ${res.statusCode}${redirect}`, snippet };
+      return {
+        delivered,
+        statusCode: res.statusCode,
+        latencyMs: elapsed(),
+        error: delivered ? null : `HTTP ${res.statusCode}${redirect}`,
+        snippet,
+      };
     } catch (err) {
-      return { delivered: false, statusCode: null, latencyMs: elapsed(), error: describeFailure(err, timeout.aborted), snippet: null };
+      return {
+        delivered: false,
+        statusCode: null,
+        latencyMs: elapsed(),
+        error: describeFailure(err, timeout.aborted),
+        snippet: null,
+      };
     }
   }
 

@@ -2,7 +2,12 @@ import { literalHostBlocked, webhookUrlProblem } from './webhook-url';
 
 describe('webhookUrlProblem', () => {
   it('accepts http and https URLs with any host, port and path', () => {
-    for (const url of ['https://hooks.example.com/svc', 'http://localhost:8080/x?y=1', 'https://[2606:4700::1]/hook', 'http://10.0.0.1/']) {
+    for (const url of [
+      'https://hooks.example.com/svc',
+      'http://localhost:8080/x?y=1',
+      'https://[2606:4700::1]/hook',
+      'http://10.0.0.1/',
+    ]) {
       expect(webhookUrlProblem(url)).toBeNull();
     }
   });

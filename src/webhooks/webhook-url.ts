@@ -12,8 +12,10 @@ export function webhookUrlProblem(raw: string): string | null {
   } catch {
     return 'must be an absolute http:// or https:// URL';
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return `must use http or https, not ${url.protocol.slice(0, -1)}`;
-  if (url.username || url.password) return 'must not contain credentials (deliveries are authenticated by their signature)';
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    return `must use http or https, not ${url.protocol.slice(0, -1)}`;
+  if (url.username || url.password)
+    return 'must not contain credentials (deliveries are authenticated by their signature)';
   if (!url.hostname) return 'must name a host';
   return null;
 }

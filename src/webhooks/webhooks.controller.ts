@@ -1,6 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
-import { CurrentKey } from '../common/auth/auth.decorators';
+import { CurrentKey } from '../auth/auth.decorators';
 import { ApiErrors } from '../common/http/api-errors.decorator';
 import { DEFAULT_PAGE_SIZE, ListQueryDto } from '../common/http/pagination.dto';
 import type { AuthenticatedKey } from '../keys/key-directory';
@@ -27,7 +27,10 @@ export class WebhooksController {
   @Post()
   @ApiCreatedResponse({ type: WebhookEndpointWithSecretDto })
   @ApiErrors(400)
-  create(@CurrentKey() key: AuthenticatedKey, @Body() body: CreateWebhookEndpointDto): Promise<WebhookEndpointWithSecretDto> {
+  create(
+    @CurrentKey() key: AuthenticatedKey,
+    @Body() body: CreateWebhookEndpointDto,
+  ): Promise<WebhookEndpointWithSecretDto> {
     return this.webhooks.create(key.id, body);
   }
 
@@ -51,7 +54,11 @@ export class WebhooksController {
   @Patch(':webhook_id')
   @ApiOkResponse({ type: WebhookEndpointDto })
   @ApiErrors(400, 404)
-  update(@CurrentKey() key: AuthenticatedKey, @Param('webhook_id') id: string, @Body() body: UpdateWebhookEndpointDto): Promise<WebhookEndpointDto> {
+  update(
+    @CurrentKey() key: AuthenticatedKey,
+    @Param('webhook_id') id: string,
+    @Body() body: UpdateWebhookEndpointDto,
+  ): Promise<WebhookEndpointDto> {
     return this.webhooks.update(key.id, id, body);
   }
 
@@ -78,7 +85,10 @@ export class WebhooksController {
   @HttpCode(200)
   @ApiOkResponse({ type: WebhookEndpointWithSecretDto })
   @ApiErrors(404)
-  rotateSecret(@CurrentKey() key: AuthenticatedKey, @Param('webhook_id') id: string): Promise<WebhookEndpointWithSecretDto> {
+  rotateSecret(
+    @CurrentKey() key: AuthenticatedKey,
+    @Param('webhook_id') id: string,
+  ): Promise<WebhookEndpointWithSecretDto> {
     return this.webhooks.rotateSecret(key.id, id);
   }
 
@@ -86,7 +96,11 @@ export class WebhooksController {
   @Get(':webhook_id/deliveries')
   @ApiOkResponse({ type: WebhookDeliveryListDto })
   @ApiErrors(400, 404)
-  deliveries(@CurrentKey() key: AuthenticatedKey, @Param('webhook_id') id: string, @Query() query: ListQueryDto): Promise<WebhookDeliveryListDto> {
+  deliveries(
+    @CurrentKey() key: AuthenticatedKey,
+    @Param('webhook_id') id: string,
+    @Query() query: ListQueryDto,
+  ): Promise<WebhookDeliveryListDto> {
     return this.webhooks.deliveries(key.id, id, query.after, query.limit ?? DEFAULT_PAGE_SIZE);
   }
 }

@@ -8,6 +8,7 @@ import { SecretBox } from './secret-box';
 import { secretBoxFor } from './secret-key';
 import { SecretSealing } from './secret-sealing';
 import { WebhookAttemptEntity, WebhookDeliveryEntity } from './webhook-delivery.entity';
+import { WebhookFanoutStateEntity } from './webhook-fanout.entity';
 import { WebhookEndpointEntity } from './webhook-endpoint.entity';
 import { WebhookFanout } from './webhook-fanout';
 import { WebhookSender } from './webhook-sender';
@@ -17,7 +18,14 @@ import { WebhooksService } from './webhooks.service';
 
 /** Webhook endpoints of keys, and the delivery of stored failover and recovery events to them. */
 @Module({
-  imports: [TypeOrmModule.forFeature([WebhookEndpointEntity, WebhookDeliveryEntity, WebhookAttemptEntity])],
+  imports: [
+    TypeOrmModule.forFeature([
+      WebhookEndpointEntity,
+      WebhookDeliveryEntity,
+      WebhookAttemptEntity,
+      WebhookFanoutStateEntity,
+    ]),
+  ],
   controllers: [WebhooksController],
   providers: [
     {

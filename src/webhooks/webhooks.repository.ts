@@ -8,7 +8,10 @@ import { WebhookEndpointEntity } from './webhook-endpoint.entity';
 
 export type NewEndpoint = Pick<WebhookEndpointEntity, 'id' | 'keyId' | 'url' | 'events' | 'secret'>;
 export type EndpointPatch = Partial<Pick<WebhookEndpointEntity, 'url' | 'events' | 'enabled'>>;
-export type NewTestAttempt = Pick<WebhookAttemptEntity, 'id' | 'endpointId' | 'eventId' | 'event' | 'statusCode' | 'latencyMs' | 'error' | 'responseSnippet'> & {
+export type NewTestAttempt = Pick<
+  WebhookAttemptEntity,
+  'id' | 'endpointId' | 'eventId' | 'event' | 'statusCode' | 'latencyMs' | 'error' | 'responseSnippet'
+> & {
   deliveryId: string;
   payload: string;
 };
@@ -41,7 +44,11 @@ export class WebhooksRepository {
 
   /** The endpoint with its stored (possibly sealed) secret, which other reads never select. */
   findOwnedWithSecret(keyId: string, id: string): Promise<WebhookEndpointEntity | null> {
-    return this.endpoints.createQueryBuilder('w').addSelect('w.secret').where('w.id = :id AND w.key_id = :keyId', { id, keyId }).getOne();
+    return this.endpoints
+      .createQueryBuilder('w')
+      .addSelect('w.secret')
+      .where('w.id = :id AND w.key_id = :keyId', { id, keyId })
+      .getOne();
   }
 
   async update(keyId: string, id: string, patch: EndpointPatch): Promise<WebhookEndpointEntity | null> {
@@ -54,12 +61,18 @@ export class WebhooksRepository {
 
   /** Up to `limit` endpoints whose secret is stored unsealed (not starting with `sealedPrefix`). */
   unsealedSecrets(sealedPrefix: string, limit: number): Promise<Array<{ id: string; secret: string }>> {
-    return this.dataSource.query(`SELECT id, secret FROM webhook_endpoints WHERE left(secret, length($1)) <> $1 ORDER BY id LIMIT $2`, [sealedPrefix, limit]);
+    return this.dataSource.query(
+      `SELECT id, secret FROM webhook_endpoints WHERE left(secret, length($1)) <> $1 ORDER BY id LIMIT $2`,
+      [sealedPrefix, limit],
+    );
   }
 
   /** Replaces a secret only if it is still `was` (another replica may have sealed it first). */
   async swapSecret(id: string, was: string, sealed: string): Promise<boolean> {
-    const rows: unknown[] = await this.dataSource.query(`UPDATE webhook_endpoints SET secret = $3 WHERE id = $1 AND secret = $2 RETURNING id`, [id, was, sealed]);
+    const rows: unknown[] = await this.dataSource.query(
+      `UPDATE webhook_endpoints SET secret = $3 WHERE id = $1 AND secret = $2 RETURNING id`,
+      [id, was, sealed],
+    );
     return rows.length > 0;
   }
 
@@ -76,9 +89,17 @@ export class WebhooksRepository {
 
   /** Newest first; the cursor row is compared in SQL so microseconds and ties (seq) are kept. */
   listPage(keyId: string, after: string | null, take: number): Promise<WebhookEndpointEntity[]> {
-    const query = this.endpoints.createQueryBuilder('w').where('w.key_id = :keyId', { keyId }).orderBy('w.created_at', 'DESC').addOrderBy('w.seq', 'DESC').take(take);
+    const query = this.endpoints
+      .createQueryBuilder('w')
+      .where('w.key_id = :keyId', { keyId })
+      .orderBy('w.created_at', 'DESC')
+      .addOrderBy('w.seq', 'DESC')
+      .take(take);
     if (after) {
-      query.andWhere('(w.created_at, w.seq) < (SELECT a.created_at, a.seq FROM webhook_endpoints a WHERE a.id = :after AND a.key_id = :keyId)', { after });
+      query.andWhere(
+        '(w.created_at, w.seq) < (SELECT a.created_at, a.seq FROM webhook_endpoints a WHERE a.id = :after AND a.key_id = :keyId)',
+        { after },
+      );
     }
     return query.getMany();
   }
@@ -96,7 +117,10 @@ export class WebhooksRepository {
       .addOrderBy('t.seq', 'DESC')
       .take(take);
     if (after) {
-      query.andWhere('(t.created_at, t.seq) < (SELECT a.created_at, a.seq FROM webhook_delivery_attempts a WHERE a.id = :after AND a.endpoint_id = :endpointId)', { after });
+      query.andWhere(
+        '(t.created_at, t.seq) < (SELECT a.created_at, a.seq FROM webhook_delivery_attempts a WHERE a.id = :after AND a.endpoint_id = :endpointId)',
+        { after },
+      );
     }
     return query.getMany();
   }
@@ -108,7 +132,11 @@ export class WebhooksRepository {
     } catch (err) {
       // text PostgreSQL refuses must not turn the receiver's answer into an error for the caller
       if (!isUnstorableText(err)) throw err;
-      await this.writeTest({ ...t, error: t.error === null ? null : storableText(t.error), responseSnippet: null }, delivered, event);
+      await this.writeTest(
+        { ...t, error: t.error === null ? null : storableText(t.error), responseSnippet: null },
+        delivered,
+        event,
+      );
     }
   }
 

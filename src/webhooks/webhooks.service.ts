@@ -76,8 +76,15 @@ export class WebhooksService {
     this.checkDestination(body.url);
     const id = newId('we');
     const secret = newSecret();
-    const row = await this.repository.insertWithinLimit({ id, keyId, url: body.url, events: body.events ?? ['failover'], secret: this.secrets.seal(secret, id) }, MAX_ENDPOINTS_PER_KEY);
-    if (!row) throw new DomainError('webhook_limit_reached', `A key can have at most ${MAX_ENDPOINTS_PER_KEY} webhook endpoints; delete one first.`);
+    const row = await this.repository.insertWithinLimit(
+      { id, keyId, url: body.url, events: body.events ?? ['failover'], secret: this.secrets.seal(secret, id) },
+      MAX_ENDPOINTS_PER_KEY,
+    );
+    if (!row)
+      throw new DomainError(
+        'webhook_limit_reached',
+        `A key can have at most ${MAX_ENDPOINTS_PER_KEY} webhook endpoints; delete one first.`,
+      );
     return { ...toDto(row), secret };
   }
 
@@ -89,7 +96,11 @@ export class WebhooksService {
 
   async list(keyId: string, after: string | undefined, limit: number): Promise<Page<WebhookEndpointDto>> {
     if (after && !(await this.repository.findOwned(keyId, after))) {
-      throw new DomainError('invalid_cursor', `'after' must be the id of one of your webhook endpoints; '${after}' is not.`, { param: 'after' });
+      throw new DomainError(
+        'invalid_cursor',
+        `'after' must be the id of one of your webhook endpoints; '${after}' is not.`,
+        { param: 'after' },
+      );
     }
     const rows = await this.repository.listPage(keyId, after ?? null, limit + 1);
     return toPage(rows.map(toDto), limit);
@@ -97,7 +108,11 @@ export class WebhooksService {
 
   async update(keyId: string, id: string, body: UpdateWebhookEndpointDto): Promise<WebhookEndpointDto> {
     if (body.url !== undefined) this.checkDestination(body.url);
-    const patch = { ...(body.url !== undefined && { url: body.url }), ...(body.events && { events: body.events }), ...(body.enabled !== undefined && { enabled: body.enabled }) };
+    const patch = {
+      ...(body.url !== undefined && { url: body.url }),
+      ...(body.events && { events: body.events }),
+      ...(body.enabled !== undefined && { enabled: body.enabled }),
+    };
     const row = await this.repository.update(keyId, id, patch);
     if (!row) throw endpointNotFound(id);
     return toDto(row);
@@ -147,14 +162,28 @@ export class WebhooksService {
       result.delivered,
       event,
     );
-    return { delivered: result.delivered, status_code: result.statusCode, latency_ms: result.latencyMs, error: result.error };
+    return {
+      delivered: result.delivered,
+      status_code: result.statusCode,
+      latency_ms: result.latencyMs,
+      error: result.error,
+    };
   }
 
   /** Attempts to one endpoint, newest first. */
-  async deliveries(keyId: string, id: string, after: string | undefined, limit: number): Promise<Page<WebhookDeliveryDto>> {
+  async deliveries(
+    keyId: string,
+    id: string,
+    after: string | undefined,
+    limit: number,
+  ): Promise<Page<WebhookDeliveryDto>> {
     if (!(await this.repository.findOwned(keyId, id))) throw endpointNotFound(id);
     if (after && !(await this.repository.findAttempt(id, after))) {
-      throw new DomainError('invalid_cursor', `'after' must be the id of a delivery of this endpoint; '${after}' is not.`, { param: 'after' });
+      throw new DomainError(
+        'invalid_cursor',
+        `'after' must be the id of a delivery of this endpoint; '${after}' is not.`,
+        { param: 'after' },
+      );
     }
     const rows = await this.repository.listAttempts(id, after ?? null, limit + 1);
     return toPage(rows.map(toDeliveryDto), limit);
@@ -171,9 +200,13 @@ export class WebhooksService {
     }
     if (entry.count >= this.testsPerMinute) {
       const retryAfter = Math.max(1, Math.ceil(((minute + 1) * 60_000 - now) / 1000));
-      throw new DomainError('rate_limited', `At most ${this.testsPerMinute} webhook test sends per minute per key; retry in ${retryAfter} s.`, {
-        headers: { 'Retry-After': String(retryAfter) },
-      });
+      throw new DomainError(
+        'rate_limited',
+        `At most ${this.testsPerMinute} webhook test sends per minute per key; retry in ${retryAfter} s.`,
+        {
+          headers: { 'Retry-After': String(retryAfter) },
+        },
+      );
     }
     entry.count += 1;
   }
@@ -193,8 +226,21 @@ export function sampleBody(eventId: string, event: WebhookEventType, key: Authen
   const provider = first?.provider ?? 'sample-provider';
   const data =
     event === 'failover'
-      ? { model: first?.model ?? 'sample-model', exhausted_provider: provider, active_provider: second?.provider ?? provider, fallback_level: 1, latency_ms: 0 }
+      ? {
+          model: first?.model ?? 'sample-model',
+          exhausted_provider: provider,
+          active_provider: second?.provider ?? provider,
+          fallback_level: 1,
+          latency_ms: 0,
+        }
       : { exhausted_provider: null, active_provider: provider, fallback_level: null, latency_ms: 0 };
-  const source = { id: eventId, type: event, keyId: key.id, provider, createdAt: new Date(), data: { ...data, request_id: `req_test${randomBase62(16)}` } };
+  const source = {
+    id: eventId,
+    type: event,
+    keyId: key.id,
+    provider,
+    createdAt: new Date(),
+    data: { ...data, request_id: `req_test${randomBase62(16)}` },
+  };
   return deliveryBody(source, { id: key.id, chain: key.chain });
 }

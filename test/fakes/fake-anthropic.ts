@@ -74,7 +74,16 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
       );
     }
     const send = startSse(x.res, tag);
-    const message = { id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: inputTokens, output_tokens: 1 } };
+    const message = {
+      id,
+      type: 'message',
+      role: 'assistant',
+      model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: { input_tokens: inputTokens, output_tokens: 1 },
+    };
     const events: [string, unknown][] = [
       ['message_start', { type: 'message_start', message }],
       ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }],
@@ -83,10 +92,21 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     if (x.mode === 'errorMidStream') {
       events.push(['error', { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }]);
     } else {
-      for (const word of wordsOf(text)) events.push(['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: word } }]);
+      for (const word of wordsOf(text))
+        events.push([
+          'content_block_delta',
+          { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: word } },
+        ]);
       events.push(
         ['content_block_stop', { type: 'content_block_stop', index: 0 }],
-        ['message_delta', { type: 'message_delta', delta: { stop_reason: self.stopReason, stop_sequence: null }, usage: { output_tokens: outputTokens } }],
+        [
+          'message_delta',
+          {
+            type: 'message_delta',
+            delta: { stop_reason: self.stopReason, stop_sequence: null },
+            usage: { output_tokens: outputTokens },
+          },
+        ],
         ['message_stop', { type: 'message_stop' }],
       );
     }
@@ -101,7 +121,14 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
       x.res,
       200,
       {
-        data: [{ type: 'model', id: 'claude-3-5-haiku-latest', display_name: 'Claude Haiku 3.5', created_at: '2024-10-22T00:00:00Z' }],
+        data: [
+          {
+            type: 'model',
+            id: 'claude-3-5-haiku-latest',
+            display_name: 'Claude Haiku 3.5',
+            created_at: '2024-10-22T00:00:00Z',
+          },
+        ],
         has_more: false,
         first_id: 'claude-3-5-haiku-latest',
         last_id: 'claude-3-5-haiku-latest',
@@ -113,13 +140,28 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     const { res, mode, settings, record } = x;
     switch (mode) {
       case 'error500':
-        return anthropicError(res, settings.status ?? 500, 'api_error', settings.message ?? `${name}: Internal server error`);
+        return anthropicError(
+          res,
+          settings.status ?? 500,
+          'api_error',
+          settings.message ?? `${name}: Internal server error`,
+        );
       case 'rate429':
-        return anthropicError(res, 429, 'rate_limit_error', settings.message ?? `${name}: Number of request tokens has exceeded your rate limit.`);
+        return anthropicError(
+          res,
+          429,
+          'rate_limit_error',
+          settings.message ?? `${name}: Number of request tokens has exceeded your rate limit.`,
+        );
       case 'auth401':
         return anthropicError(res, 401, 'authentication_error', settings.message ?? `${name}: invalid x-api-key`);
       case 'bad400':
-        return anthropicError(res, 400, 'invalid_request_error', settings.message ?? `${name}: messages: field required`);
+        return anthropicError(
+          res,
+          400,
+          'invalid_request_error',
+          settings.message ?? `${name}: messages: field required`,
+        );
       case 'overloaded529':
         return anthropicError(res, 529, 'overloaded_error', settings.message ?? 'Overloaded');
       case 'hang':

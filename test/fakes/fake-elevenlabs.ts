@@ -3,7 +3,14 @@ import { encodedTone, splitBytes, toneSeconds } from './speech-audio';
 
 export type { ModeOptions, RecordedRequest } from './fake-upstream';
 
-export type FakeElevenLabsMode = 'ok' | 'http500' | 'auth401' | 'hang' | 'slowFirstByte' | 'dropAfterFirstChunk' | 'refuse';
+export type FakeElevenLabsMode =
+  | 'ok'
+  | 'http500'
+  | 'auth401'
+  | 'hang'
+  | 'slowFirstByte'
+  | 'dropAfterFirstChunk'
+  | 'refuse';
 
 export interface FakeElevenLabsOptions {
   name?: string;
@@ -39,9 +46,18 @@ export async function startFakeElevenLabs(options: FakeElevenLabsOptions = {}): 
   const stream = async (x: FakeExchange<FakeElevenLabsMode>): Promise<void> => {
     const query = new URL(x.req.url ?? '/', 'http://fake').searchParams;
     const rate = /^pcm_(\d+)$/.exec(query.get('output_format') ?? '');
-    if (!rate || !PCM_RATES.has(Number(rate[1]))) return elevenLabsError(x, 422, 'invalid_output_format', `output_format ${query.get('output_format')} is not offered by this fake`);
+    if (!rate || !PCM_RATES.has(Number(rate[1])))
+      return elevenLabsError(
+        x,
+        422,
+        'invalid_output_format',
+        `output_format ${query.get('output_format')} is not offered by this fake`,
+      );
     const { text = '' } = (x.record.body ?? {}) as { text?: string };
-    const pieces = splitBytes(await encodedTone('pcm', { sampleRate: Number(rate[1]), channels: 1, bitrate: 0 }, toneSeconds(text)), fake.audioChunks);
+    const pieces = splitBytes(
+      await encodedTone('pcm', { sampleRate: Number(rate[1]), channels: 1, bitrate: 0 }, toneSeconds(text)),
+      fake.audioChunks,
+    );
     x.res.writeHead(200, { 'content-type': 'audio/pcm', 'x-fake-provider': name });
     if (x.mode === 'dropAfterFirstChunk') return void x.res.write(pieces[0], () => x.res.socket?.destroy());
     for (const [i, piece] of pieces.entries()) {
@@ -57,7 +73,12 @@ export async function startFakeElevenLabs(options: FakeElevenLabsOptions = {}): 
     fake.urls.push(x.req.url ?? '');
     switch (x.mode) {
       case 'http500':
-        return elevenLabsError(x, x.settings.status ?? 500, 'internal_error', x.settings.message ?? `${name}: internal server error`);
+        return elevenLabsError(
+          x,
+          x.settings.status ?? 500,
+          'internal_error',
+          x.settings.message ?? `${name}: internal server error`,
+        );
       case 'auth401':
         return elevenLabsError(x, 401, 'invalid_api_key', x.settings.message ?? 'Invalid API key');
       case 'hang':
@@ -72,7 +93,9 @@ export async function startFakeElevenLabs(options: FakeElevenLabsOptions = {}): 
     }
     if (x.record.method === 'POST' && STREAM_PATH.test(x.record.path)) return stream(x);
     if (x.record.method === 'GET' && x.record.path === '/v1/models') {
-      return sendJson(x.res, 200, [{ model_id: 'eleven_multilingual_v2', name: 'Eleven Multilingual v2', can_do_text_to_speech: true }]);
+      return sendJson(x.res, 200, [
+        { model_id: 'eleven_multilingual_v2', name: 'Eleven Multilingual v2', can_do_text_to_speech: true },
+      ]);
     }
     elevenLabsError(x, 404, 'not_found', `no route ${x.record.method} ${x.record.path}`);
   };

@@ -8,7 +8,14 @@ export type { ModeOptions, RecordedRequest } from './fake-upstream';
  * `baseRespError`: HTTP 200 with `base_resp.status_code` = settings.status (default 1004) before any audio;
  * `midStreamBaseRespError`: one audio event, then such an error event.
  */
-export type FakeMiniMaxMode = 'ok' | 'http500' | 'baseRespError' | 'midStreamBaseRespError' | 'hang' | 'slowFirstByte' | 'refuse';
+export type FakeMiniMaxMode =
+  | 'ok'
+  | 'http500'
+  | 'baseRespError'
+  | 'midStreamBaseRespError'
+  | 'hang'
+  | 'slowFirstByte'
+  | 'refuse';
 
 export interface FakeMiniMaxOptions {
   name?: string;
@@ -53,7 +60,6 @@ export interface FakeMiniMaxFile {
 /** MiniMax's voice id rule: 8..256 characters, a letter first, letters/digits/-/_, not ending in - or _. */
 const VOICE_ID_RULE = /^[A-Za-z][A-Za-z0-9_-]{6,254}[A-Za-z0-9]$/;
 
-
 interface T2aBody {
   text?: string;
   stream?: boolean;
@@ -79,29 +85,49 @@ export async function startFakeMiniMax(options: FakeMiniMaxOptions = {}): Promis
   const tag = { 'x-fake-provider': name };
   const failure = (x: FakeExchange<FakeMiniMaxMode>): Record<string, unknown> => ({
     trace_id: `trace-${++sequence}`,
-    base_resp: { status_code: x.settings.status ?? 1004, status_msg: x.settings.message ?? 'login fail: Please carry the API secret key in the Authorization field' },
+    base_resp: {
+      status_code: x.settings.status ?? 1004,
+      status_msg: x.settings.message ?? 'login fail: Please carry the API secret key in the Authorization field',
+    },
   });
 
   /** A download link of a file the fake keeps (no key needed, as MiniMax's signed links). */
-  const linkTo = (x: FakeExchange<FakeMiniMaxMode>, fileId: number): string => `http://${x.req.headers.host ?? '127.0.0.1'}/v1/download/${fileId}`;
+  const linkTo = (x: FakeExchange<FakeMiniMaxMode>, fileId: number): string =>
+    `http://${x.req.headers.host ?? '127.0.0.1'}/v1/download/${fileId}`;
   /** Keeps a file the fake made; its file_id. */
   const store = (bytes: Buffer, filename: string, purpose: string): number => {
     const fileId = 300000000000000 + ++sequence;
     fake.files.set(fileId, { purpose, filename, contentType: 'application/octet-stream', bytes });
     return fileId;
   };
-  const queryOf = (x: FakeExchange<FakeMiniMaxMode>): URLSearchParams => new URLSearchParams((x.req.url ?? '').split('?')[1] ?? '');
+  const queryOf = (x: FakeExchange<FakeMiniMaxMode>): URLSearchParams =>
+    new URLSearchParams((x.req.url ?? '').split('?')[1] ?? '');
 
   /** MiniMax's async T2A (the task is done at once here): task_id and file_id are numbers. */
   const t2aAsync = async (x: FakeExchange<FakeMiniMaxMode>): Promise<void> => {
     const body = (x.record.body ?? {}) as T2aBody;
     const audio = body.audio_setting ?? {};
     const format = audio.format ?? 'mp3';
-    const bytes = await encodedTone(format, { sampleRate: audio.sample_rate ?? 32000, channels: audio.channel ?? 1, bitrate: audio.bitrate ?? 128000 }, toneSeconds(body.text ?? ''));
+    const bytes = await encodedTone(
+      format,
+      { sampleRate: audio.sample_rate ?? 32000, channels: audio.channel ?? 1, bitrate: audio.bitrate ?? 128000 },
+      toneSeconds(body.text ?? ''),
+    );
     const taskId = 95157322514000 + ++sequence;
     const fileId = store(bytes, `${taskId}.${format}`, 't2a_async');
     fake.tasks.set(taskId, fileId);
-    sendJson(x.res, 200, { task_id: taskId, task_token: `token-${taskId}`, file_id: fileId, usage_characters: (body.text ?? '').length, base_resp: ok }, tag);
+    sendJson(
+      x.res,
+      200,
+      {
+        task_id: taskId,
+        task_token: `token-${taskId}`,
+        file_id: fileId,
+        usage_characters: (body.text ?? '').length,
+        base_resp: ok,
+      },
+      tag,
+    );
   };
 
   const t2aAsyncQuery = (x: FakeExchange<FakeMiniMaxMode>): void => {
@@ -116,7 +142,22 @@ export async function startFakeMiniMax(options: FakeMiniMaxOptions = {}): Promis
     const file = fake.files.get(fileId);
     if (!file) return invalid(x, 'file_id does not exist');
     const downloadUrl = linkTo(x, fileId);
-    sendJson(x.res, 200, { file: { file_id: fileId, bytes: file.bytes.length, created_at: Math.floor(Date.now() / 1000), filename: file.filename, purpose: file.purpose, download_url: downloadUrl }, base_resp: ok }, tag);
+    sendJson(
+      x.res,
+      200,
+      {
+        file: {
+          file_id: fileId,
+          bytes: file.bytes.length,
+          created_at: Math.floor(Date.now() / 1000),
+          filename: file.filename,
+          purpose: file.purpose,
+          download_url: downloadUrl,
+        },
+        base_resp: ok,
+      },
+      tag,
+    );
   };
 
   const download = (x: FakeExchange<FakeMiniMaxMode>): void => {
@@ -129,12 +170,31 @@ export async function startFakeMiniMax(options: FakeMiniMaxOptions = {}): Promis
   const t2a = async (x: FakeExchange<FakeMiniMaxMode>): Promise<void> => {
     const body = (x.record.body ?? {}) as T2aBody;
     const audio = body.audio_setting ?? {};
-    const shape = { sampleRate: audio.sample_rate ?? 32000, channels: audio.channel ?? 1, bitrate: audio.bitrate ?? 128000 };
+    const shape = {
+      sampleRate: audio.sample_rate ?? 32000,
+      channels: audio.channel ?? 1,
+      bitrate: audio.bitrate ?? 128000,
+    };
     const format = audio.format ?? 'mp3';
     const traceId = `trace-${++sequence}`;
-    if (fake.failText?.test(body.text ?? '')) return sendJson(x.res, 500, { trace_id: traceId, base_resp: { status_code: 1000, status_msg: 'unknown error' } }, tag);
+    if (fake.failText?.test(body.text ?? ''))
+      return sendJson(
+        x.res,
+        500,
+        { trace_id: traceId, base_resp: { status_code: 1000, status_msg: 'unknown error' } },
+        tag,
+      );
     // MiniMax refuses WAV when streaming
-    if (body.stream && format === 'wav') return sendJson(x.res, 200, { trace_id: traceId, base_resp: { status_code: 2013, status_msg: 'invalid params, wav is not supported in stream mode' } }, tag);
+    if (body.stream && format === 'wav')
+      return sendJson(
+        x.res,
+        200,
+        {
+          trace_id: traceId,
+          base_resp: { status_code: 2013, status_msg: 'invalid params, wav is not supported in stream mode' },
+        },
+        tag,
+      );
     const seconds = toneSeconds(body.text ?? '');
     const bytes = await encodedTone(format, shape, seconds);
     const extra = {
@@ -148,30 +208,58 @@ export async function startFakeMiniMax(options: FakeMiniMaxOptions = {}): Promis
     };
     if (!body.stream) {
       // output_format "url": a link to the audio (MiniMax's is signed and lasts 24 h) instead of hex
-      const audioField = body.output_format === 'url' ? linkTo(x, store(bytes, `t2a.${format}`, 't2a')) : bytes.toString('hex');
-      return sendJson(x.res, 200, { data: { audio: audioField, status: 2 }, extra_info: extra, trace_id: traceId, base_resp: ok }, tag);
+      const audioField =
+        body.output_format === 'url' ? linkTo(x, store(bytes, `t2a.${format}`, 't2a')) : bytes.toString('hex');
+      return sendJson(
+        x.res,
+        200,
+        { data: { audio: audioField, status: 2 }, extra_info: extra, trace_id: traceId, base_resp: ok },
+        tag,
+      );
     }
 
     const send = startSse(x.res, tag);
     for (const [i, piece] of splitBytes(bytes, fake.chunkCount).entries()) {
       if (i > 0 && fake.chunkDelayMs > 0 && !(await x.wait(fake.chunkDelayMs))) return;
-      if (x.mode === 'midStreamBaseRespError' && i === 1) return void (await send(null, JSON.stringify(failure(x)), true));
-      if (!(await send(null, JSON.stringify({ data: { audio: piece.toString('hex'), status: 1 }, trace_id: traceId, base_resp: ok })))) return;
+      if (x.mode === 'midStreamBaseRespError' && i === 1)
+        return void (await send(null, JSON.stringify(failure(x)), true));
+      if (
+        !(await send(
+          null,
+          JSON.stringify({ data: { audio: piece.toString('hex'), status: 1 }, trace_id: traceId, base_resp: ok }),
+        ))
+      )
+        return;
       fake.audioEventsSent++;
     }
     const aggregated = fake.aggregateFinal || body.stream_options?.exclude_aggregated_audio !== true;
-    const final = { data: { audio: aggregated ? bytes.toString('hex') : '', status: 2 }, extra_info: extra, trace_id: traceId, base_resp: ok };
+    const final = {
+      data: { audio: aggregated ? bytes.toString('hex') : '', status: 2 },
+      extra_info: extra,
+      trace_id: traceId,
+      base_resp: ok,
+    };
     if (fake.chunkDelayMs > 0 && !(await x.wait(fake.chunkDelayMs))) return;
     await send(null, JSON.stringify(final), true);
   };
 
   const voices = (x: FakeExchange<FakeMiniMaxMode>): void =>
-    sendJson(x.res, 200, {
-      system_voice: FAKE_MINIMAX_SYSTEM_VOICES.map((id) => ({ voice_id: id, voice_name: id, description: [], created_time: '1970-01-01' })),
-      voice_cloning: [],
-      voice_generation: [],
-      base_resp: ok,
-    }, tag);
+    sendJson(
+      x.res,
+      200,
+      {
+        system_voice: FAKE_MINIMAX_SYSTEM_VOICES.map((id) => ({
+          voice_id: id,
+          voice_name: id,
+          description: [],
+          created_time: '1970-01-01',
+        })),
+        voice_cloning: [],
+        voice_generation: [],
+        base_resp: ok,
+      },
+      tag,
+    );
 
   const invalid = (x: FakeExchange<FakeMiniMaxMode>, message: string): void =>
     sendJson(x.res, 200, { base_resp: { status_code: 2013, status_msg: `invalid params, ${message}` } }, tag);
@@ -182,44 +270,85 @@ export async function startFakeMiniMax(options: FakeMiniMaxOptions = {}): Promis
     const file = parts.get('file');
     if (!purpose || !file?.filename) return invalid(x, 'purpose and file are required');
     const fileId = 300000000000000 + ++sequence;
-    fake.files.set(fileId, { purpose, filename: file.filename, contentType: file.contentType ?? '', bytes: file.value });
-    sendJson(x.res, 200, { file: { file_id: fileId, bytes: file.value.length, created_at: Math.floor(Date.now() / 1000), filename: file.filename, purpose }, base_resp: ok }, tag);
+    fake.files.set(fileId, {
+      purpose,
+      filename: file.filename,
+      contentType: file.contentType ?? '',
+      bytes: file.value,
+    });
+    sendJson(
+      x.res,
+      200,
+      {
+        file: {
+          file_id: fileId,
+          bytes: file.value.length,
+          created_at: Math.floor(Date.now() / 1000),
+          filename: file.filename,
+          purpose,
+        },
+        base_resp: ok,
+      },
+      tag,
+    );
   };
 
   const clone = async (x: FakeExchange<FakeMiniMaxMode>): Promise<void> => {
     const { file_id: fileId, voice_id: voiceId } = (x.record.body ?? {}) as { file_id?: number; voice_id?: string };
     if (fake.cloneGate) await fake.cloneGate;
-    if (typeof fileId !== 'number' || fake.files.get(fileId)?.purpose !== 'voice_clone') return invalid(x, 'file_id is not an uploaded voice_clone file');
-    if (typeof voiceId !== 'string' || !VOICE_ID_RULE.test(voiceId)) return invalid(x, 'voice_id breaks the voice id rule');
+    if (typeof fileId !== 'number' || fake.files.get(fileId)?.purpose !== 'voice_clone')
+      return invalid(x, 'file_id is not an uploaded voice_clone file');
+    if (typeof voiceId !== 'string' || !VOICE_ID_RULE.test(voiceId))
+      return invalid(x, 'voice_id breaks the voice id rule');
     if (fake.voices.has(voiceId)) return invalid(x, 'voice_id is already used');
     fake.voices.set(voiceId, 'voice_cloning');
     sendJson(x.res, 200, { input_sensitive: false, input_sensitive_type: 0, demo_audio: '', base_resp: ok }, tag);
   };
 
   const design = (x: FakeExchange<FakeMiniMaxMode>): void => {
-    const { prompt, preview_text: previewText, voice_id: wanted } = (x.record.body ?? {}) as { prompt?: string; preview_text?: string; voice_id?: string };
+    const {
+      prompt,
+      preview_text: previewText,
+      voice_id: wanted,
+    } = (x.record.body ?? {}) as { prompt?: string; preview_text?: string; voice_id?: string };
     if (!prompt || !previewText) return invalid(x, 'prompt and preview_text are required');
     if (previewText.length > 500) return invalid(x, 'preview_text is longer than 500 characters');
     const voiceId = wanted ?? `ttv-voice-${Date.now()}-${++sequence}`;
     if (fake.voices.has(voiceId)) return invalid(x, 'voice_id is already used');
     fake.voices.set(voiceId, 'voice_generation');
-    sendJson(x.res, 200, { trial_audio: Buffer.from('fake trial audio').toString('hex'), voice_id: voiceId, base_resp: ok }, tag);
+    sendJson(
+      x.res,
+      200,
+      { trial_audio: Buffer.from('fake trial audio').toString('hex'), voice_id: voiceId, base_resp: ok },
+      tag,
+    );
   };
 
   const deleteVoice = (x: FakeExchange<FakeMiniMaxMode>): void => {
     const { voice_type: type, voice_id: voiceId } = (x.record.body ?? {}) as { voice_type?: string; voice_id?: string };
     if (!voiceId || fake.voices.get(voiceId) !== type) return invalid(x, `no ${type ?? ''} voice ${voiceId ?? ''}`);
     fake.voices.delete(voiceId);
-    sendJson(x.res, 200, { voice_id: voiceId, created_time: String(Math.floor(Date.now() / 1000)), base_resp: ok }, tag);
+    sendJson(
+      x.res,
+      200,
+      { voice_id: voiceId, created_time: String(Math.floor(Date.now() / 1000)), base_resp: ok },
+      tag,
+    );
   };
 
   const handler = async (x: FakeExchange<FakeMiniMaxMode>): Promise<void> => {
     fake.urls.push(x.req.url ?? '');
     switch (x.mode) {
       case 'http500':
-        return sendJson(x.res, x.settings.status ?? 500, { base_resp: { status_code: 1000, status_msg: x.settings.message ?? `${name}: unknown error` } }, tag);
+        return sendJson(
+          x.res,
+          x.settings.status ?? 500,
+          { base_resp: { status_code: 1000, status_msg: x.settings.message ?? `${name}: unknown error` } },
+          tag,
+        );
       case 'baseRespError':
-        if (fake.errorAsEvent && x.record.stream) return void (await startSse(x.res, tag)(null, JSON.stringify(failure(x)), true));
+        if (fake.errorAsEvent && x.record.stream)
+          return void (await startSse(x.res, tag)(null, JSON.stringify(failure(x)), true));
         return sendJson(x.res, 200, failure(x), tag);
       case 'hang':
       case 'refuse':

@@ -1,5 +1,13 @@
 import type { ServerResponse } from 'node:http';
-import { FakeExchange, FakeUpstream, parseMultipart, sendJson, startSse, wordsOf, writeThenDrop } from './fake-upstream';
+import {
+  FakeExchange,
+  FakeUpstream,
+  parseMultipart,
+  sendJson,
+  startSse,
+  wordsOf,
+  writeThenDrop,
+} from './fake-upstream';
 import { encodedTone, splitBytes, toneSeconds } from './speech-audio';
 
 export type { ModeOptions, RecordedRequest } from './fake-upstream';
@@ -65,7 +73,11 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
     const id = `chatcmpl-fake-${++sequence}`;
     const created = Math.floor(Date.now() / 1000);
     const fields = (x.record.body ?? {}) as Record<string, unknown>;
-    const usage = { prompt_tokens: countTokens(fields.messages), completion_tokens: countTokens(text), total_tokens: 0 };
+    const usage = {
+      prompt_tokens: countTokens(fields.messages),
+      completion_tokens: countTokens(text),
+      total_tokens: 0,
+    };
     usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
     if (!x.record.stream) {
       const completion = {
@@ -74,27 +86,50 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
         created,
         model,
         system_fingerprint: 'fp_fake',
-        choices: [{ index: 0, message: { role: 'assistant', content: text, refusal: null }, logprobs: null, finish_reason: 'stop' }],
+        choices: [
+          {
+            index: 0,
+            message: { role: 'assistant', content: text, refusal: null },
+            logprobs: null,
+            finish_reason: 'stop',
+          },
+        ],
         usage,
       };
       if (x.mode === 'dropAfterFirstChunk') {
         const whole = JSON.stringify(completion);
-        x.res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(whole), ...tag });
+        x.res.writeHead(200, {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(whole),
+          ...tag,
+        });
         return writeThenDrop(x.res, whole.slice(0, whole.length >> 1));
       }
       return sendJson(x.res, 200, completion, tag);
     }
     const chunk = (delta: Record<string, unknown>, finish: string | null): string =>
-      JSON.stringify({ id, object: 'chat.completion.chunk', created, model, system_fingerprint: 'fp_fake', choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] });
+      JSON.stringify({
+        id,
+        object: 'chat.completion.chunk',
+        created,
+        model,
+        system_fingerprint: 'fp_fake',
+        choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+      });
     const [first, ...rest] = wordsOf(text);
     if (x.mode === 'dropAfterFirstChunk') {
       x.res.writeHead(200, { 'content-type': 'text/event-stream', ...tag });
       return writeThenDrop(x.res, `data: ${chunk({ role: 'assistant', content: first }, null)}\n\n`);
     }
     const send = startSse(x.res, tag);
-    const events = [chunk({ role: 'assistant', content: first }, null), ...rest.map((word) => chunk({ content: word }, null)), chunk({}, 'stop')];
+    const events = [
+      chunk({ role: 'assistant', content: first }, null),
+      ...rest.map((word) => chunk({ content: word }, null)),
+      chunk({}, 'stop'),
+    ];
     const streamOptions = fields.stream_options as { include_usage?: boolean } | undefined;
-    if (streamOptions?.include_usage) events.push(JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [], usage }));
+    if (streamOptions?.include_usage)
+      events.push(JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [], usage }));
     if (x.mode !== 'endWithoutDone') events.push('[DONE]');
     for (const [i, data] of events.entries()) {
       if (i > 0 && self.chunkDelayMs > 0 && !(await x.wait(self.chunkDelayMs))) return;
@@ -103,13 +138,32 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
   };
 
   const models = (x: FakeExchange<FakeOpenAiMode>): void =>
-    sendJson(x.res, 200, { object: 'list', data: (options.models ?? ['gpt-4o-mini']).map((id) => ({ id, object: 'model', created: 1700000000, owned_by: name })) }, tag);
+    sendJson(
+      x.res,
+      200,
+      {
+        object: 'list',
+        data: (options.models ?? ['gpt-4o-mini']).map((id) => ({
+          id,
+          object: 'model',
+          created: 1700000000,
+          owned_by: name,
+        })),
+      },
+      tag,
+    );
 
   const speech = async (x: FakeExchange<FakeOpenAiMode>, self: FakeOpenAi): Promise<void> => {
-    const { response_format: format = 'mp3', input = '' } = (x.record.body ?? {}) as { response_format?: string; input?: string };
+    const { response_format: format = 'mp3', input = '' } = (x.record.body ?? {}) as {
+      response_format?: string;
+      input?: string;
+    };
     if (format === 'pcm') {
       // what OpenAI documents for pcm: 24 kHz, 16-bit signed little-endian, mono, no header, sent as it is made
-      const pieces = splitBytes(await encodedTone('pcm', { sampleRate: 24000, channels: 1, bitrate: 0 }, toneSeconds(input)), self.audioChunks);
+      const pieces = splitBytes(
+        await encodedTone('pcm', { sampleRate: 24000, channels: 1, bitrate: 0 }, toneSeconds(input)),
+        self.audioChunks,
+      );
       x.res.writeHead(200, { 'content-type': 'audio/pcm', ...tag });
       if (x.mode === 'dropAfterFirstChunk') return void x.res.write(pieces[0], () => x.res.socket?.destroy());
       for (const [i, piece] of pieces.entries()) {
@@ -132,15 +186,27 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
     const created_at = Math.floor(Date.now() / 1000);
     if (x.record.path === '/v1/audio/voice_consents') {
       const recording = parts.get('recording');
-      if (!recording?.filename || !text('language') || !text('name')) return openAiError(x.res, 400, 'invalid_request_error', null, 'recording, language and name are required');
+      if (!recording?.filename || !text('language') || !text('name'))
+        return openAiError(x.res, 400, 'invalid_request_error', null, 'recording, language and name are required');
       const id = `cons_${++sequence}`;
-      self.voiceThings.set(id, { kind: 'consent', fields: { name: text('name') ?? '', language: text('language') ?? '' }, file: recording.value });
-      return sendJson(x.res, 200, { id, object: 'audio.voice_consent', name: text('name'), language: text('language'), created_at }, tag);
+      self.voiceThings.set(id, {
+        kind: 'consent',
+        fields: { name: text('name') ?? '', language: text('language') ?? '' },
+        file: recording.value,
+      });
+      return sendJson(
+        x.res,
+        200,
+        { id, object: 'audio.voice_consent', name: text('name'), language: text('language'), created_at },
+        tag,
+      );
     }
     const sample = parts.get('audio_sample');
     const consent = text('consent') ?? '';
-    if (!sample?.filename || !text('name')) return openAiError(x.res, 400, 'invalid_request_error', null, 'name and audio_sample are required');
-    if (self.voiceThings.get(consent)?.kind !== 'consent') return openAiError(x.res, 400, 'invalid_request_error', null, `No consent recording '${consent}'`);
+    if (!sample?.filename || !text('name'))
+      return openAiError(x.res, 400, 'invalid_request_error', null, 'name and audio_sample are required');
+    if (self.voiceThings.get(consent)?.kind !== 'consent')
+      return openAiError(x.res, 400, 'invalid_request_error', null, `No consent recording '${consent}'`);
     const id = `voice_${++sequence}`;
     self.voiceThings.set(id, { kind: 'voice', fields: { name: text('name') ?? '', consent }, file: sample.value });
     sendJson(x.res, 200, { id, object: 'audio.voice', name: text('name'), type: 'audio_sample', created_at }, tag);
@@ -148,23 +214,59 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
 
   const deleteVoiceThing = (x: FakeExchange<FakeOpenAiMode>, self: FakeOpenAi): void => {
     const id = decodeURIComponent(x.record.path.split('/').pop() ?? '');
-    if (!self.voiceThings.delete(id)) return openAiError(x.res, 404, 'invalid_request_error', null, `No such object '${id}'`);
-    sendJson(x.res, 200, { id, deleted: true, object: x.record.path.includes('/voices/') ? 'audio.voice.deleted' : 'audio.voice_consent' }, tag);
+    if (!self.voiceThings.delete(id))
+      return openAiError(x.res, 404, 'invalid_request_error', null, `No such object '${id}'`);
+    sendJson(
+      x.res,
+      200,
+      { id, deleted: true, object: x.record.path.includes('/voices/') ? 'audio.voice.deleted' : 'audio.voice_consent' },
+      tag,
+    );
   };
 
   const handler = async (x: FakeExchange<FakeOpenAiMode>): Promise<void> => {
     const { res, mode, settings, record } = x;
     switch (mode) {
       case 'error500':
-        return openAiError(res, settings.status ?? 500, 'server_error', null, settings.message ?? `${name}: The server had an error while processing your request.`);
+        return openAiError(
+          res,
+          settings.status ?? 500,
+          'server_error',
+          null,
+          settings.message ?? `${name}: The server had an error while processing your request.`,
+        );
       case 'rate429':
-        return openAiError(res, 429, 'requests', 'rate_limit_exceeded', settings.message ?? `${name}: Rate limit reached for requests.`);
+        return openAiError(
+          res,
+          429,
+          'requests',
+          'rate_limit_exceeded',
+          settings.message ?? `${name}: Rate limit reached for requests.`,
+        );
       case 'auth401':
-        return openAiError(res, 401, 'invalid_request_error', 'invalid_api_key', settings.message ?? `${name}: Incorrect API key provided.`);
+        return openAiError(
+          res,
+          401,
+          'invalid_request_error',
+          'invalid_api_key',
+          settings.message ?? `${name}: Incorrect API key provided.`,
+        );
       case 'bad400':
-        return openAiError(res, 400, 'invalid_request_error', null, settings.message ?? `${name}: Invalid value for 'messages'.`);
+        return openAiError(
+          res,
+          400,
+          'invalid_request_error',
+          null,
+          settings.message ?? `${name}: Invalid value for 'messages'.`,
+        );
       case 'notfound404':
-        return openAiError(res, 404, 'invalid_request_error', 'model_not_found', settings.message ?? `The model '${record.model ?? ''}' does not exist`);
+        return openAiError(
+          res,
+          404,
+          'invalid_request_error',
+          'model_not_found',
+          settings.message ?? `The model '${record.model ?? ''}' does not exist`,
+        );
       case 'hang':
       case 'refuse':
         return; // hang: the socket stays open until the client or close() ends it
@@ -180,8 +282,10 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
     if (route === 'POST /v1/chat/completions') return chat(x, fake);
     if (route === 'GET /v1/models') return models(x);
     if (route === 'POST /v1/audio/speech') return speech(x, fake);
-    if (route === 'POST /v1/audio/voice_consents' || route === 'POST /v1/audio/voices') return createVoiceThing(x, fake);
-    if (record.method === 'DELETE' && /^\/v1\/audio\/(voices|voice_consents)\/[^/]+$/.test(record.path)) return deleteVoiceThing(x, fake);
+    if (route === 'POST /v1/audio/voice_consents' || route === 'POST /v1/audio/voices')
+      return createVoiceThing(x, fake);
+    if (record.method === 'DELETE' && /^\/v1\/audio\/(voices|voice_consents)\/[^/]+$/.test(record.path))
+      return deleteVoiceThing(x, fake);
     openAiError(res, 404, 'invalid_request_error', 'unknown_url', `Unknown request URL: ${route}`);
   };
 

@@ -17,7 +17,13 @@ export const RUNAWAY_LIMIT = 200 * 1024 * 1024;
 export const HUGE_JSON_BYTES = 50 * 1024 * 1024;
 
 const chunk = (content: string): string =>
-  JSON.stringify({ id: 'chatcmpl-runaway', object: 'chat.completion.chunk', created: 1700000000, model: 'm', choices: [{ index: 0, delta: { content }, finish_reason: null }] });
+  JSON.stringify({
+    id: 'chatcmpl-runaway',
+    object: 'chat.completion.chunk',
+    created: 1700000000,
+    model: 'm',
+    choices: [{ index: 0, delta: { content }, finish_reason: null }],
+  });
 
 /** An OpenAI-compatible upstream (chat, pcm speech) that never behaves: see `RunawayMode`. */
 export async function startFakeRunaway(): Promise<FakeRunaway> {

@@ -225,7 +225,12 @@ function waitUnlessClosed(res: ServerResponse, ms: number): Promise<boolean> {
   });
 }
 
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   const text = JSON.stringify(body);
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
   res.end(text);
@@ -256,7 +261,10 @@ export function writeThenDrop(res: ServerResponse, first: string): void {
 export const wordsOf = (text: string): string[] => text.split(/(?<=\s)/);
 
 /** The parts of a multipart/form-data body (enough for the uploads the gateway sends). */
-export function parseMultipart(raw: Buffer, contentType: string | undefined): Map<string, { value: Buffer; filename?: string; contentType?: string }> {
+export function parseMultipart(
+  raw: Buffer,
+  contentType: string | undefined,
+): Map<string, { value: Buffer; filename?: string; contentType?: string }> {
   const boundary = /boundary=(?:"([^"]+)"|([^;]+))/.exec(contentType ?? '');
   const parts = new Map<string, { value: Buffer; filename?: string; contentType?: string }>();
   if (!boundary) return parts;
@@ -273,7 +281,12 @@ export function parseMultipart(raw: Buffer, contentType: string | undefined): Ma
     const name = /name="([^"]*)"/.exec(head)?.[1];
     const filename = /filename="([^"]*)"/.exec(head)?.[1];
     const type = /content-type:\s*([^\r\n]+)/i.exec(head)?.[1];
-    if (name !== undefined) parts.set(name, { value: part.subarray(split + 4), ...(filename !== undefined ? { filename } : {}), ...(type ? { contentType: type } : {}) });
+    if (name !== undefined)
+      parts.set(name, {
+        value: part.subarray(split + 4),
+        ...(filename !== undefined ? { filename } : {}),
+        ...(type ? { contentType: type } : {}),
+      });
     at = next;
   }
   return parts;

@@ -20,11 +20,19 @@ const encodedTones = new Map<string, Promise<Buffer>>();
 const MAX_ENCODED_TONES = 256;
 
 /** A tone encoded by the project's own encoders, so the bytes parse like a real upstream's (shared: do not modify them). */
-export function encodedTone(format: AudioFormat, shape: { sampleRate: number; channels: number; bitrate: number }, seconds: number): Promise<Buffer> {
+export function encodedTone(
+  format: AudioFormat,
+  shape: { sampleRate: number; channels: number; bitrate: number },
+  seconds: number,
+): Promise<Buffer> {
   const key = `${format}/${shape.sampleRate}/${shape.channels}/${shape.bitrate}/${seconds}`;
   let bytes = encodedTones.get(key);
   if (!bytes) {
-    const audio = { samples: tone(shape.sampleRate, shape.channels, seconds), sampleRate: shape.sampleRate, channels: shape.channels };
+    const audio = {
+      samples: tone(shape.sampleRate, shape.channels, seconds),
+      sampleRate: shape.sampleRate,
+      channels: shape.channels,
+    };
     bytes = encodeAudio(audio, format, shape.bitrate).then((encoded) => encoded.bytes);
     void bytes.catch(() => encodedTones.delete(key));
     if (encodedTones.size >= MAX_ENCODED_TONES) encodedTones.clear();
@@ -57,16 +65,27 @@ export function audioFacts(bytes: Buffer, format: AudioFormat, contentType: stri
     case 'mp3': {
       const info = scanMp3Frames(bytes);
       if (!info.uniform || info.trailingBytes !== 0) throw new Error('MP3 frames are not uniform or end mid-frame');
-      return { sampleRate: info.first.sampleRate, channels: info.first.channels, seconds: info.durationSeconds, frequency: null };
+      return {
+        sampleRate: info.first.sampleRate,
+        channels: info.first.channels,
+        seconds: info.durationSeconds,
+        frequency: null,
+      };
     }
     case 'flac': {
       const info = parseFlacStreamInfo(bytes);
       if (info.bitsPerSample !== 16) throw new Error(`FLAC has ${info.bitsPerSample} bits per sample`);
-      return { sampleRate: info.sampleRate, channels: info.channels, seconds: info.totalSamples > 0 ? info.totalSamples / info.sampleRate : null, frequency: null };
+      return {
+        sampleRate: info.sampleRate,
+        channels: info.channels,
+        seconds: info.totalSamples > 0 ? info.totalSamples / info.sampleRate : null,
+        frequency: null,
+      };
     }
     case 'wav': {
       const info = parseWavHeader(bytes);
-      if (info.formatTag !== 1 || info.bitsPerSample !== 16 || info.dataOffset + info.dataLength !== bytes.length) throw new Error('not a whole 16-bit PCM WAV');
+      if (info.formatTag !== 1 || info.bitsPerSample !== 16 || info.dataOffset + info.dataLength !== bytes.length)
+        throw new Error('not a whole 16-bit PCM WAV');
       return pcmFacts(bytes.subarray(info.dataOffset), info.sampleRate, info.channels);
     }
     case 'pcm': {

@@ -5,8 +5,8 @@ import type { AddressInfo } from 'node:net';
 import { AppModule } from '../../src/app.module';
 import { APP_OPTIONS, setupApp } from '../../src/app.setup';
 import { GatewayConfig, parseGatewayConfig } from '../../src/config/gateway-config';
-import { AdapterRegistry } from '../../src/failover/adapter-registry';
-import type { ChainStepDto } from '../../src/keys/dto/chain-step.dto';
+import { AdapterRegistry } from '../../src/providers/adapter-registry';
+import type { ChainStepDto } from '../../src/config/chain-step.dto';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 

@@ -1,7 +1,8 @@
 /** A short valid mono 16-bit WAV (a 440 Hz tone), enough for the audio sniffer and for uploads. */
 export function tinyWav(samples = 1600, sampleRate = 16000): Buffer {
   const data = Buffer.alloc(samples * 2);
-  for (let i = 0; i < samples; i += 1) data.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / sampleRate)), i * 2);
+  for (let i = 0; i < samples; i += 1)
+    data.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / sampleRate)), i * 2);
   const header = Buffer.alloc(44);
   header.write('RIFF', 0);
   header.writeUInt32LE(36 + data.length, 4);
@@ -20,4 +21,5 @@ export function tinyWav(samples = 1600, sampleRate = 16000): Buffer {
 }
 
 /** Bytes that are no audio format at all (a PNG signature and padding), whatever the file is called. */
-export const notAudio = (): Buffer => Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(64, 0x41)]);
+export const notAudio = (): Buffer =>
+  Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(64, 0x41)]);

@@ -8,7 +8,9 @@ import { chromium, type Browser } from 'playwright-core';
  */
 
 /** The package's CommonJS build (its types are declared as ES modules, so TypeScript cannot import them here). */
-const Chromium = createRequire(__filename)('@sparticuz/chromium') as { executablePath(input?: string): Promise<string> };
+const Chromium = createRequire(__filename)('@sparticuz/chromium') as {
+  executablePath(input?: string): Promise<string>;
+};
 
 /**
  * The browser's path: the package inflates it from its own files into the OS temp directory on the first
@@ -42,5 +44,10 @@ export const CHROMIUM_ARGS = [
 ];
 
 export async function launchChromium(): Promise<Browser> {
-  return chromium.launch({ executablePath: await chromiumExecutable(), headless: true, args: CHROMIUM_ARGS, timeout: 60_000 });
+  return chromium.launch({
+    executablePath: await chromiumExecutable(),
+    headless: true,
+    args: CHROMIUM_ARGS,
+    timeout: 60_000,
+  });
 }

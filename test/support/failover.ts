@@ -24,7 +24,8 @@ export interface PoolExtras {
   anthropic?: Record<string, FakeAnthropicOptions>;
 }
 
-const providerYaml = (name: string, kind: string, url: string): string => `  - name: ${name}\n    kind: ${kind}\n    base_url: ${url}\n    api_key: x`;
+const providerYaml = (name: string, kind: string, url: string): string =>
+  `  - name: ${name}\n    kind: ${kind}\n    base_url: ${url}\n    api_key: x`;
 
 /**
  * Providers with their own fakes, declared once at boot and handed out a few per test, so no
@@ -41,10 +42,17 @@ export class ProviderPool {
 
   /** `size` plain openai providers, plus the named extras. */
   static async start(prefix: string, size: number, extras: PoolExtras = {}): Promise<ProviderPool> {
-    const start = async (name: string, options: FakeOpenAiOptions = {}): Promise<PooledProvider> => ({ name, fake: await startFakeOpenAi({ name, ...options }) });
+    const start = async (name: string, options: FakeOpenAiOptions = {}): Promise<PooledProvider> => ({
+      name,
+      fake: await startFakeOpenAi({ name, ...options }),
+    });
     const entries = await Promise.all(Array.from({ length: size }, (_, i) => start(`${prefix}-${i}`)));
     const named = new Map(
-      await Promise.all(Object.entries(extras.special ?? {}).map(async ([label, options]) => [label, await start(`${prefix}-${label}`, options)] as const)),
+      await Promise.all(
+        Object.entries(extras.special ?? {}).map(
+          async ([label, options]) => [label, await start(`${prefix}-${label}`, options)] as const,
+        ),
+      ),
     );
     const anthropics = new Map(
       await Promise.all(
@@ -68,7 +76,8 @@ export class ProviderPool {
 
   /** `n` providers no earlier test used. */
   take(n: number): PooledProvider[] {
-    if (this.next + n > this.entries.length) throw new Error(`provider pool of ${this.entries.length} exhausted: raise its size`);
+    if (this.next + n > this.entries.length)
+      throw new Error(`provider pool of ${this.entries.length} exhausted: raise its size`);
     const taken = this.entries.slice(this.next, this.next + n);
     this.next += n;
     return taken;
@@ -104,10 +113,16 @@ export const chatBody = (model: string, extra: Record<string, unknown> = {}): Re
 });
 
 /** The models each chat call of the fake carried, in order. */
-export const modelsSent = (fake: FakeOpenAi): Array<string | null> => fake.requests.filter((r) => r.path === CHAT_PATH).map((r) => r.model);
+export const modelsSent = (fake: FakeOpenAi): Array<string | null> =>
+  fake.requests.filter((r) => r.path === CHAT_PATH).map((r) => r.model);
 
 /** The x-svc-fallback-alert of a served failover, exactly as decisions §4 words it. */
-export const servedAlert = (exhausted: string, reason: string, active: string, level: number): Record<string, unknown> => ({
+export const servedAlert = (
+  exhausted: string,
+  reason: string,
+  active: string,
+  level: number,
+): Record<string, unknown> => ({
   message: `${exhausted} failed (${reason}); served by ${active} at level ${level}`,
   exhausted_provider: exhausted,
   active_provider: active,
@@ -157,7 +172,15 @@ export async function streamChat(t: TestApp, secret: string, body: Record<string
   const text = await res.text();
   const isSse = (res.headers.get('content-type') ?? '').startsWith('text/event-stream');
   const events = isSse ? parseSse(text) : [];
-  return { status: res.status, headers: res.headers, headersAfterMs, events, text, content: contentOf(events), totalMs: Date.now() - started };
+  return {
+    status: res.status,
+    headers: res.headers,
+    headersAfterMs,
+    events,
+    text,
+    content: contentOf(events),
+    totalMs: Date.now() - started,
+  };
 }
 
 export function contentOf(events: SseData[]): string {
@@ -171,12 +194,18 @@ export function contentOf(events: SseData[]): string {
 }
 
 /** Polls until `read` returns something `accept` likes; fails with the last value after `timeoutMs`. */
-export async function eventually<T>(read: () => T | Promise<T>, accept: (value: T) => boolean, timeoutMs: number, label = 'condition'): Promise<T> {
+export async function eventually<T>(
+  read: () => T | Promise<T>,
+  accept: (value: T) => boolean,
+  timeoutMs: number,
+  label = 'condition',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await read();
     if (accept(value)) return value;
-    if (Date.now() > deadline) throw new Error(`${label} not met within ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
+    if (Date.now() > deadline)
+      throw new Error(`${label} not met within ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
     await sleep(50);
   }
 }
@@ -199,7 +228,12 @@ export interface GatewayEventRow {
 }
 
 export async function eventsWhere(t: TestApp, sql: string, params: unknown[]): Promise<GatewayEventRow[]> {
-  return t.app.get(DataSource).query(`SELECT id, type, key_id, provider, data, created_at FROM gateway_events WHERE ${sql} ORDER BY created_at`, params);
+  return t.app
+    .get(DataSource)
+    .query(
+      `SELECT id, type, key_id, provider, data, created_at FROM gateway_events WHERE ${sql} ORDER BY created_at`,
+      params,
+    );
 }
 
 export interface HealthEntry {
@@ -220,4 +254,5 @@ export async function health(t: TestApp, secret: string): Promise<Health> {
   return res.body as Health;
 }
 
-export const entryOf = (h: Health, provider: string): HealthEntry | undefined => h.providers.find((p) => p.provider === provider);
+export const entryOf = (h: Health, provider: string): HealthEntry | undefined =>
+  h.providers.find((p) => p.provider === provider);

@@ -18,13 +18,24 @@ async function main() {
   const base = `http://127.0.0.1:${app.getHttpServer().address().port}`;
   const admin = { Authorization: `Bearer ${process.env.SVC_ADMIN_TOKEN}`, 'Content-Type': 'application/json' };
   const chain = [{ provider: 'espeak', model: 'speech-02-hd' }];
-  const key = await (await fetch(`${base}/v1/admin/keys`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'licences', chain }) })).json();
+  const key = await (
+    await fetch(`${base}/v1/admin/keys`, {
+      method: 'POST',
+      headers: admin,
+      body: JSON.stringify({ name: 'licences', chain }),
+    })
+  ).json();
   const statuses = [];
   for (const format of ['mp3', 'flac', 'wav', 'pcm']) {
     const res = await fetch(`${base}/v1/audio/speech`, {
       method: 'POST',
       headers: { Authorization: `Bearer ${key.secret}`, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ model: 'speech-02-hd', text: 'Licences are kept apart.', voice_setting: { voice_id: 'en-us' }, audio_setting: { format } }),
+      body: JSON.stringify({
+        model: 'speech-02-hd',
+        text: 'Licences are kept apart.',
+        voice_setting: { voice_id: 'en-us' },
+        audio_setting: { format },
+      }),
     });
     statuses.push([format, res.status, (await res.arrayBuffer()).byteLength]);
   }

@@ -105,9 +105,12 @@ export function linkProblems(root: string, files: string[]): LinkProblem[] {
   for (const file of files) {
     const shown = relative(root, file);
     for (const { line, text } of proseLines(readFileSync(file, 'utf8'))) {
-      const report = (target: string, problem: string): void => void problems.push({ file: shown, line, target, problem });
-      if (SHARED_FOLDER.test(text)) report(text.trim(), 'names the shared folder, which a clone of the repository does not have');
-      if (CONTRACT_SECTION.test(text)) report(text.trim(), 'cites a section of the contract files, which a clone of the repository does not have');
+      const report = (target: string, problem: string): void =>
+        void problems.push({ file: shown, line, target, problem });
+      if (SHARED_FOLDER.test(text))
+        report(text.trim(), 'names the shared folder, which a clone of the repository does not have');
+      if (CONTRACT_SECTION.test(text))
+        report(text.trim(), 'cites a section of the contract files, which a clone of the repository does not have');
       for (const target of targetsOf(text)) {
         if (/^[a-z][a-z0-9+.-]*:/i.test(target) || target.startsWith('//')) continue;
         const [pathPart, anchor] = target.split('#', 2) as [string, string | undefined];

@@ -18,7 +18,13 @@ export interface MiniMaxSession {
  * `task_started`; after each `task_continue` it reads messages until one has `is_final: true` (giving up
  * after `budgetMs`), and only then sends the next text, or `task_finish`.
  */
-export async function speakLikeMiniMaxClient(url: string, headers: Record<string, string>, taskStart: object, texts: string[], budgetMs = 2000): Promise<MiniMaxSession> {
+export async function speakLikeMiniMaxClient(
+  url: string,
+  headers: Record<string, string>,
+  taskStart: object,
+  texts: string[],
+  budgetMs = 2000,
+): Promise<MiniMaxSession> {
   const client = await StreamClient.connect(url, headers);
   await client.waitFor((m) => m.event === 'connected_success', budgetMs);
   client.send(taskStart);
@@ -32,7 +38,9 @@ export async function speakLikeMiniMaxClient(url: string, headers: Record<string
     try {
       await client.waitFor((m) => since(m) && m.event === 'task_continued' && m.is_final === true, budgetMs);
     } catch (err) {
-      throw new Error(`no is_final within ${budgetMs} ms after task_continue ${JSON.stringify(text)}: ${(err as Error).message}`);
+      throw new Error(
+        `no is_final within ${budgetMs} ms after task_continue ${JSON.stringify(text)}: ${(err as Error).message}`,
+      );
     }
     const messages = client.messages.slice(from).filter((m) => m.event === 'task_continued');
     const audio = Buffer.concat(messages.map((m) => Buffer.from((m.data as { audio: string }).audio, 'hex')));

@@ -57,5 +57,6 @@ export function spawnService(env: Record<string, string | undefined>): ServicePr
 /** Waits for the process to end and fails with the tail of its output unless it exited with 0. */
 export async function expectCleanExit(service: ServiceProcess): Promise<void> {
   const code = await service.exited;
-  if (code !== 0) throw new Error(`the service exited with ${code}; its last output:\n${service.output().slice(-4000)}`);
+  if (code !== 0)
+    throw new Error(`the service exited with ${code}; its last output:\n${service.output().slice(-4000)}`);
 }

@@ -49,7 +49,8 @@ export class Receiver {
   async waitFor(path: string, n: number, timeoutMs = 10000): Promise<ReceivedCall[]> {
     const deadline = Date.now() + timeoutMs;
     while (this.callsTo(path).length < n) {
-      if (Date.now() > deadline) throw new Error(`${path}: ${this.callsTo(path).length} of ${n} calls within ${timeoutMs} ms`);
+      if (Date.now() > deadline)
+        throw new Error(`${path}: ${this.callsTo(path).length} of ${n} calls within ${timeoutMs} ms`);
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
     return this.callsTo(path);
@@ -65,7 +66,9 @@ export class Receiver {
         const plan = this.plans.get(path);
         const status = plan?.queue.shift() ?? plan?.fallback ?? 200;
         this.calls.push({ path, headers: req.headers, raw: Buffer.concat(parts), status, at: Date.now() });
-        res.writeHead(status, { 'content-type': 'text/plain' }).end(status < 300 ? 'ok' : `failing on purpose with ${status}`);
+        res
+          .writeHead(status, { 'content-type': 'text/plain' })
+          .end(status < 300 ? 'ok' : `failing on purpose with ${status}`);
       });
     });
     server.on('connection', (socket) => {
@@ -100,14 +103,21 @@ export class Receiver {
  * of `<X-SVC-Timestamp>.<raw body>` keyed with the secret, compared in constant time, and a timestamp
  * no more than five minutes from `nowSeconds`.
  */
-export function verifyDelivery(secret: string, headers: IncomingHttpHeaders, raw: Buffer, nowSeconds = Date.now() / 1000): boolean {
+export function verifyDelivery(
+  secret: string,
+  headers: IncomingHttpHeaders,
+  raw: Buffer,
+  nowSeconds = Date.now() / 1000,
+): boolean {
   const timestamp = headers['x-svc-timestamp'];
   const signature = headers['x-svc-signature'];
   if (typeof timestamp !== 'string' || !/^\d+$/.test(timestamp) || typeof signature !== 'string') return false;
   if (Math.abs(nowSeconds - Number(timestamp)) > 300) return false;
   const match = /^sha256=([0-9a-f]{64})$/.exec(signature);
   if (!match) return false;
-  const expected = createHmac('sha256', Buffer.from(secret, 'utf8')).update(Buffer.concat([Buffer.from(`${timestamp}.`, 'utf8'), raw])).digest();
+  const expected = createHmac('sha256', Buffer.from(secret, 'utf8'))
+    .update(Buffer.concat([Buffer.from(`${timestamp}.`, 'utf8'), raw]))
+    .digest();
   return timingSafeEqual(Buffer.from(match[1], 'hex'), expected);
 }
 
@@ -120,5 +130,8 @@ export async function isolatedDatabase(label: string): Promise<{ url: string; dr
   const base = process.env.SVC_TEST_BASE_DATABASE_URL ?? baseDatabaseUrl();
   const name = `svc_test_${label}_${Date.now()}_${process.pid}`;
   await adminQuery(base, `CREATE DATABASE "${name}"`);
-  return { url: withDatabase(base, name), drop: () => adminQuery(base, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`) };
+  return {
+    url: withDatabase(base, name),
+    drop: () => adminQuery(base, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`),
+  };
 }

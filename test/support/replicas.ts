@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import request from 'supertest';
-import type { ChainStepDto } from '../../src/keys/dto/chain-step.dto';
+import type { ChainStepDto } from '../../src/config/chain-step.dto';
 import { ADMIN_TOKEN } from './app';
 import { spawnService, ServiceProcess } from './process';
 import { isolatedDatabase } from './receiver';
@@ -33,7 +33,12 @@ export interface ReplicaSet {
 }
 
 export const gatewayYaml = (providers: ProviderEntry[]): string =>
-  ['providers:', ...providers.map((p) => `  - name: ${p.name}\n    kind: ${p.kind}${p.url ? `\n    base_url: ${p.url}\n    api_key: x` : ''}`)].join('\n');
+  [
+    'providers:',
+    ...providers.map(
+      (p) => `  - name: ${p.name}\n    kind: ${p.kind}${p.url ? `\n    base_url: ${p.url}\n    api_key: x` : ''}`,
+    ),
+  ].join('\n');
 
 const STOP_GRACE_MS = 30000;
 const START_TIMEOUT_MS = 90000;
@@ -45,8 +50,10 @@ function listeningUrl(service: ServiceProcess, label: string): Promise<string> {
     const check = (): void => {
       const match = /Gateway listening on (http:\/\/\S+)/.exec(service.output());
       if (match) return resolve(match[1]);
-      if (service.child.exitCode !== null || service.child.signalCode !== null) return reject(new Error(`replica ${label} exited before listening:\n${service.output()}`));
-      if (Date.now() - started > START_TIMEOUT_MS) return reject(new Error(`replica ${label} not listening after ${START_TIMEOUT_MS} ms:\n${service.output()}`));
+      if (service.child.exitCode !== null || service.child.signalCode !== null)
+        return reject(new Error(`replica ${label} exited before listening:\n${service.output()}`));
+      if (Date.now() - started > START_TIMEOUT_MS)
+        return reject(new Error(`replica ${label} not listening after ${START_TIMEOUT_MS} ms:\n${service.output()}`));
       setTimeout(check, 100);
     };
     check();
@@ -58,7 +65,12 @@ function listeningUrl(service: ServiceProcess, label: string): Promise<string> {
  * file's app takes their jobs), started one after the other so only the first runs the migrations.
  * Every replica runs its own schedulers, job workers, change feed and pool. Build first (`npx nest build`).
  */
-export async function startReplicas(label: string, providers: ProviderEntry[], env: Record<string, string | undefined> = {}, count = 2): Promise<ReplicaSet> {
+export async function startReplicas(
+  label: string,
+  providers: ProviderEntry[],
+  env: Record<string, string | undefined> = {},
+  count = 2,
+): Promise<ReplicaSet> {
   const database = await isolatedDatabase(label);
   const dir = mkdtempSync(join(tmpdir(), `svc-${label}-`));
   writeFileSync(join(dir, 'gateway.yaml'), gatewayYaml(providers));
@@ -101,8 +113,12 @@ export async function startReplicas(label: string, providers: ProviderEntry[], e
     db,
     close,
     async createKey(via, name, chain) {
-      const res = await via.http.post('/v1/admin/keys').set('Authorization', `Bearer ${ADMIN_TOKEN}`).send({ name, chain });
-      if (res.status !== 201) throw new Error(`key creation on ${via.label} failed: ${res.status} ${JSON.stringify(res.body)}`);
+      const res = await via.http
+        .post('/v1/admin/keys')
+        .set('Authorization', `Bearer ${ADMIN_TOKEN}`)
+        .send({ name, chain });
+      if (res.status !== 201)
+        throw new Error(`key creation on ${via.label} failed: ${res.status} ${JSON.stringify(res.body)}`);
       return { id: res.body.id as string, secret: res.body.secret as string };
     },
   };

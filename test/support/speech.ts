@@ -24,7 +24,9 @@ export const failoverHeaders = (headers: Headers): Record<string, unknown> => ({
   provider: headers.get('x-svc-provider-used'),
   isFallback: headers.get('x-svc-is-fallback'),
   level: headers.get('x-svc-fallback-level'),
-  alert: headers.has('x-svc-fallback-alert') ? (JSON.parse(headers.get('x-svc-fallback-alert') ?? 'null') as unknown) : null,
+  alert: headers.has('x-svc-fallback-alert')
+    ? (JSON.parse(headers.get('x-svc-fallback-alert') ?? 'null') as unknown)
+    : null,
 });
 
 /** Root mean square of 16-bit PCM, 0..1. */

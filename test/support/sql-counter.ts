@@ -53,20 +53,28 @@ export class SqlCounter {
 
   private patchDriver(): void {
     const record = (sql: string): void => this.record(sql);
-    this.patch(Client.prototype, 'query', (original) =>
-      function (this: unknown, ...args: unknown[]): unknown {
-        const [first] = args;
-        const text = typeof first === 'string' ? first : (first as { text?: unknown } | null)?.text;
-        record(typeof text === 'string' ? text : '<submittable>');
-        return original.apply(this, args);
-      },
+    this.patch(
+      Client.prototype,
+      'query',
+      (original) =>
+        function (this: unknown, ...args: unknown[]): unknown {
+          const [first] = args;
+          const text = typeof first === 'string' ? first : (first as { text?: unknown } | null)?.text;
+          record(typeof text === 'string' ? text : '<submittable>');
+          return original.apply(this, args);
+        },
     );
     // a query waiting for a free pooled connection runs in the callback of whoever released one: keep the caller's context
-    this.patch(Pool.prototype, 'connect', (original) =>
-      function (this: unknown, ...args: unknown[]): unknown {
-        const [callback] = args;
-        return typeof callback === 'function' ? original.call(this, AsyncResource.bind(callback as Method)) : original.apply(this, args);
-      },
+    this.patch(
+      Pool.prototype,
+      'connect',
+      (original) =>
+        function (this: unknown, ...args: unknown[]): unknown {
+          const [callback] = args;
+          return typeof callback === 'function'
+            ? original.call(this, AsyncResource.bind(callback as Method))
+            : original.apply(this, args);
+        },
     );
   }
 
@@ -76,7 +84,13 @@ export class SqlCounter {
     const context = this.context;
     for (const listener of listeners) {
       server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-        const trace: TracedRequest = { method: req.method ?? '', url: req.url ?? '', beforeResponse: [], afterResponse: [], finished: false };
+        const trace: TracedRequest = {
+          method: req.method ?? '',
+          url: req.url ?? '',
+          beforeResponse: [],
+          afterResponse: [],
+          finished: false,
+        };
         this.requests.push(trace);
         res.once('finish', () => (trace.finished = true));
         // the body arrives in socket events, outside the request's context: emit them inside it

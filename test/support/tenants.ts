@@ -24,21 +24,45 @@ function created(what: string, res: { status: number; body: unknown }, status: n
 }
 
 /** A key with one consent, one async speech task, one webhook endpoint and one usage record. */
-export async function makeTenant(t: TestApp, name: string, webhookUrl = `http://127.0.0.1:9/${name.replace(/\W/g, '-')}`): Promise<Tenant> {
+export async function makeTenant(
+  t: TestApp,
+  name: string,
+  webhookUrl = `http://127.0.0.1:9/${name.replace(/\W/g, '-')}`,
+): Promise<Tenant> {
   const key = await t.createKey(name, TENANT_CHAIN);
   const auth = `Bearer ${key.secret}`;
   const consent = created(
     'consent',
-    await t.http.post('/v1/audio/voice_consents').set('Authorization', auth).field('language', 'en-US').field('name', `${name} consent`).attach('recording', tinyWav(), 'consent.wav'),
+    await t.http
+      .post('/v1/audio/voice_consents')
+      .set('Authorization', auth)
+      .field('language', 'en-US')
+      .field('name', `${name} consent`)
+      .attach('recording', tinyWav(), 'consent.wav'),
     200,
   );
   const task = created(
     'speech task',
-    await t.http.post('/v1/audio/speech/async').set('Authorization', auth).send({ model: 'speech-02-hd', text: 'A short task.', voice_setting: { voice_id: 'en-us' }, audio_setting: { format: 'wav' } }),
+    await t.http
+      .post('/v1/audio/speech/async')
+      .set('Authorization', auth)
+      .send({
+        model: 'speech-02-hd',
+        text: 'A short task.',
+        voice_setting: { voice_id: 'en-us' },
+        audio_setting: { format: 'wav' },
+      }),
     202,
   );
-  const webhook = created('webhook', await t.http.post('/v1/user/webhooks').set('Authorization', auth).send({ url: webhookUrl }), 201);
-  const chat = await t.http.post('/v1/chat/completions').set('Authorization', auth).send({ model: 'echo-1', messages: [{ role: 'user', content: 'Hi' }] });
+  const webhook = created(
+    'webhook',
+    await t.http.post('/v1/user/webhooks').set('Authorization', auth).send({ url: webhookUrl }),
+    201,
+  );
+  const chat = await t.http
+    .post('/v1/chat/completions')
+    .set('Authorization', auth)
+    .send({ model: 'echo-1', messages: [{ role: 'user', content: 'Hi' }] });
   created('chat request', chat, 200);
   return {
     id: key.id,

@@ -1,5 +1,5 @@
-import type { UpstreamOutcome } from '../../src/failover/chain';
-import { UpstreamFailure } from '../../src/failover/provider-adapter';
+import type { UpstreamOutcome } from '../../src/providers/provider-adapter';
+import { UpstreamFailure } from '../../src/providers/provider-adapter';
 
 /** The outcome an adapter call failed with; fails the test if it succeeds or throws anything else. */
 export async function outcomeOf(action: () => Promise<unknown>): Promise<UpstreamOutcome> {

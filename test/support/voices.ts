@@ -1,7 +1,7 @@
 import type { Response } from 'superagent';
 import { DataSource } from 'typeorm';
 import { parseGatewayConfig } from '../../src/config/gateway-config';
-import type { ChainStepDto } from '../../src/keys/dto/chain-step.dto';
+import type { ChainStepDto } from '../../src/config/chain-step.dto';
 import { FakeMiniMax, startFakeMiniMax } from '../fakes/fake-minimax';
 import { startApp, TestApp } from './app';
 import { tinyWav } from './audio';
@@ -27,7 +27,10 @@ export function binary(res: Response, done: (err: Error | null, body: unknown) =
   res.on('data', (chunk: Buffer) => chunks.push(chunk));
   res.on('end', () => {
     const bytes = Buffer.concat(chunks);
-    done(null, String(res.headers['content-type']).startsWith('application/json') ? JSON.parse(bytes.toString('utf8')) : bytes);
+    done(
+      null,
+      String(res.headers['content-type']).startsWith('application/json') ? JSON.parse(bytes.toString('utf8')) : bytes,
+    );
   });
 }
 
@@ -61,7 +64,12 @@ export class VoicesHarness {
   auth = (token: string): [string, string] => ['Authorization', `Bearer ${token}`];
 
   async createConsent(token: string): Promise<string> {
-    const res = await this.t.http.post('/v1/audio/voice_consents').set(...this.auth(token)).attach('recording', tinyWav(), 'consent.wav').field('language', 'en-US').field('name', 'Ada');
+    const res = await this.t.http
+      .post('/v1/audio/voice_consents')
+      .set(...this.auth(token))
+      .attach('recording', tinyWav(), 'consent.wav')
+      .field('language', 'en-US')
+      .field('name', 'Ada');
     if (res.status !== 200) throw new Error(`consent upload answered ${res.status}`);
     return res.body.id as string;
   }
@@ -88,17 +96,25 @@ export class VoicesHarness {
 
   /** Upload, clone and design calls the fake received. */
   upstreamCalls(): number {
-    return this.minimax.count('/v1/files/upload') + this.minimax.count('/v1/voice_clone') + this.minimax.count('/v1/voice_design');
+    return (
+      this.minimax.count('/v1/files/upload') +
+      this.minimax.count('/v1/voice_clone') +
+      this.minimax.count('/v1/voice_design')
+    );
   }
 
   /** The voice id the last T2A call carried upstream. */
   lastT2aVoice(): string | undefined {
     const calls = this.minimax.requests.filter((r) => r.path === '/v1/t2a_v2');
-    return (calls[calls.length - 1]?.body as { voice_setting?: { voice_id?: string } } | undefined)?.voice_setting?.voice_id;
+    return (calls[calls.length - 1]?.body as { voice_setting?: { voice_id?: string } } | undefined)?.voice_setting
+      ?.voice_id;
   }
 
   async upstreamIdOf(id: string): Promise<string> {
-    const rows: Array<{ upstream_voice_id: string }> = await this.db.query('SELECT upstream_voice_id FROM custom_voices WHERE id = $1', [id]);
+    const rows: Array<{ upstream_voice_id: string }> = await this.db.query(
+      'SELECT upstream_voice_id FROM custom_voices WHERE id = $1',
+      [id],
+    );
     return rows[0].upstream_voice_id;
   }
 
@@ -107,7 +123,12 @@ export class VoicesHarness {
     return this.t.http
       .post('/v1/audio/speech')
       .set(...this.auth(token))
-      .send({ model: MODEL, text: 'Hello in my own voice.', voice_setting: { voice_id: voiceId }, audio_setting: { format: 'wav', sample_rate: 16000 } })
+      .send({
+        model: MODEL,
+        text: 'Hello in my own voice.',
+        voice_setting: { voice_id: voiceId },
+        audio_setting: { format: 'wav', sample_rate: 16000 },
+      })
       .buffer(true)
       .parse(binary);
   }

@@ -56,7 +56,11 @@ export class StreamClient {
           resolve(found);
         } else if (this.closeCode !== null) {
           cleanup();
-          reject(new Error(`closed (${this.closeCode} ${this.closeReason}) before the message; got ${JSON.stringify(this.messages.map((m) => m.event))}`));
+          reject(
+            new Error(
+              `closed (${this.closeCode} ${this.closeReason}) before the message; got ${JSON.stringify(this.messages.map((m) => m.event))}`,
+            ),
+          );
         }
       };
       const timer = setTimeout(() => {
@@ -75,19 +79,30 @@ export class StreamClient {
   /** Every audio byte received, in order. */
   audio(): Buffer {
     return Buffer.concat(
-      this.messages.filter((m) => m.event === 'task_continued').map((m) => Buffer.from((m.data as { audio: string }).audio, 'hex')),
+      this.messages
+        .filter((m) => m.event === 'task_continued')
+        .map((m) => Buffer.from((m.data as { audio: string }).audio, 'hex')),
     );
   }
 }
 
 /** The HTTP answer to a refused upgrade. */
-export function refusedUpgrade(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string; requestId: string | undefined }> {
+export function refusedUpgrade(
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: string; requestId: string | undefined }> {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url, { headers });
     ws.on('unexpected-response', (_req, res) => {
       let body = '';
       res.on('data', (chunk: Buffer) => (body += chunk.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, requestId: res.headers['x-svc-request-id'] as string | undefined }));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          body,
+          requestId: res.headers['x-svc-request-id'] as string | undefined,
+        }),
+      );
     });
     ws.on('open', () => reject(new Error('the upgrade was accepted')));
     ws.on('error', () => undefined);

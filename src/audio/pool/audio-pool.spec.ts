@@ -10,8 +10,21 @@ jest.setTimeout(120000);
 
 const LONG_TEXT = 'The quick brown fox jumps over the lazy dog, and then it runs far away. '.repeat(40);
 
-function speech(text: string, format: SpeechJobSpec['output']['format'] = 'pcm', extra: Partial<SpeechJobSpec> = {}): SpeechJobSpec {
-  return { kind: 'speech', text, voice: 'en-us', speed: 1, vol: 1, pitch: 0, output: { format, sampleRate: 44100, channels: 2, bitrate: 128000 }, ...extra };
+function speech(
+  text: string,
+  format: SpeechJobSpec['output']['format'] = 'pcm',
+  extra: Partial<SpeechJobSpec> = {},
+): SpeechJobSpec {
+  return {
+    kind: 'speech',
+    text,
+    voice: 'en-us',
+    speed: 1,
+    vol: 1,
+    pitch: 0,
+    output: { format, sampleRate: 44100, channels: 2, bitrate: 128000 },
+    ...extra,
+  };
 }
 
 async function until(check: () => boolean, timeoutMs = 60000): Promise<void> {
@@ -32,7 +45,12 @@ describe('AudioPool: synthesis and encoding in worker processes', () => {
   it('back-pressure: a consumer that does not pull holds the worker at its credit, then gets the rest in order', async () => {
     const received: Buffer[] = [];
     let done = false;
-    const id = pool.start(speech(LONG_TEXT), { slice: (b) => received.push(b), output: () => undefined, done: () => (done = true), failed: (e) => received.push(Buffer.from(`failed: ${e.message}`)) });
+    const id = pool.start(speech(LONG_TEXT), {
+      slice: (b) => received.push(b),
+      output: () => undefined,
+      done: () => (done = true),
+      failed: (e) => received.push(Buffer.from(`failed: ${e.message}`)),
+    });
     await until(() => received.length >= 2);
     // pcm at 44.1 kHz stereo: one sentence group alone is many slices, yet no more than the credit came
     await sleep(1500);
@@ -89,14 +107,24 @@ describe('AudioPool: synthesis and encoding in worker processes', () => {
   });
 
   it('audio cap: a job over its seconds fails with audio_too_long, in the worker, as it counts', async () => {
-    const codec = new RemoteCodec({ kind: 'transcode', from: { sampleRate: 8000, channels: 1 }, output: { format: 'pcm', sampleRate: 8000, channels: 1, bitrate: 0 }, maxSeconds: 1 }, pool);
+    const codec = new RemoteCodec(
+      {
+        kind: 'transcode',
+        from: { sampleRate: 8000, channels: 1 },
+        output: { format: 'pcm', sampleRate: 8000, channels: 1, bitrate: 0 },
+        maxSeconds: 1,
+      },
+      pool,
+    );
     const second = new Uint8Array(16000);
     await expect(codec.push(second)).resolves.toHaveLength(16000);
     await expect(codec.push(second.subarray(0, 2))).rejects.toMatchObject({ code: 'audio_too_long', status: 413 });
     const chunks = generate(speech(LONG_TEXT, 'pcm', { maxSeconds: 3 }), undefined, pool);
-    await expect((async () => {
-      for await (const slice of chunks) void slice;
-    })()).rejects.toMatchObject({ code: 'audio_too_long' });
+    await expect(
+      (async () => {
+        for await (const slice of chunks) void slice;
+      })(),
+    ).rejects.toMatchObject({ code: 'audio_too_long' });
     expect(await stats()).toEqual({ jobs: 0, flacEncoders: 0 });
   });
 });
@@ -119,7 +147,7 @@ describe('AudioPool: the queue', () => {
 });
 
 describe('AudioPool: a worker that dies fails only its own jobs and is replaced', () => {
-  it('a killed worker: its job fails with a clean error, the other worker\'s job completes, the next job succeeds', async () => {
+  it("a killed worker: its job fails with a clean error, the other worker's job completes, the next job succeeds", async () => {
     const pool = new AudioPool({ size: 2 });
     try {
       const doomed = generate(speech(LONG_TEXT, 'mp3'), undefined, pool);
@@ -128,15 +156,18 @@ describe('AudioPool: a worker that dies fails only its own jobs and is replaced'
       const victim = pool.busyPids()[0];
       const other = (async () => {
         let bytes = 0;
-        for await (const slice of generate(speech('One sentence on the other worker.', 'mp3'), undefined, pool)) bytes += slice.length;
+        for await (const slice of generate(speech('One sentence on the other worker.', 'mp3'), undefined, pool))
+          bytes += slice.length;
         return bytes;
       })();
       await until(() => pool.stats().running === 2);
       process.kill(victim, 'SIGKILL');
-      await expect((async () => {
-        await first;
-        for (let next = await doomed.next(); !next.done; next = await doomed.next());
-      })()).rejects.toBeInstanceOf(AudioJobError);
+      await expect(
+        (async () => {
+          await first;
+          for (let next = await doomed.next(); !next.done; next = await doomed.next());
+        })(),
+      ).rejects.toBeInstanceOf(AudioJobError);
       expect(await other).toBeGreaterThan(1000);
       await until(() => pool.stats().workers === 2);
       expect(pool.pids()).not.toContain(victim);

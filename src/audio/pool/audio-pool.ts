@@ -125,7 +125,8 @@ export class AudioPool {
   async close(): Promise<void> {
     this.closed = true;
     if (this.watchdog) clearInterval(this.watchdog);
-    for (const job of this.queue.splice(0)) job.listener.failed(new AudioJobError('closed', 'the audio worker pool closed'));
+    for (const job of this.queue.splice(0))
+      job.listener.failed(new AudioJobError('closed', 'the audio worker pool closed'));
     await Promise.all(
       [...this.workers].map(
         (worker) =>

@@ -40,7 +40,11 @@ function callerError(err: AudioJobError): Error {
 }
 
 /** A generated job's slices as they come; each one taken grants the worker one more, so it never runs far ahead. */
-export async function* generate(spec: SpeechJobSpec, signal?: AbortSignal, pool: AudioPool = audioPool()): AsyncGenerator<Buffer> {
+export async function* generate(
+  spec: SpeechJobSpec,
+  signal?: AbortSignal,
+  pool: AudioPool = audioPool(),
+): AsyncGenerator<Buffer> {
   const slices: Buffer[] = [];
   let done = false;
   let error: AudioJobError | null = null;
@@ -79,7 +83,12 @@ export async function* generate(spec: SpeechJobSpec, signal?: AbortSignal, pool:
 /** A job that returns one result (the voice list). */
 export function runJob<T>(spec: JobSpec, pool: AudioPool = audioPool()): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    pool.start(spec, { slice: () => undefined, output: () => undefined, done: (result) => resolve(result as T), failed: (err) => reject(callerError(err)) });
+    pool.start(spec, {
+      slice: () => undefined,
+      output: () => undefined,
+      done: (result) => resolve(result as T),
+      failed: (err) => reject(callerError(err)),
+    });
   });
 }
 
@@ -120,7 +129,8 @@ export class RemoteCodec {
     if (this.finished) return;
     this.finished = true;
     this.pool.cancel(this.id);
-    for (const waiter of this.pending.splice(0)) waiter.reject(new AudioJobError('closed', 'the audio job was cancelled'));
+    for (const waiter of this.pending.splice(0))
+      waiter.reject(new AudioJobError('closed', 'the audio job was cancelled'));
   }
 
   private ask(message: { t: 'input'; id: number; data: Uint8Array } | { t: 'end'; id: number }): Promise<Buffer> {
@@ -165,7 +175,11 @@ export interface StreamEncoder {
 /** pcm costs no CPU (a copy), so it stays here; mp3 and FLAC encode in a worker. */
 export function openEncoder(options: Omit<EncodeJobSpec, 'kind'>, pool?: AudioPool): StreamEncoder {
   if (options.format === 'pcm') {
-    return { push: (samples) => Promise.resolve(encodePcm16le(samples)), end: () => Promise.resolve(Buffer.alloc(0)), release: () => undefined };
+    return {
+      push: (samples) => Promise.resolve(encodePcm16le(samples)),
+      end: () => Promise.resolve(Buffer.alloc(0)),
+      release: () => undefined,
+    };
   }
   const codec = new RemoteCodec({ kind: 'encode', ...options }, pool);
   return {

@@ -18,7 +18,10 @@ export class JobError extends Error {
 }
 
 export function audioTooLong(seconds: number, limit: number): JobError {
-  return new JobError('audio_too_long', `The audio reached ${Math.floor(seconds)} s, over the limit of ${limit} s of one request.`);
+  return new JobError(
+    'audio_too_long',
+    `The audio reached ${Math.floor(seconds)} s, over the limit of ${limit} s of one request.`,
+  );
 }
 
 /** One job in a worker: the scheduler runs `step` (one CPU slice) whenever `runnable`, round-robin with the other jobs. */
@@ -238,23 +241,33 @@ class FedJob implements WorkerJob {
   private open(): Promise<Transcoder | AudioEncoder> {
     const { spec } = this;
     if (spec.kind === 'transcode') {
-      return createTranscoder({ fromRate: spec.from.sampleRate, fromChannels: spec.from.channels, output: spec.output, gain: spec.gain });
+      return createTranscoder({
+        fromRate: spec.from.sampleRate,
+        fromChannels: spec.from.channels,
+        output: spec.output,
+        gain: spec.gain,
+      });
     }
-    if (spec.format === 'flac' && spec.totalFrames !== undefined) return createFlacEncoder(spec.sampleRate, spec.channels, spec.totalFrames);
+    if (spec.format === 'flac' && spec.totalFrames !== undefined)
+      return createFlacEncoder(spec.sampleRate, spec.channels, spec.totalFrames);
     return createStreamingEncoder(spec.format, spec);
   }
 
   /** Whole frames of the bytes so far; a transcode's input is counted against its audio cap. */
   private samples(data: Uint8Array): Int16Array {
     const channels = this.spec.kind === 'transcode' ? this.spec.from.channels : this.spec.channels;
-    const bytes = this.carry.length > 0 ? Buffer.concat([this.carry, data]) : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+    const bytes =
+      this.carry.length > 0
+        ? Buffer.concat([this.carry, data])
+        : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
     const whole = bytes.length - (bytes.length % (2 * channels));
     this.carry = Buffer.from(bytes.subarray(whole));
     const samples = decodePcm16le(bytes.subarray(0, whole));
     if (this.spec.kind === 'transcode') {
       this.frames += samples.length / channels;
       const seconds = this.frames / this.spec.from.sampleRate;
-      if (this.spec.maxSeconds !== undefined && seconds > this.spec.maxSeconds) throw audioTooLong(seconds, this.spec.maxSeconds);
+      if (this.spec.maxSeconds !== undefined && seconds > this.spec.maxSeconds)
+        throw audioTooLong(seconds, this.spec.maxSeconds);
     }
     return samples;
   }

@@ -60,12 +60,16 @@ function onMessage(message: ToWorker): void {
     case 'ping':
       return send({ t: 'pong', seq: message.seq });
     case 'start':
-      if (message.spec.kind === 'stats') return send({ t: 'done', id: message.id, result: { jobs: jobs.size, flacEncoders: liveFlacEncoders() } });
-      jobs.set(message.id, createJob(message.id, message.spec, message.credit, (out) => {
-        // a job that finished or failed leaves the table; its later sends (none expected) would be stale
-        if (out.t === 'done') jobs.delete(message.id);
-        send(out);
-      }));
+      if (message.spec.kind === 'stats')
+        return send({ t: 'done', id: message.id, result: { jobs: jobs.size, flacEncoders: liveFlacEncoders() } });
+      jobs.set(
+        message.id,
+        createJob(message.id, message.spec, message.credit, (out) => {
+          // a job that finished or failed leaves the table; its later sends (none expected) would be stale
+          if (out.t === 'done') jobs.delete(message.id);
+          send(out);
+        }),
+      );
       break;
     case 'credit':
       jobs.get(message.id)?.grant(message.n);

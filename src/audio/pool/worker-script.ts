@@ -11,6 +11,7 @@ export function workerScript(): string {
   if (__filename.endsWith('.js')) return join(__dirname, ENTRY);
   const root = resolve(__dirname, '../../..');
   const built = join(root, 'dist', relative(root, __dirname), ENTRY);
-  if (!existsSync(built)) throw new Error(`the audio worker is not built (${relative(root, built)} is missing): run \`npm run build\``);
+  if (!existsSync(built))
+    throw new Error(`the audio worker is not built (${relative(root, built)} is missing): run \`npm run build\``);
   return built;
 }

@@ -5,7 +5,10 @@ export class ChatMessageDto {
   @ApiProperty({ example: 'user' })
   role!: string;
   /** Text, or an array of content parts. */
-  @ApiProperty({ oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'object' } }], example: 'Say hello in five words.' })
+  @ApiProperty({
+    oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'object' } }],
+    example: 'Say hello in five words.',
+  })
   content!: unknown;
 }
 

@@ -7,14 +7,26 @@ class ErrorDetailDto {
 
   @ApiProperty({
     description: 'Category of the error.',
-    enum: ['invalid_request_error', 'authentication_error', 'permission_error', 'not_found_error', 'rate_limit_error', 'upstream_error', 'api_error'],
+    enum: [
+      'invalid_request_error',
+      'authentication_error',
+      'permission_error',
+      'not_found_error',
+      'rate_limit_error',
+      'upstream_error',
+      'api_error',
+    ],
   })
   type!: string;
 
   @ApiProperty({ description: 'The request field at fault, if any.', type: String, nullable: true })
   param!: string | null;
 
-  @ApiProperty({ description: 'Specific reason, e.g. `missing_field`, `file_too_large`.', type: String, nullable: true })
+  @ApiProperty({
+    description: 'Specific reason, e.g. `missing_field`, `file_too_large`.',
+    type: String,
+    nullable: true,
+  })
   code!: string | null;
 }
 
@@ -39,4 +51,8 @@ const DESCRIPTIONS: Record<number, string> = {
 
 /** Documents error responses, all in the one error body shape. */
 export const ApiErrors = (...statuses: number[]): MethodDecorator & ClassDecorator =>
-  applyDecorators(...statuses.map((status) => ApiResponse({ status, description: DESCRIPTIONS[status] ?? 'Error.', type: ErrorResponseDto })));
+  applyDecorators(
+    ...statuses.map((status) =>
+      ApiResponse({ status, description: DESCRIPTIONS[status] ?? 'Error.', type: ErrorResponseDto }),
+    ),
+  );

@@ -10,8 +10,10 @@ interface HttpSocket extends Duplex {
 }
 
 function errorFor(code: string | undefined): DomainError {
-  if (code === 'HPE_HEADER_OVERFLOW') return new DomainError('headers_too_large', 'The request headers are larger than the server accepts (16 KiB).');
-  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return new DomainError('request_timeout', 'The request was not received in time.');
+  if (code === 'HPE_HEADER_OVERFLOW')
+    return new DomainError('headers_too_large', 'The request headers are larger than the server accepts (16 KiB).');
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT')
+    return new DomainError('request_timeout', 'The request was not received in time.');
   return new DomainError('invalid_value', 'The request is not valid HTTP.');
 }
 

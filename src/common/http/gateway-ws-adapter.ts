@@ -42,7 +42,9 @@ export class GatewayWsAdapter extends WsAdapter {
   protected override ensureHttpServerExists(port: number, httpServer?: Server): Server | undefined {
     if (this.httpServersRegistry.has(port) || !httpServer) return super.ensureHttpServerExists(port, httpServer);
     this.httpServersRegistry.set(port, httpServer);
-    httpServer.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => this.route(port, request, socket, head));
+    httpServer.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) =>
+      this.route(port, request, socket, head),
+    );
     return httpServer;
   }
 
@@ -51,7 +53,11 @@ export class GatewayWsAdapter extends WsAdapter {
     try {
       pathname = new URL(request.url ?? '/', 'http://localhost').pathname;
     } catch {
-      return refuseUpgrade(socket, new DomainError('invalid_value', 'The upgrade request has an invalid URL.'), newRequestId());
+      return refuseUpgrade(
+        socket,
+        new DomainError('invalid_value', 'The upgrade request has an invalid URL.'),
+        newRequestId(),
+      );
     }
     const servers = (this.wsServersRegistry.get(port) ?? []) as PathServer[];
     const served = this.aliases[pathname] ?? pathname;
@@ -59,7 +65,10 @@ export class GatewayWsAdapter extends WsAdapter {
     if (!server) {
       const known = [...servers.map((s) => s.path), ...Object.keys(this.aliases)].join(', ');
       // the path only: a query string may hold a credential (?api_key=, ?ticket=)
-      const error = new DomainError('route_not_found', `Unknown WebSocket path: ${pathname}. WebSocket paths: ${known}.`);
+      const error = new DomainError(
+        'route_not_found',
+        `Unknown WebSocket path: ${pathname}. WebSocket paths: ${known}.`,
+      );
       return refuseUpgrade(socket, error, newRequestId());
     }
     server.handleUpgrade(request, socket, head, (ws: WebSocket) => server.emit('connection', ws, request));

@@ -15,7 +15,8 @@ export function textProblem(text: string): string | null {
   return null;
 }
 
-const childPath = (parent: string, key: string, inArray: boolean): string => (inArray ? `${parent}[${key}]` : parent ? `${parent}.${key}` : key);
+const childPath = (parent: string, key: string, inArray: boolean): string =>
+  inArray ? `${parent}[${key}]` : parent ? `${parent}.${key}` : key;
 
 interface Pending {
   value: unknown;
@@ -41,7 +42,9 @@ export function inputProblem(value: unknown, root: string, refusePrototypeKeys: 
     }
     if (typeof item.value !== 'object' || item.value === null || Buffer.isBuffer(item.value)) continue;
     if (depth >= MAX_INPUT_DEPTH) {
-      return new DomainError('invalid_value', `'${field || 'body'}' is nested deeper than ${MAX_INPUT_DEPTH} levels.`, { param: field || null });
+      return new DomainError('invalid_value', `'${field || 'body'}' is nested deeper than ${MAX_INPUT_DEPTH} levels.`, {
+        param: field || null,
+      });
     }
     const inArray = Array.isArray(item.value);
     const container = item.value as Record<string, unknown>;
@@ -49,8 +52,10 @@ export function inputProblem(value: unknown, root: string, refusePrototypeKeys: 
       const at = childPath(path, key, inArray);
       if (!inArray) {
         const problem = textProblem(key);
-        if (problem) return new DomainError('invalid_value', `A key of '${path || 'body'}' ${problem}.`, { param: path || null });
-        if (refusePrototypeKeys && PROTOTYPE_KEYS.has(key)) return new DomainError('unknown_field', `Unknown field '${at}'.`, { param: at });
+        if (problem)
+          return new DomainError('invalid_value', `A key of '${path || 'body'}' ${problem}.`, { param: path || null });
+        if (refusePrototypeKeys && PROTOTYPE_KEYS.has(key))
+          return new DomainError('unknown_field', `Unknown field '${at}'.`, { param: at });
       }
       pending.push({ value: container[key], path: at, field: field || at, depth: depth + 1 });
     }
@@ -81,7 +86,9 @@ export function arrayForObject(dto: unknown, root = ''): DomainError | null {
       const at = path ? `${path}.${key}` : key;
       const declared: unknown = Reflect.getMetadata('design:type', prototype, key);
       if (Array.isArray(child) && typeof declared === 'function' && !NOT_OBJECT_TYPES.has(declared)) {
-        return new DomainError('invalid_value', `Invalid value for '${at}': ${key} must be an object, not an array.`, { param: at });
+        return new DomainError('invalid_value', `Invalid value for '${at}': ${key} must be an object, not an array.`, {
+          param: at,
+        });
       }
       pending.push({ value: child, path: at });
     }

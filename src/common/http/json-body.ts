@@ -33,7 +33,13 @@ export function isPlainJson(req: IncomingMessage): boolean {
 
 /** A body-parser-shaped error (http-errors fields, the text in `body`), so the error filter maps both readers' errors alike. */
 function parseFailed(message: string, body: string): Error {
-  return Object.assign(new SyntaxError(message), { status: 400, statusCode: 400, expose: true, type: 'entity.parse.failed', body });
+  return Object.assign(new SyntaxError(message), {
+    status: 400,
+    statusCode: 400,
+    expose: true,
+    type: 'entity.parse.failed',
+    body,
+  });
 }
 
 /** body-parser's strict JSON: an object or array (after a BOM and whitespace), an empty body as `{}`. */

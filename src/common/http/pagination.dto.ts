@@ -7,12 +7,19 @@ export const DEFAULT_PAGE_SIZE = 20;
 /** Cursor pagination query, as OpenAI's list endpoints take it. */
 export class ListQueryDto {
   /** Id of the object to start after (the `last_id` of the previous page). */
-  @IsOptional() @IsString() @MinLength(1) @MaxLength(128)
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  @MaxLength(128)
   after?: string;
 
   /** Page size, 1 to 100. */
   @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 100, default: DEFAULT_PAGE_SIZE })
-  @IsOptional() @Type(() => Number) @IsInt() @Min(1) @Max(100)
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(100)
   limit?: number = DEFAULT_PAGE_SIZE;
 }
 

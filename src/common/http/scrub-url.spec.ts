@@ -31,7 +31,9 @@ describe('scrubUrl', () => {
   });
 
   it('keeps other parameters, the path and URLs without a query as they are', () => {
-    expect(scrubUrl('/v1/audio/voice_consents?limit=10&after=vc_1')).toBe('/v1/audio/voice_consents?limit=10&after=vc_1');
+    expect(scrubUrl('/v1/audio/voice_consents?limit=10&after=vc_1')).toBe(
+      '/v1/audio/voice_consents?limit=10&after=vc_1',
+    );
     expect(scrubUrl('/healthz')).toBe('/healthz');
     expect(scrubUrl('/x?api_key=s&limit=2')).toBe(`/x?api_key=${REDACTED}&limit=2`);
     expect(scrubUrl(undefined)).toBeUndefined();

@@ -1,4 +1,13 @@
-import { BadRequestException, CallHandler, ExecutionContext, Injectable, mixin, NestInterceptor, PayloadTooLargeException, Type } from '@nestjs/common';
+import {
+  BadRequestException,
+  CallHandler,
+  ExecutionContext,
+  Injectable,
+  mixin,
+  NestInterceptor,
+  PayloadTooLargeException,
+  Type,
+} from '@nestjs/common';
 import { AnyFilesInterceptor, type MulterModuleOptions } from '@nestjs/platform-express';
 import type { Request } from 'express';
 import { Observable } from 'rxjs';
@@ -17,7 +26,9 @@ function namedMulterError(err: unknown): unknown {
   const match = /^(.+?) - (.+)$/s.exec(err.message);
   if (!match) return err;
   const [, reason, part] = match;
-  return new DomainError('invalid_value', `Invalid multipart part '${part}': ${reason.toLowerCase()}.`, { param: part });
+  return new DomainError('invalid_value', `Invalid multipart part '${part}': ${reason.toLowerCase()}.`, {
+    param: part,
+  });
 }
 
 type UploadLimits = Omit<NonNullable<MulterModuleOptions['limits']>, 'files'> & { fileSize: number };
@@ -33,11 +44,24 @@ export function SingleFileUpload(field: string, limits: UploadLimits): Type<Nest
   const Multer = AnyFilesInterceptor({
     // two, so that a second file reaches the filter below instead of multer's anonymous count error
     limits: { ...limits, files: 2 },
-    fileFilter: (req: object, file: { fieldname: string }, accept: (error: Error | null, acceptFile: boolean) => void) => {
+    fileFilter: (
+      req: object,
+      file: { fieldname: string },
+      accept: (error: Error | null, acceptFile: boolean) => void,
+    ) => {
       if (file.fieldname !== field) {
-        return accept(new DomainError('unknown_field', `Unknown file field '${file.fieldname}'; send the file as '${field}'.`, { param: file.fieldname }), false);
+        return accept(
+          new DomainError('unknown_field', `Unknown file field '${file.fieldname}'; send the file as '${field}'.`, {
+            param: file.fieldname,
+          }),
+          false,
+        );
       }
-      if (withFile.has(req)) return accept(new DomainError('invalid_value', `Send exactly one file as '${field}'.`, { param: field }), false);
+      if (withFile.has(req))
+        return accept(
+          new DomainError('invalid_value', `Send exactly one file as '${field}'.`, { param: field }),
+          false,
+        );
       withFile.add(req);
       accept(null, true);
     },
@@ -54,14 +78,18 @@ export function SingleFileUpload(field: string, limits: UploadLimits): Type<Nest
       } catch (err) {
         if (err instanceof PayloadTooLargeException) {
           const mib = Math.round((limits.fileSize / (1024 * 1024)) * 100) / 100;
-          throw new DomainError('file_too_large', `The file '${field}' is larger than the ${mib} MiB limit.`, { param: field });
+          throw new DomainError('file_too_large', `The file '${field}' is larger than the ${mib} MiB limit.`, {
+            param: field,
+          });
         }
         throw namedMulterError(err);
       }
       const request = context.switchToHttp().getRequest<Request & { file?: UploadedPart; files?: UploadedPart[] }>();
       const body = request.body as Record<string, unknown> | undefined;
       if (body?.[field] !== undefined) {
-        throw new DomainError('invalid_value', `'${field}' must be a file part (with a filename), not a text field.`, { param: field });
+        throw new DomainError('invalid_value', `'${field}' must be a file part (with a filename), not a text field.`, {
+          param: field,
+        });
       }
       request.file = request.files?.[0];
       return handled;

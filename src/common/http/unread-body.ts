@@ -3,7 +3,8 @@ import { DomainError } from '../errors/domain-error';
 
 const WITH_BODY = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
-const hasContent = (req: Request): boolean => req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+const hasContent = (req: Request): boolean =>
+  req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 
 /**
  * After the JSON parser: a body it did not take (text/plain, a urlencoded form, no type at all) is a
@@ -15,5 +16,10 @@ export function refuseUnreadBody(req: Request, _res: Response, next: NextFunctio
     next();
     return;
   }
-  next(new DomainError('unsupported_media_type', 'Send the request body as application/json (uploads: multipart/form-data).'));
+  next(
+    new DomainError(
+      'unsupported_media_type',
+      'Send the request body as application/json (uploads: multipart/form-data).',
+    ),
+  );
 }

@@ -20,7 +20,11 @@ export class MultipartOnUploadRoutes implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
     if (context.getType() !== 'http') return true;
     const request = context.switchToHttp().getRequest<Request>();
-    if (!request.is('multipart/form-data') || this.reflector.get<boolean>(UPLOAD_ROUTE, context.getHandler())) return true;
-    throw new DomainError('unsupported_media_type', 'This endpoint takes an application/json body, not multipart/form-data.');
+    if (!request.is('multipart/form-data') || this.reflector.get<boolean>(UPLOAD_ROUTE, context.getHandler()))
+      return true;
+    throw new DomainError(
+      'unsupported_media_type',
+      'This endpoint takes an application/json body, not multipart/form-data.',
+    );
   }
 }

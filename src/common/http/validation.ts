@@ -3,7 +3,11 @@ import { BODY_NOT_OBJECT, DomainError } from '../errors/domain-error';
 import { arrayForObject, inputProblem } from './input-scan';
 
 /** The first failing field of a class-validator result, as a path like `chain[0].model`, with its constraints. */
-function firstFailure(errors: ValidationError[], prefix = '', inArray = false): { path: string; error: ValidationError } | null {
+function firstFailure(
+  errors: ValidationError[],
+  prefix = '',
+  inArray = false,
+): { path: string; error: ValidationError } | null {
   for (const error of errors) {
     const path = inArray ? `${prefix}[${error.property}]` : prefix ? `${prefix}.${error.property}` : error.property;
     if (error.constraints && Object.keys(error.constraints).length > 0) return { path, error };
@@ -82,7 +86,11 @@ export function validationErrorToDomain(errors: ValidationError[]): DomainError 
   }
   const chosen = preferredConstraint(constraints);
   if (!chosen) return new DomainError('invalid_value', `Invalid value for '${path}'.`, { param: path });
-  return new DomainError('invalid_value', `Invalid value for '${path}': ${reasonFor(error, path, chosen.rule, chosen.message)}.`, { param: path });
+  return new DomainError(
+    'invalid_value',
+    `Invalid value for '${path}': ${reasonFor(error, path, chosen.rule, chosen.message)}.`,
+    { param: path },
+  );
 }
 
 /** The ValidationPipe, plus what its rules cannot see (see input-scan.ts), checked on every param, query and body. */
@@ -92,7 +100,13 @@ class StrictValidationPipe extends ValidationPipe {
     const validated = this.toValidate(metadata);
     // a DTO body is one object: an array would be read as an object with the fields `0`, `1`, ... (an
     // invalid_value, as on the chat route; a JSON scalar never gets here: the parser refuses it as invalid_json)
-    if (validated && metadata.type === 'body' && !metadata.data && value !== undefined && (typeof value !== 'object' || value === null || Array.isArray(value))) {
+    if (
+      validated &&
+      metadata.type === 'body' &&
+      !metadata.data &&
+      value !== undefined &&
+      (typeof value !== 'object' || value === null || Array.isArray(value))
+    ) {
       throw new DomainError('invalid_value', BODY_NOT_OBJECT);
     }
     const problem = inputProblem(value, metadata.data ?? '', validated);

@@ -3,23 +3,33 @@ import { IsString, MaxLength, MinLength } from 'class-validator';
 
 export class CreateVoiceConsentDto {
   /** BCP 47 language tag of the recorded phrase (stored canonicalised, e.g. `en-us` → `en-US`). */
-  @IsString() @MinLength(2) @MaxLength(64)
+  @IsString()
+  @MinLength(2)
+  @MaxLength(64)
   language!: string;
 
   /** Label of the recording, 1 to 256 characters. */
-  @IsString() @MinLength(1) @MaxLength(256)
+  @IsString()
+  @MinLength(1)
+  @MaxLength(256)
   name!: string;
 }
 
 /** The multipart form of a consent upload (for the OpenAPI document). */
 export class CreateVoiceConsentForm extends CreateVoiceConsentDto {
-  @ApiProperty({ type: 'string', format: 'binary', description: 'Audio of the consent phrase (wav, mp3, ogg, flac, webm, mp4/m4a or aac; at most 10 MiB).' })
+  @ApiProperty({
+    type: 'string',
+    format: 'binary',
+    description: 'Audio of the consent phrase (wav, mp3, ogg, flac, webm, mp4/m4a or aac; at most 10 MiB).',
+  })
   recording!: unknown;
 }
 
 export class RenameVoiceConsentDto {
   /** New label, 1 to 256 characters. Only the name can be changed. */
-  @IsString() @MinLength(1) @MaxLength(256)
+  @IsString()
+  @MinLength(1)
+  @MaxLength(256)
   name!: string;
 }
 

@@ -1,31 +1,59 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, ArrayMinSize, IsArray, IsOptional, IsString, MaxLength, MinLength, ValidateNested } from 'class-validator';
-import { ChainStepDto } from './chain-step.dto';
+import {
+  ArrayMaxSize,
+  ArrayMinSize,
+  IsArray,
+  IsOptional,
+  IsString,
+  MaxLength,
+  MinLength,
+  ValidateNested,
+} from 'class-validator';
+import { CHAIN_NOT_EMPTY, ChainStepDto } from '../../config/chain-step.dto';
 
 /** A key with no step could serve nothing. */
-export const CHAIN_NOT_EMPTY = 'chain must have at least one step';
 
 export class CreateProxyKeyDto {
   /** Label of the key (the tenant). */
   @ApiProperty({ example: 'team-a' })
-  @IsString() @MinLength(1) @MaxLength(256)
+  @IsString()
+  @MinLength(1)
+  @MaxLength(256)
   name!: string;
 
   /** Ordered failover chain: 1 to 32 steps. */
   // the offline providers every fresh start has, so Swagger UI's first Execute succeeds
-  @ApiProperty({ type: [ChainStepDto], example: [{ provider: 'echo', model: 'echo-1' }, { provider: 'espeak', model: 'speech-02-hd' }] })
-  @IsArray() @ArrayMinSize(1, { message: CHAIN_NOT_EMPTY }) @ArrayMaxSize(32) @ValidateNested({ each: true }) @Type(() => ChainStepDto)
+  @ApiProperty({
+    type: [ChainStepDto],
+    example: [
+      { provider: 'echo', model: 'echo-1' },
+      { provider: 'espeak', model: 'speech-02-hd' },
+    ],
+  })
+  @IsArray()
+  @ArrayMinSize(1, { message: CHAIN_NOT_EMPTY })
+  @ArrayMaxSize(32)
+  @ValidateNested({ each: true })
+  @Type(() => ChainStepDto)
   chain!: ChainStepDto[];
 }
 
 export class UpdateProxyKeyDto {
   /** New label. */
-  @IsOptional() @IsString() @MinLength(1) @MaxLength(256)
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  @MaxLength(256)
   name?: string;
 
   /** New failover chain (1 to 32 steps); takes effect on the next request on every replica. */
-  @IsOptional() @IsArray() @ArrayMinSize(1, { message: CHAIN_NOT_EMPTY }) @ArrayMaxSize(32) @ValidateNested({ each: true }) @Type(() => ChainStepDto)
+  @IsOptional()
+  @IsArray()
+  @ArrayMinSize(1, { message: CHAIN_NOT_EMPTY })
+  @ArrayMaxSize(32)
+  @ValidateNested({ each: true })
+  @Type(() => ChainStepDto)
   chain?: ChainStepDto[];
 }
 

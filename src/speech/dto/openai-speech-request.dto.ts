@@ -14,35 +14,49 @@ const OPENAI_SAMPLE_RATE = 24000;
  */
 export class OpenAiSpeechRequestDto {
   /** Selects the entry step of the key's chain, as `model` does in the MiniMax shape. */
-  @IsString() @MinLength(1) @MaxLength(200)
+  @IsString()
+  @MinLength(1)
+  @MaxLength(200)
   model!: string;
 
   /** Text to speak, 1 to 10,000 characters. */
-  @IsString() @MinLength(1)
+  @IsString()
+  @MinLength(1)
   input!: string;
 
   /** A voice id of the key's chain (built-in, or a custom `voice_…`); OpenAI's `{ "id": "voice_…" }` form is accepted too. */
-  @ApiProperty({ oneOf: [{ type: 'string' }, { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] }] })
-  @IsString() @MinLength(1) @MaxLength(256)
+  @ApiProperty({
+    oneOf: [{ type: 'string' }, { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] }],
+  })
+  @IsString()
+  @MinLength(1)
+  @MaxLength(256)
   voice!: string;
 
   /** `mp3` (default), `wav`, `pcm` (16-bit little-endian, 24 kHz mono) or `flac`; OpenAI's `opus` and `aac` are not offered. */
   @ApiPropertyOptional({ enum: FORMATS, default: 'mp3' })
-  @IsOptional() @IsIn(FORMATS)
+  @IsOptional()
+  @IsIn(FORMATS)
   response_format?: (typeof FORMATS)[number];
 
   /** 0.5 to 2 (the range every provider of the gateway can honour; OpenAI itself allows 0.25 to 4). */
   @ApiPropertyOptional({ default: 1, minimum: 0.5, maximum: 2 })
-  @IsOptional() @IsNumber({ allowNaN: false, allowInfinity: false }) @Min(0.5) @Max(2)
+  @IsOptional()
+  @IsNumber({ allowNaN: false, allowInfinity: false })
+  @Min(0.5)
+  @Max(2)
   speed?: number;
 
   /** Style instructions, passed to OpenAI-kind providers; others ignore them. */
-  @IsOptional() @IsString() @MaxLength(4096)
+  @IsOptional()
+  @IsString()
+  @MaxLength(4096)
   instructions?: string;
 
   /** `audio` (the raw audio body, streamed as it is made) or `sse`: OpenAI's `speech.audio.delta` events (base64 audio), then `speech.audio.done`. */
   @ApiPropertyOptional({ enum: ['audio', 'sse'], default: 'audio' })
-  @IsOptional() @IsIn(['audio', 'sse'])
+  @IsOptional()
+  @IsIn(['audio', 'sse'])
   stream_format?: 'audio' | 'sse';
 }
 
@@ -92,7 +106,9 @@ export function flattenVoice(body: Record<string, unknown>): Record<string, unkn
   const keys = Object.keys(voice);
   const id = (voice as { id?: unknown }).id;
   if (Array.isArray(voice) || keys.length !== 1 || typeof id !== 'string') {
-    throw new DomainError('invalid_value', "'voice' must be a voice id, or an object with only an 'id'.", { param: 'voice' });
+    throw new DomainError('invalid_value', "'voice' must be a voice id, or an object with only an 'id'.", {
+      param: 'voice',
+    });
   }
   return { ...body, voice: id };
 }
@@ -105,5 +121,10 @@ export function fromOpenAi(dto: OpenAiSpeechRequestDto): SpeechBody {
     voice_setting: { voice_id: dto.voice, ...(dto.speed !== undefined ? { speed: dto.speed } : {}) },
     audio_setting: { format: dto.response_format ?? 'mp3', sample_rate: OPENAI_SAMPLE_RATE, channel: 1 },
   };
-  return { request, shape: 'openai', streamFormat: dto.stream_format ?? 'audio', ...(dto.instructions ? { instructions: dto.instructions } : {}) };
+  return {
+    request,
+    shape: 'openai',
+    streamFormat: dto.stream_format ?? 'audio',
+    ...(dto.instructions ? { instructions: dto.instructions } : {}),
+  };
 }

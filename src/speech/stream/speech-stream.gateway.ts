@@ -3,14 +3,15 @@ import { OnGatewayConnection, OnGatewayInit, WebSocketGateway } from '@nestjs/we
 import type { IncomingMessage } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { WebSocket, WebSocketServer } from 'ws';
-import { bearerToken } from '../../common/auth/auth.decorators';
+import { bearerToken } from '../../common/http/route-access';
+import { admitProxyKey, authenticateProxyKey, ProxyKeyCheck } from '../../auth/auth.guard';
 import { DomainError } from '../../common/errors/domain-error';
 import { newId, newRequestId } from '../../common/ids';
 import { REQUEST_ID_HEADER, requestIdOf, SDK_REQUEST_ID_HEADER } from '../../common/http/request-id';
 import { EnvironmentVariables } from '../../config/env.schema';
 import { FailoverService } from '../../failover/failover.service';
 import { AuthenticatedKey, KeyDirectory } from '../../keys/key-directory';
-import { RateLimiter } from '../../limits/rate-limiter.service';
+import { RateLimiter } from '../../quotas/rate-limiter.service';
 import { MetricsService } from '../../metrics/metrics.service';
 import { SpeechService } from '../speech.service';
 import { SpeechStreamSession } from './speech-stream.session';
@@ -41,7 +42,9 @@ const keyOfUpgrade = new WeakMap<IncomingMessage, AuthenticatedKey>();
  * discouraged `?api_key=`), so a bad key gets an HTTP 401 and never a socket; then on every client message.
  */
 @WebSocketGateway({ path: STREAM_PATH, maxPayload: MAX_MESSAGE_BYTES })
-export class SpeechStreamGateway implements OnGatewayInit<WebSocketServer>, OnGatewayConnection<WebSocket>, BeforeApplicationShutdown {
+export class SpeechStreamGateway
+  implements OnGatewayInit<WebSocketServer>, OnGatewayConnection<WebSocket>, BeforeApplicationShutdown
+{
   private readonly logger = new Logger(SpeechStreamGateway.name);
   private readonly sessions = new Set<SpeechStreamSession>();
   /** Open streams per key id on this replica (SVC_WS_MAX_STREAMS_PER_KEY). */
@@ -58,7 +61,8 @@ export class SpeechStreamGateway implements OnGatewayInit<WebSocketServer>, OnGa
   ) {}
 
   afterInit(server: WebSocketServer): void {
-    server.options.verifyClient = (info: { req: IncomingMessage }, done: VerifyCallback) => void this.verify(info.req, done);
+    server.options.verifyClient = (info: { req: IncomingMessage }, done: VerifyCallback) =>
+      void this.verify(info.req, done);
     // the 101 carries the upgrade's id like every other response (decisions §4): the one verify gave the request
     server.on('headers', (headers: string[], request: IncomingMessage) => {
       const requestId = requestIdOf(request);
@@ -81,12 +85,20 @@ export class SpeechStreamGateway implements OnGatewayInit<WebSocketServer>, OnGa
       return;
     }
     const currentKey = (): AuthenticatedKey | null => this.keys.byId(key.id);
-    const session = new SpeechStreamSession(ws, sessionId, requestIdOf(request), currentKey, this.speech, this.failover, {
-      idleMs: this.env.SVC_WS_IDLE_MS,
-      highWaterBytes: SEND_HIGH_WATER_BYTES,
-      stalledMs: this.env.SVC_WS_STALL_MS,
-      maxAudioSeconds: this.env.SVC_MAX_AUDIO_SECONDS,
-    });
+    const session = new SpeechStreamSession(
+      ws,
+      sessionId,
+      requestIdOf(request),
+      currentKey,
+      this.speech,
+      this.failover,
+      {
+        idleMs: this.env.SVC_WS_IDLE_MS,
+        highWaterBytes: SEND_HIGH_WATER_BYTES,
+        stalledMs: this.env.SVC_WS_STALL_MS,
+        maxAudioSeconds: this.env.SVC_MAX_AUDIO_SECONDS,
+      },
+    );
     this.sessions.add(session);
     this.metrics.sessionOpened();
     this.openByKey.set(key.id, this.openStreams(key.id) + 1);
@@ -128,17 +140,37 @@ export class SpeechStreamGateway implements OnGatewayInit<WebSocketServer>, OnGa
 
   private tooManyStreams(): DomainError {
     const max = this.env.SVC_WS_MAX_STREAMS_PER_KEY;
-    return new DomainError('too_many_streams', `This key already has ${max} open speech streams (the limit); close one first.`);
+    return new DomainError(
+      'too_many_streams',
+      `This key already has ${max} open speech streams (the limit); close one first.`,
+    );
   }
 
-  /** The bearer header first; then a single-use `?ticket=` (browsers); then `?api_key=` (kept for compatibility, discouraged: URLs end up in logs). */
-  private async authenticate(request: IncomingMessage, url: URL): Promise<AuthenticatedKey | DomainError> {
-    const bearer = bearerToken(request.headers.authorization);
-    const ticket = bearer ? null : url.searchParams.get('ticket');
-    if (ticket) return (await this.tickets.redeem(ticket)) ?? new DomainError('invalid_ticket', 'The ticket is unknown, already used or expired: get a new one from POST /v1/audio/speech/stream/tickets.');
-    const token = bearer ?? url.searchParams.get('api_key');
-    if (!token) return new DomainError('missing_api_key', 'Missing API key: send `Authorization: Bearer <API_KEY>`, or `?ticket=` from POST /v1/audio/speech/stream/tickets.');
-    return (await this.keys.authenticate(token)) ?? new DomainError('invalid_api_key', 'Incorrect API key provided.');
+  /**
+   * The bearer header first; then a single-use `?ticket=` (browsers); then `?api_key=` (kept for compatibility,
+   * discouraged: URLs end up in logs). The same check as every HTTP route, plus the key's open-stream count.
+   */
+  private async authenticate(request: IncomingMessage, url: URL): Promise<AuthenticatedKey> {
+    const check: ProxyKeyCheck = {
+      missing:
+        'Missing API key: send `Authorization: Bearer <API_KEY>`, or `?ticket=` from POST /v1/audio/speech/stream/tickets.',
+      before: (key) => {
+        if (this.openStreams(key.id) >= this.env.SVC_WS_MAX_STREAMS_PER_KEY) throw this.tooManyStreams();
+      },
+    };
+    const bearer = request.headers.authorization;
+    const ticket = bearerToken(bearer) ? null : url.searchParams.get('ticket');
+    if (ticket) {
+      const key = await this.tickets.redeem(ticket);
+      if (!key)
+        throw new DomainError(
+          'invalid_ticket',
+          'The ticket is unknown, already used or expired: get a new one from POST /v1/audio/speech/stream/tickets.',
+        );
+      return admitProxyKey(this.rateLimiter, key, check);
+    }
+    const apiKey = bearerToken(bearer) ? null : url.searchParams.get('api_key');
+    return authenticateProxyKey(this.keys, this.rateLimiter, apiKey ? `Bearer ${apiKey}` : bearer, check);
   }
 
   private async verify(request: IncomingMessage, done: VerifyCallback): Promise<void> {
@@ -146,13 +178,15 @@ export class SpeechStreamGateway implements OnGatewayInit<WebSocketServer>, OnGa
     const requestId = newRequestId();
     (request as IncomingMessage & { id?: string }).id = requestId;
     const idHeaders = { [REQUEST_ID_HEADER]: requestId, [SDK_REQUEST_ID_HEADER]: requestId };
-    const refuse = (error: DomainError): void => done(false, error.status, JSON.stringify(error.toBody()), { ...error.headers, 'Content-Type': 'application/json', ...idHeaders });
+    const refuse = (error: DomainError): void =>
+      done(false, error.status, JSON.stringify(error.toBody()), {
+        ...error.headers,
+        'Content-Type': 'application/json',
+        ...idHeaders,
+      });
     try {
       const url = new URL(request.url ?? '/', 'http://localhost');
       const key = await this.authenticate(request, url);
-      if (key instanceof DomainError) return refuse(key);
-      if (this.openStreams(key.id) >= this.env.SVC_WS_MAX_STREAMS_PER_KEY) return refuse(this.tooManyStreams());
-      this.rateLimiter.admit(key.id);
       keyOfUpgrade.set(request, key);
       done(true);
     } catch (err) {

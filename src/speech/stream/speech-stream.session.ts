@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { WebSocket } from 'ws';
-import { toDomainError } from '../../common/errors/api-error.filter';
+import { toDomainError } from '../../common/errors/domain-error';
 import { DomainError } from '../../common/errors/domain-error';
 import type { PlannedStep } from '../../failover/chain';
 import type { FailoverService } from '../../failover/failover.service';
@@ -118,24 +118,37 @@ export class SpeechStreamSession {
     }
     switch (message.event) {
       case 'task_start':
-        if (this.state !== 'idle') return this.fail(new DomainError('invalid_value', 'task_start was already sent on this connection.', { param: 'event' }), 1008);
+        if (this.state !== 'idle')
+          return this.fail(
+            new DomainError('invalid_value', 'task_start was already sent on this connection.', { param: 'event' }),
+            1008,
+          );
         // set now, not when the start is done: a second task_start right behind the first is refused too
         this.state = 'starting';
         this.work = this.work.then(() => this.start(message.body)).catch((err: unknown) => this.fail(err, 1008));
         return;
       case 'task_continue':
-        if (!this.accepting) return this.fail(new DomainError('invalid_value', 'Send task_start before task_continue.', { param: 'event' }), 1008);
+        if (!this.accepting)
+          return this.fail(
+            new DomainError('invalid_value', 'Send task_start before task_continue.', { param: 'event' }),
+            1008,
+          );
         if (this.queuedChars + message.body.text.length > MAX_QUEUED_CHARS) {
           const tooMuch = `More than ${MAX_QUEUED_CHARS} characters are waiting to be spoken: send text no faster than the audio comes back.`;
           return this.fail(new DomainError('text_too_long', tooMuch, { param: 'text' }), 1008);
         }
         // predictable: even the shortest reading of the task's text is over the cap, so none of this text is spoken
         this.promisedSeconds += minimumAudioSeconds(message.body.text, this.job?.speed ?? FASTEST_SPEED);
-        if (this.promisedSeconds > this.limits.maxAudioSeconds) return this.fail(audioTooLong(this.limits.maxAudioSeconds, 'of this stream task'), 1008);
+        if (this.promisedSeconds > this.limits.maxAudioSeconds)
+          return this.fail(audioTooLong(this.limits.maxAudioSeconds, 'of this stream task'), 1008);
         this.enqueue(message.body.text);
         return;
       case 'task_finish':
-        if (!this.accepting) return this.fail(new DomainError('invalid_value', 'Send task_start before task_finish.', { param: 'event' }), 1008);
+        if (!this.accepting)
+          return this.fail(
+            new DomainError('invalid_value', 'Send task_start before task_finish.', { param: 'event' }),
+            1008,
+          );
         this.state = 'finishing';
         this.work = this.work.then(() => this.finish()).catch((err: unknown) => this.fail(err, 1011));
         return;
@@ -151,7 +164,11 @@ export class SpeechStreamSession {
     // every field of task_start but the text: MiniMax's optional fields go to a MiniMax step as sent
     const job = toSpeechJob({ ...body, text: ' ' }, SYNC_TEXT_LIMIT);
     if (job.output.format === 'wav') {
-      throw new DomainError('invalid_value', 'wav cannot be streamed (its header needs the length): use mp3, pcm or flac.', { param: 'audio_setting.format' });
+      throw new DomainError(
+        'invalid_value',
+        'wav cannot be streamed (its header needs the length): use mp3, pcm or flac.',
+        { param: 'audio_setting.format' },
+      );
     }
     // checks the model and the entry voice now, so a bad task_start fails before any text arrives; the chain is the key's as it is now
     this.planned = await this.speech.route(this.failover.openScope(this.requestId, this.key(), 'speech'), job);
@@ -160,7 +177,12 @@ export class SpeechStreamSession {
     if (this.state === 'starting') this.state = 'started';
     const first = this.failover.firstAvailable(this.planned);
     // request_id: the stream's usage records are under `<it>_<n>` for the n-th task_continue (GET /v1/usage?request_id= finds them all)
-    this.send({ event: 'task_started', request_id: this.requestId, provider: first.provider, fallback_level: first.level });
+    this.send({
+      event: 'task_started',
+      request_id: this.requestId,
+      provider: first.provider,
+      fallback_level: first.level,
+    });
   }
 
   /** One task_continue: its pieces, then the end of its audio (the `is_final` message). */
@@ -168,15 +190,20 @@ export class SpeechStreamSession {
     const pieces = textPieces(text);
     // characters as the usage records count them: the sum over the pieces sent upstream
     const characters = pieces.reduce((sum, piece) => sum + characterCount(piece), 0);
-    const turn: Turn = { requestId: `${this.requestId}_${++this.turns}`, characters, piecesLeft: pieces.length, bytes: 0, seconds: 0 };
+    const turn: Turn = {
+      requestId: `${this.requestId}_${++this.turns}`,
+      characters,
+      piecesLeft: pieces.length,
+      bytes: 0,
+      seconds: 0,
+    };
     this.queuedChars += text.length;
     this.queuedTurns += 1;
     // a failure the client caused (the audio cap, a deleted key) is 1008; the provider's is 1011
-    const closeCodeOf = (err: unknown): 1008 | 1011 => (['audio_too_long', 'key_revoked'].includes(toDomainError(err)?.code ?? '') ? 1008 : 1011);
+    const closeCodeOf = (err: unknown): 1008 | 1011 =>
+      ['audio_too_long', 'key_revoked'].includes(toDomainError(err)?.code ?? '') ? 1008 : 1011;
     for (const piece of pieces) {
-      this.work = this.work
-        .then(() => this.synthesize(piece, turn))
-        .then(() => void (turn.piecesLeft -= 1));
+      this.work = this.work.then(() => this.synthesize(piece, turn)).then(() => void (turn.piecesLeft -= 1));
     }
     this.work = this.work
       .then(() => this.endTurn(turn))
@@ -201,7 +228,9 @@ export class SpeechStreamSession {
     const { sampleRate, channels, bitrate } = job.output;
     const emit = (bytes: Buffer): Promise<void> => {
       // relayed mp3 is constant-bitrate: its length in seconds follows from its bytes
-      const seconds = relay ? (bytes.length * 8) / (primed?.audio.bitrate ?? bitrate) : bytes.length / (2 * channels * sampleRate);
+      const seconds = relay
+        ? (bytes.length * 8) / (primed?.audio.bitrate ?? bitrate)
+        : bytes.length / (2 * channels * sampleRate);
       this.audioSeconds += seconds;
       turn.seconds += seconds;
       if (this.audioSeconds > limit) throw audioTooLong(limit, 'of this stream task');
@@ -214,15 +243,24 @@ export class SpeechStreamSession {
     controller.signal.addEventListener('abort', () => scope.abort(), { once: true });
     let primed: PrimedAudio | null = null;
     try {
-      primed = await this.speech.start(scope, job, this.step ? [this.step] : this.planned, Math.max(1, limit - this.audioSeconds));
+      primed = await this.speech.start(
+        scope,
+        job,
+        this.step ? [this.step] : this.planned,
+        Math.max(1, limit - this.audioSeconds),
+      );
       this.step ??= this.planned.find((s) => s.level === scope.served?.level) ?? null;
       if (!primed.first.done) await emit(primed.first.value);
-      for (let next = await primed.rest.next(); !next.done && !scope.aborted; next = await primed.rest.next()) await emit(next.value);
+      for (let next = await primed.rest.next(); !next.done && !scope.aborted; next = await primed.rest.next())
+        await emit(next.value);
       // the offline engine ends early, without an error, when the connection goes
       scope.finish({ status: scope.aborted ? CLIENT_CLOSED_REQUEST : 200, characters: characterCount(text) });
     } catch (err) {
       // a provider call cancelled because the connection went is no upstream failure
-      scope.finish({ status: toDomainError(err)?.status ?? (scope.aborted ? CLIENT_CLOSED_REQUEST : 502), characters: characterCount(text) });
+      scope.finish({
+        status: toDomainError(err)?.status ?? (scope.aborted ? CLIENT_CLOSED_REQUEST : 502),
+        characters: characterCount(text),
+      });
       throw err;
     } finally {
       this.inFlight.delete(controller);
@@ -358,17 +396,22 @@ export class SpeechStreamSession {
   private fail(err: unknown, code: 1008 | 1011): void {
     if (this.state === 'closed') return;
     const error = toDomainError(err) ?? new DomainError('internal_error', 'The stream failed.');
-    if (!(err instanceof DomainError) && error.code === 'internal_error') this.logger.error({ err, request_id: this.requestId }, `stream ${this.sessionId} failed`);
+    if (!(err instanceof DomainError) && error.code === 'internal_error')
+      this.logger.error({ err, request_id: this.requestId }, `stream ${this.sessionId} failed`);
     // a client mistake is 1008; an upstream failure after the task started is 1011
     const closeCode = error.status >= 500 ? 1011 : code;
     this.releaseHeld();
-    if (this.ws.readyState === this.ws.OPEN) this.ws.send(JSON.stringify(taskFailed(this.sessionId, this.requestId, error)));
+    if (this.ws.readyState === this.ws.OPEN)
+      this.ws.send(JSON.stringify(taskFailed(this.sessionId, this.requestId, error)));
     this.close(closeCode, error.code);
   }
 
   /** Every server message carries session_id, trace_id (the upgrade's request id) and base_resp (decisions §7). */
   private send(message: { event: string } & Record<string, unknown>): void {
-    if (this.ws.readyState === this.ws.OPEN) this.ws.send(JSON.stringify({ ...message, session_id: this.sessionId, trace_id: this.requestId, base_resp: SUCCESS }));
+    if (this.ws.readyState === this.ws.OPEN)
+      this.ws.send(
+        JSON.stringify({ ...message, session_id: this.sessionId, trace_id: this.requestId, base_resp: SUCCESS }),
+      );
   }
 
   private close(code: number, reason: string, terminate = false): void {

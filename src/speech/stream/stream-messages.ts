@@ -11,14 +11,20 @@ export class TaskStartMessage extends MiniMaxOptionsDto {
   @IsString()
   event!: 'task_start';
 
-  @IsString() @MinLength(1) @MaxLength(200)
+  @IsString()
+  @MinLength(1)
+  @MaxLength(200)
   model!: string;
 
   // ValidateNested alone lets an absent object through
-  @IsDefined() @ValidateNested() @Type(() => VoiceSettingDto)
+  @IsDefined()
+  @ValidateNested()
+  @Type(() => VoiceSettingDto)
   voice_setting!: VoiceSettingDto;
 
-  @IsOptional() @ValidateNested() @Type(() => AudioSettingDto)
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => AudioSettingDto)
   audio_setting?: AudioSettingDto;
 }
 
@@ -27,13 +33,18 @@ export class TaskContinueMessage {
   event!: 'task_continue';
 
   // the limit is checked by parseClientMessage in characters (code points), as for sync speech
-  @IsString() @MinLength(1)
+  @IsString()
+  @MinLength(1)
   text!: string;
 }
 
-export type ClientMessage = { event: 'task_start'; body: TaskStartMessage } | { event: 'task_continue'; body: TaskContinueMessage } | { event: 'task_finish' };
+export type ClientMessage =
+  | { event: 'task_start'; body: TaskStartMessage }
+  | { event: 'task_continue'; body: TaskContinueMessage }
+  | { event: 'task_finish' };
 
-const invalid = (message: string, param: string | null = null): DomainError => new DomainError('invalid_value', message, { param });
+const invalid = (message: string, param: string | null = null): DomainError =>
+  new DomainError('invalid_value', message, { param });
 
 function validated<T extends object>(cls: new () => T, plain: object): T {
   const instance = plainToInstance(cls, plain);
@@ -47,11 +58,16 @@ export function parseClientMessage(data: Buffer | ArrayBuffer | Buffer[], isBina
   if (isBinary) throw invalid('Binary frames are not accepted: send JSON text messages.');
   let parsed: unknown;
   try {
-    parsed = JSON.parse(Buffer.isBuffer(data) ? data.toString('utf8') : Buffer.concat(Array.isArray(data) ? data : [Buffer.from(data)]).toString('utf8'));
+    parsed = JSON.parse(
+      Buffer.isBuffer(data)
+        ? data.toString('utf8')
+        : Buffer.concat(Array.isArray(data) ? data : [Buffer.from(data)]).toString('utf8'),
+    );
   } catch {
     throw new DomainError('invalid_json', 'The message is not valid JSON.');
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw invalid('A message must be a JSON object with an `event`.', 'event');
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw invalid('A message must be a JSON object with an `event`.', 'event');
   // as for HTTP bodies: class-transformer recurses, so a frame nested thousands deep would overflow the stack
   const problem = inputProblem(parsed, '', true);
   if (problem) throw problem;
@@ -67,6 +83,9 @@ export function parseClientMessage(data: Buffer | ArrayBuffer | Buffer[], isBina
     case 'task_finish':
       return { event };
     default:
-      throw invalid(`Unknown event ${JSON.stringify(event)}: expected task_start, task_continue or task_finish.`, 'event');
+      throw invalid(
+        `Unknown event ${JSON.stringify(event)}: expected task_start, task_continue or task_finish.`,
+        'event',
+      );
   }
 }

@@ -63,5 +63,11 @@ export interface Envelope {
 
 /** A `task_failed` message: our error (code, message) and MiniMax's code for it. */
 export function taskFailed(sessionId: string, traceId: string, error: DomainError): object {
-  return { event: 'task_failed', session_id: sessionId, trace_id: traceId, error: { code: error.code, message: error.message }, base_resp: baseRespOf(error) };
+  return {
+    event: 'task_failed',
+    session_id: sessionId,
+    trace_id: traceId,
+    error: { code: error.code, message: error.message },
+    base_resp: baseRespOf(error),
+  };
 }

@@ -19,7 +19,16 @@ describe("task_start accepts MiniMax's optional fields (decisions §7), in MiniM
     const parsed = parseClientMessage(
       frame({
         ...START,
-        voice_setting: { voice_id: 'male-qn-qingse', speed: 1, vol: 1, pitch: 0, emotion: 'happy', text_normalization: false, english_normalization: true, latex_read: false },
+        voice_setting: {
+          voice_id: 'male-qn-qingse',
+          speed: 1,
+          vol: 1,
+          pitch: 0,
+          emotion: 'happy',
+          text_normalization: false,
+          english_normalization: true,
+          latex_read: false,
+        },
         audio_setting: { sample_rate: 32000, bitrate: 128000, format: 'mp3', channel: 1 },
         stream: true,
         stream_options: { exclude_aggregated_audio: true },
@@ -37,17 +46,30 @@ describe("task_start accepts MiniMax's optional fields (decisions §7), in MiniM
     );
     expect(parsed.event).toBe('task_start');
     if (parsed.event !== 'task_start') return;
-    expect(parsed.body).toMatchObject({ language_boost: 'auto', voice_setting: { emotion: 'happy' }, voice_modify: { sound_effects: 'lofi_telephone' } });
+    expect(parsed.body).toMatchObject({
+      language_boost: 'auto',
+      voice_setting: { emotion: 'happy' },
+      voice_modify: { sound_effects: 'lofi_telephone' },
+    });
   });
 
   it('refuses out-of-range values with invalid_value naming the field', () => {
-    expect(refusal({ ...START, voice_setting: { voice_id: 'x', emotion: 'bored' } })).toMatchObject({ code: 'invalid_value', param: 'voice_setting.emotion' });
-    expect(refusal({ ...START, voice_modify: { intensity: -101 } })).toMatchObject({ code: 'invalid_value', param: 'voice_modify.intensity' });
+    expect(refusal({ ...START, voice_setting: { voice_id: 'x', emotion: 'bored' } })).toMatchObject({
+      code: 'invalid_value',
+      param: 'voice_setting.emotion',
+    });
+    expect(refusal({ ...START, voice_modify: { intensity: -101 } })).toMatchObject({
+      code: 'invalid_value',
+      param: 'voice_modify.intensity',
+    });
     expect(refusal({ ...START, timbre_weights: [] })).toMatchObject({ code: 'invalid_value', param: 'timbre_weights' });
   });
 
   it('still refuses a field MiniMax does not define', () => {
     expect(refusal({ ...START, colour: 'blue' })).toMatchObject({ code: 'unknown_field', param: 'colour' });
-    expect(refusal({ ...START, voice_setting: { voice_id: 'x', style: 'calm' } })).toMatchObject({ code: 'unknown_field', param: 'voice_setting.style' });
+    expect(refusal({ ...START, voice_setting: { voice_id: 'x', style: 'calm' } })).toMatchObject({
+      code: 'unknown_field',
+      param: 'voice_setting.style',
+    });
   });
 });

@@ -1,7 +1,12 @@
 import { packSentences, splitSentences } from '../../audio/sentences';
 import { planChunks } from './chunk-plan';
 
-const SENTENCES = ['The first sentence is here.', 'A second one, a little longer than the first!', 'Is this the third?', 'Yes.'];
+const SENTENCES = [
+  'The first sentence is here.',
+  'A second one, a little longer than the first!',
+  'Is this the third?',
+  'Yes.',
+];
 
 describe('planChunks', () => {
   it('cuts like splitSentences + packSentences, at sentence boundaries', () => {

@@ -8,7 +8,14 @@ describe('PartWriter', () => {
       return Promise.resolve();
     }, 10);
     const input = Buffer.from(Array.from({ length: 47 }, (_, i) => i));
-    for (const [from, to] of [[0, 3], [3, 3], [3, 25], [25, 26], [26, 47]]) await writer.write(input.subarray(from, to));
+    for (const [from, to] of [
+      [0, 3],
+      [3, 3],
+      [3, 25],
+      [25, 26],
+      [26, 47],
+    ])
+      await writer.write(input.subarray(from, to));
     await writer.close();
     expect(saved.map(([part]) => part)).toEqual([0, 1, 2, 3, 4]);
     expect(saved.map(([, data]) => data.length)).toEqual([10, 10, 10, 10, 7]);

@@ -1,12 +1,20 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { toDomainError } from '../../common/errors/api-error.filter';
+import { toDomainError } from '../../common/errors/domain-error';
 import { newId } from '../../common/ids';
 import { JobQueue } from '../../database/job-queue';
 import { MetricsService } from '../../metrics/metrics.service';
 import type { TaskError } from './speech-task.entity';
 import { ClaimedTask, SpeechTasksRepository } from './speech-tasks.repository';
 import { ShuttingDown, TaskLost } from './task-interruptions';
-import { enqueueRetry, enqueueTask, MAX_ATTEMPTS, retryDelaySeconds, SPEECH_TASK_QUEUE, SPEECH_TASK_QUEUE_OPTIONS, SpeechTaskJob } from './task-queue';
+import {
+  enqueueRetry,
+  enqueueTask,
+  MAX_ATTEMPTS,
+  retryDelaySeconds,
+  SPEECH_TASK_QUEUE,
+  SPEECH_TASK_QUEUE_OPTIONS,
+  SpeechTaskJob,
+} from './task-queue';
 import { TaskRunner } from './task-runner';
 
 /** Tasks one process runs at the same time. */
@@ -57,7 +65,10 @@ export class SpeechTaskWorker implements OnApplicationBootstrap, OnModuleDestroy
     if (!task) return;
     const taskId = task.id;
     if (task.attempts > MAX_ATTEMPTS) {
-      const error = task.error ?? { code: 'internal_error', message: `The task was interrupted ${MAX_ATTEMPTS} times.` };
+      const error = task.error ?? {
+        code: 'internal_error',
+        message: `The task was interrupted ${MAX_ATTEMPTS} times.`,
+      };
       this.logger.warn(`task ${taskId} gave up after ${MAX_ATTEMPTS} attempts: ${error.message}`);
       await this.repository.fail(taskId, this.workerId, error);
       return;
@@ -77,7 +88,9 @@ export class SpeechTaskWorker implements OnApplicationBootstrap, OnModuleDestroy
     const beat = setInterval(() => void this.beat(task.id, controller), HEARTBEAT_MS);
     try {
       const audio = await this.runner.run(task, this.workerId, controller.signal);
-      this.logger.log(`task ${task.id} completed in ${Date.now() - started} ms: ${task.plan.length} chunks, ${audio.duration_ms} ms of ${audio.format}`);
+      this.logger.log(
+        `task ${task.id} completed in ${Date.now() - started} ms: ${task.plan.length} chunks, ${audio.duration_ms} ms of ${audio.format}`,
+      );
       this.metrics.taskRun('completed', Date.now() - started);
     } catch (err) {
       this.metrics.taskRun(controller.signal.aborted ? 'interrupted' : 'failed', Date.now() - started);
@@ -102,13 +115,17 @@ export class SpeechTaskWorker implements OnApplicationBootstrap, OnModuleDestroy
       return;
     }
     if (reason instanceof ShuttingDown) {
-      const released = await this.repository.release(task.id, this.workerId, null, true, (manager) => enqueueTask(this.queue, task.id, manager));
+      const released = await this.repository.release(task.id, this.workerId, null, true, (manager) =>
+        enqueueTask(this.queue, task.id, manager),
+      );
       this.logger.log(`task ${task.id} ${released ? 'returned to the queue' : 'was no longer ours'} at shutdown`);
       return;
     }
     const domain = toDomainError(err);
     if (!domain) this.logger.error({ err }, `task ${task.id} hit an unexpected error`);
-    const error: TaskError = domain ? { code: domain.code, message: domain.message } : { code: 'internal_error', message: 'The task failed with an internal error.' };
+    const error: TaskError = domain
+      ? { code: domain.code, message: domain.message }
+      : { code: 'internal_error', message: 'The task failed with an internal error.' };
     // the client's own fault (rejected text, unknown voice) will not improve on retry; model_not_supported may be
     // this replica's providers file lacking a provider the others have (a rolling deploy), so it is retried like an outage
     if (domain && domain.status < 500 && domain.code !== 'model_not_supported') {
@@ -122,8 +139,17 @@ export class SpeechTaskWorker implements OnApplicationBootstrap, OnModuleDestroy
       return;
     }
     const delay = retryDelaySeconds(task.attempts);
-    this.logger.warn(`task ${task.id} attempt ${task.attempts} failed (${error.code}: ${error.message}); it will be retried in ${delay} s`);
+    this.logger.warn(
+      `task ${task.id} attempt ${task.attempts} failed (${error.code}: ${error.message}); it will be retried in ${delay} s`,
+    );
     // its own job for the retry: the job that ran it woke a worker for whichever task was next, and is done
-    await this.repository.release(task.id, this.workerId, error, false, (manager) => enqueueRetry(this.queue, task.id, task.attempts, manager), delay);
+    await this.repository.release(
+      task.id,
+      this.workerId,
+      error,
+      false,
+      (manager) => enqueueRetry(this.queue, task.id, task.attempts, manager),
+      delay,
+    );
   }
 }

@@ -2,9 +2,10 @@ import { Body, Controller, Get, HttpCode, Param, Post, Res, StreamableFile } fro
 import { ApiAcceptedResponse, ApiBearerAuth, ApiOkResponse, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { Readable } from 'node:stream';
-import { CurrentKey } from '../../common/auth/auth.decorators';
+import { CurrentKey } from '../../auth/auth.decorators';
 import { ApiErrors } from '../../common/http/api-errors.decorator';
-import { ignoredFieldsHeader, IGNORED_FIELDS_HEADER } from '../../failover/speech-fields';
+import { audioAttachment } from '../../common/http/attachment';
+import { ignoredFieldsHeader, IGNORED_FIELDS_HEADER } from '../../providers/speech-fields';
 import type { AuthenticatedKey } from '../../keys/key-directory';
 import { AsyncSpeechRequestDto } from '../dto/speech-request.dto';
 import { SpeechTaskDto } from './dto/speech-task.dto';
@@ -32,11 +33,18 @@ export class SpeechTasksController {
     type: SpeechTaskDto,
     headers: {
       Location: { description: 'Path of the task: /v1/audio/speech/async/{id}', schema: { type: 'string' } },
-      'x-svc-ignored-fields': { description: 'Request fields that will not be used, comma-separated; absent when none.', schema: { type: 'string' } },
+      'x-svc-ignored-fields': {
+        description: 'Request fields that will not be used, comma-separated; absent when none.',
+        schema: { type: 'string' },
+      },
     },
   })
   @ApiErrors(400, 413)
-  async create(@CurrentKey() key: AuthenticatedKey, @Body() body: AsyncSpeechRequestDto, @Res({ passthrough: true }) res: Response): Promise<SpeechTaskDto> {
+  async create(
+    @CurrentKey() key: AuthenticatedKey,
+    @Body() body: AsyncSpeechRequestDto,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<SpeechTaskDto> {
     const { task, ignored } = await this.tasks.submit(key, body);
     res.setHeader('Location', `/${TASKS_PATH}/${task.id}`);
     const header = ignoredFieldsHeader(ignored);
@@ -55,11 +63,24 @@ export class SpeechTasksController {
   /** The audio of a completed task, in the requested format (409 before, 410 after the retention). */
   @Get(':task_id/download')
   @ApiProduces('audio/mpeg', 'audio/wav', 'audio/flac', 'audio/L16')
-  @ApiOkResponse({ description: 'The audio file.', schema: { type: 'string', format: 'binary' } })
+  @ApiOkResponse({
+    description: 'The audio file.',
+    schema: { type: 'string', format: 'binary' },
+    headers: {
+      'Content-Disposition': {
+        description: '`attachment; filename="speech-<task id>.<mp3|wav|flac|pcm>"`.',
+        schema: { type: 'string' },
+      },
+    },
+  })
   @ApiErrors(404, 409, 410)
   async download(@CurrentKey() key: AuthenticatedKey, @Param('task_id') id: string): Promise<StreamableFile> {
     const file = await this.tasks.download(key.id, id);
     // a part that cannot be read later cuts the connection (StreamableFile's default): a short body, never a wrong one
-    return new StreamableFile(Readable.from(file.parts), { type: file.contentType, length: file.length });
+    return new StreamableFile(Readable.from(file.parts), {
+      type: file.contentType,
+      length: file.length,
+      disposition: audioAttachment(`speech-${id}`, file.contentType),
+    });
   }
 }

@@ -45,7 +45,11 @@ export class SpeechTasksRepository {
    * Null when the key already has `maxPending` tasks queued or processing: a per-key transaction lock makes
    * concurrent submits (on any replica) count one after another.
    */
-  insertWithJob(task: NewTask, maxPending: number, enqueue: (manager: EntityManager) => Promise<unknown>): Promise<SpeechTaskEntity | null> {
+  insertWithJob(
+    task: NewTask,
+    maxPending: number,
+    enqueue: (manager: EntityManager) => Promise<unknown>,
+  ): Promise<SpeechTaskEntity | null> {
     return this.dataSource.transaction(async (manager) => {
       await manager.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`speech_tasks:${task.keyId}`]);
       const [{ n }] = await manager.query<Array<{ n: number }>>(
@@ -95,7 +99,9 @@ export class SpeechTasksRepository {
          SELECT * FROM claimed`,
         [workerId, STALE_SECONDS],
       );
-      return row ? { id: row.id, keyId: row.key_id, attempts: row.attempts, job: row.job, plan: row.plan, error: row.error } : null;
+      return row
+        ? { id: row.id, keyId: row.key_id, attempts: row.attempts, job: row.job, plan: row.plan, error: row.error }
+        : null;
     });
   }
 
@@ -106,15 +112,22 @@ export class SpeechTasksRepository {
 
   /** False once another worker holds the task (or it ended): the caller stops. */
   async heartbeat(id: string, workerId: string): Promise<boolean> {
-    const rows = await this.rows(`WITH o AS (${OWNED}), u AS (UPDATE speech_tasks t SET heartbeat_at = now() FROM o WHERE t.id = o.id RETURNING t.id) SELECT id FROM u`, [
-      id,
-      workerId,
-    ]);
+    const rows = await this.rows(
+      `WITH o AS (${OWNED}), u AS (UPDATE speech_tasks t SET heartbeat_at = now() FROM o WHERE t.id = o.id RETURNING t.id) SELECT id FROM u`,
+      [id, workerId],
+    );
     return rows.length > 0;
   }
 
   async isOwner(id: string, workerId: string): Promise<boolean> {
-    return (await this.rows(`SELECT 1 FROM speech_tasks WHERE id = $1 AND worker_id = $2 AND status = 'processing'`, [id, workerId])).length > 0;
+    return (
+      (
+        await this.rows(`SELECT 1 FROM speech_tasks WHERE id = $1 AND worker_id = $2 AND status = 'processing'`, [
+          id,
+          workerId,
+        ])
+      ).length > 0
+    );
   }
 
   /**
@@ -149,12 +162,17 @@ export class SpeechTasksRepository {
   }
 
   async chunkPcm(id: string, idx: number): Promise<Buffer | null> {
-    const [row] = await this.rows<{ pcm: Buffer }>(`SELECT pcm FROM speech_task_chunks WHERE task_id = $1 AND idx = $2`, [id, idx]);
+    const [row] = await this.rows<{ pcm: Buffer }>(
+      `SELECT pcm FROM speech_task_chunks WHERE task_id = $1 AND idx = $2`,
+      [id, idx],
+    );
     return row?.pcm ?? null;
   }
 
   /** Total PCM bytes and every provider that served a chunk, chunk 0's first. */
-  async chunkSummary(id: string): Promise<{ count: number; bytes: number; providers: Array<{ provider: string; level: number }> }> {
+  async chunkSummary(
+    id: string,
+  ): Promise<{ count: number; bytes: number; providers: Array<{ provider: string; level: number }> }> {
     const rows = await this.rows<{ idx: number; bytes: number; provider: string; fallback_level: number }>(
       `SELECT idx, octet_length(pcm) AS bytes, provider, fallback_level FROM speech_task_chunks WHERE task_id = $1 ORDER BY idx`,
       [id],
@@ -168,20 +186,18 @@ export class SpeechTasksRepository {
 
   /** Parts of an earlier, interrupted assembly. */
   async clearResult(id: string, workerId: string): Promise<boolean> {
-    const rows = await this.rows(`WITH o AS (${OWNED}), d AS (DELETE FROM speech_task_results r USING o WHERE r.task_id = o.id) SELECT id FROM o`, [
-      id,
-      workerId,
-    ]);
+    const rows = await this.rows(
+      `WITH o AS (${OWNED}), d AS (DELETE FROM speech_task_results r USING o WHERE r.task_id = o.id) SELECT id FROM o`,
+      [id, workerId],
+    );
     return rows.length > 0;
   }
 
   async insertPart(id: string, workerId: string, part: number, data: Buffer): Promise<boolean> {
-    const rows = await this.rows(`WITH o AS (${OWNED}), ins AS (INSERT INTO speech_task_results (task_id, part, data) SELECT id, $3, $4 FROM o RETURNING task_id) SELECT task_id FROM ins`, [
-      id,
-      workerId,
-      part,
-      data,
-    ]);
+    const rows = await this.rows(
+      `WITH o AS (${OWNED}), ins AS (INSERT INTO speech_task_results (task_id, part, data) SELECT id, $3, $4 FROM o RETURNING task_id) SELECT task_id FROM ins`,
+      [id, workerId, part, data],
+    );
     return rows.length > 0;
   }
 
@@ -246,7 +262,10 @@ export class SpeechTasksRepository {
   }
 
   async resultPart(id: string, part: number): Promise<Buffer | null> {
-    const [row] = await this.rows<{ data: Buffer }>(`SELECT data FROM speech_task_results WHERE task_id = $1 AND part = $2`, [id, part]);
+    const [row] = await this.rows<{ data: Buffer }>(
+      `SELECT data FROM speech_task_results WHERE task_id = $1 AND part = $2`,
+      [id, part],
+    );
     return row?.data ?? null;
   }
 

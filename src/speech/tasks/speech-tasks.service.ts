@@ -3,14 +3,14 @@ import { DomainError, notFound } from '../../common/errors/domain-error';
 import { newId } from '../../common/ids';
 import { EnvironmentVariables } from '../../config/env.schema';
 import { GatewayConfig } from '../../config/gateway-config';
-import { ignoredBy } from '../../failover/speech-fields';
+import { ignoredBy } from '../../providers/speech-fields';
 import { JobQueue } from '../../database/job-queue';
 import type { AuthenticatedKey } from '../../keys/key-directory';
 import { contentTypeFor } from '../../audio/encoders';
 import type { AsyncSpeechRequestDto } from '../dto/speech-request.dto';
 import { assertAudioFits } from '../audio-cap';
 import { ASYNC_TEXT_LIMIT, characterCount, type SpeechTransport, toSpeechJob } from '../speech-job';
-import { VoicesService } from '../voices.service';
+import { VoicesService } from '../../voices/voices.service';
 import { planChunks } from './chunk-plan';
 import { SpeechTaskDto } from './dto/speech-task.dto';
 import { SpeechTaskEntity, SpeechTaskStatus } from './speech-task.entity';
@@ -89,12 +89,24 @@ export class SpeechTasksService {
     const id = newId('task');
     const max = this.env.SVC_TASKS_MAX_PENDING_PER_KEY;
     const row = await this.repository.insertWithJob(
-      { id, keyId: key.id, model: job.model, job, plan, characters: characterCount(job.text), chunksTotal: plan.length },
+      {
+        id,
+        keyId: key.id,
+        model: job.model,
+        job,
+        plan,
+        characters: characterCount(job.text),
+        chunksTotal: plan.length,
+      },
       max,
       (manager) => enqueueTask(this.queue, id, manager),
     );
     // one key's backlog must not hold every worker of every replica
-    if (!row) throw new DomainError('too_many_tasks', `This key already has ${max} async speech tasks queued or processing (the limit); wait for one to finish.`);
+    if (!row)
+      throw new DomainError(
+        'too_many_tasks',
+        `This key already has ${max} async speech tasks queued or processing (the limit); wait for one to finish.`,
+      );
     return { task: toDto(row), ignored };
   }
 
@@ -111,15 +123,25 @@ export class SpeechTasksService {
     switch (status) {
       case 'queued':
       case 'processing':
-        throw new DomainError('task_not_completed', `The task is ${status} (${row.charactersDone} of ${row.characters} characters done); poll it until it is completed.`, {
-          param: 'task_id',
-        });
+        throw new DomainError(
+          'task_not_completed',
+          `The task is ${status} (${row.charactersDone} of ${row.characters} characters done); poll it until it is completed.`,
+          {
+            param: 'task_id',
+          },
+        );
       case 'failed':
-        throw new DomainError('task_failed', `The task failed: ${row.error?.message ?? 'unknown error'}`, { param: 'task_id' });
-      case 'expired':
-        throw new DomainError('task_expired', `The audio of this task expired at ${row.expiresAt?.toISOString() ?? 'its retention'} and was deleted.`, {
+        throw new DomainError('task_failed', `The task failed: ${row.error?.message ?? 'unknown error'}`, {
           param: 'task_id',
         });
+      case 'expired':
+        throw new DomainError(
+          'task_expired',
+          `The audio of this task expired at ${row.expiresAt?.toISOString() ?? 'its retention'} and was deleted.`,
+          {
+            param: 'task_id',
+          },
+        );
       case 'completed':
         break;
     }
@@ -127,8 +149,13 @@ export class SpeechTasksService {
     if (!audio) throw new DomainError('internal_error', 'The completed task has no audio.');
     // read before the 200 goes out: the retention job may have removed the file since the status was read
     const first = audio.bytes > 0 ? await this.repository.resultPart(id, 0) : Buffer.alloc(0);
-    if (!first) throw new DomainError('task_expired', 'The audio of this task expired and was deleted.', { param: 'task_id' });
-    return { contentType: contentTypeFor(audio.format, audio.sample_rate, audio.channel), length: audio.bytes, parts: this.parts(id, first, audio.bytes) };
+    if (!first)
+      throw new DomainError('task_expired', 'The audio of this task expired and was deleted.', { param: 'task_id' });
+    return {
+      contentType: contentTypeFor(audio.format, audio.sample_rate, audio.channel),
+      length: audio.bytes,
+      parts: this.parts(id, first, audio.bytes),
+    };
   }
 
   /** Reads one part at a time, so a long file never sits in memory whole. */

@@ -12,15 +12,28 @@ const task: ClaimedTask = {
   id: 'task_1',
   keyId: 'pk_1',
   attempts: 1,
-  job: { model: 'speech-02-hd', text: 'A. B. C.', voiceId: 'en-us', speed: 1, vol: 1, pitch: 0, output: { format: 'flac', sampleRate: 16000, bitrate: 128000, channels: 1 } },
+  job: {
+    model: 'speech-02-hd',
+    text: 'A. B. C.',
+    voiceId: 'en-us',
+    speed: 1,
+    vol: 1,
+    pitch: 0,
+    output: { format: 'flac', sampleRate: 16000, bitrate: 128000, channels: 1 },
+  },
   plan: Array.from({ length: CHUNKS }, () => ({ text: 'A.', chars: 2 })),
   error: null,
 };
 
 /** Stored chunks as the repository gives them; `chunkPcm` is what a test makes fail; `progress` records what assembly reports. */
-function assembler(chunkPcm: (idx: number) => Promise<Buffer | null>, progress: number[] = [], completed: string[] = []): TaskAssembler {
+function assembler(
+  chunkPcm: (idx: number) => Promise<Buffer | null>,
+  progress: number[] = [],
+  completed: string[] = [],
+): TaskAssembler {
   const repository = {
-    chunkSummary: () => Promise.resolve({ count: CHUNKS, bytes: CHUNKS * pcm.length, providers: [{ provider: 'espeak', level: 0 }] }),
+    chunkSummary: () =>
+      Promise.resolve({ count: CHUNKS, bytes: CHUNKS * pcm.length, providers: [{ provider: 'espeak', level: 0 }] }),
     clearResult: () => Promise.resolve(true),
     insertPart: () => Promise.resolve(true),
     chunkPcm: (_task: string, idx: number) => chunkPcm(idx),
@@ -33,7 +46,10 @@ function assembler(chunkPcm: (idx: number) => Promise<Buffer | null>, progress: 
       return Promise.resolve(true);
     },
   };
-  return new TaskAssembler(repository as unknown as SpeechTasksRepository, { SVC_TASK_TTL: 3600, SVC_MAX_TASK_AUDIO_SECONDS: 3600 } as EnvironmentVariables);
+  return new TaskAssembler(
+    repository as unknown as SpeechTasksRepository,
+    { SVC_TASK_TTL: 3600, SVC_MAX_TASK_AUDIO_SECONDS: 3600 } as EnvironmentVariables,
+  );
 }
 
 /** FLAC encoders alive in the (one) audio worker, where the assembler's encoding runs. */
@@ -56,7 +72,9 @@ describe('TaskAssembler: an assembly cut short still ends its FLAC encoder (libf
 
   it('when the database fails mid-assembly', async () => {
     const before = await liveFlacEncoders();
-    const assembly = assembler((idx) => (idx === 1 ? Promise.reject(new Error('Connection terminated')) : Promise.resolve(pcm))).assemble(task, 'worker_1', new AbortController().signal);
+    const assembly = assembler((idx) =>
+      idx === 1 ? Promise.reject(new Error('Connection terminated')) : Promise.resolve(pcm),
+    ).assemble(task, 'worker_1', new AbortController().signal);
     await expect(assembly).rejects.toThrow('Connection terminated');
     expect(await liveFlacEncoders()).toBe(before);
   });
@@ -72,20 +90,34 @@ describe('TaskAssembler: an assembly cut short still ends its FLAC encoder (libf
 describe('TaskAssembler: the audio cap of an async task', () => {
   it('fails the task with audio_too_long when its stored audio is over SVC_MAX_TASK_AUDIO_SECONDS', async () => {
     const repository = {
-      chunkSummary: () => Promise.resolve({ count: CHUNKS, bytes: CHUNKS * pcm.length, providers: [{ provider: 'espeak', level: 0 }] }),
+      chunkSummary: () =>
+        Promise.resolve({ count: CHUNKS, bytes: CHUNKS * pcm.length, providers: [{ provider: 'espeak', level: 0 }] }),
     };
-    const capped = new TaskAssembler(repository as unknown as SpeechTasksRepository, { SVC_TASK_TTL: 3600, SVC_MAX_TASK_AUDIO_SECONDS: 1 } as EnvironmentVariables);
+    const capped = new TaskAssembler(
+      repository as unknown as SpeechTasksRepository,
+      { SVC_TASK_TTL: 3600, SVC_MAX_TASK_AUDIO_SECONDS: 1 } as EnvironmentVariables,
+    );
     // three half-second chunks: 1.5 s
-    await expect(capped.assemble(task, 'worker_1', new AbortController().signal)).rejects.toMatchObject({ code: 'audio_too_long', status: 413 });
+    await expect(capped.assemble(task, 'worker_1', new AbortController().signal)).rejects.toMatchObject({
+      code: 'audio_too_long',
+      status: 413,
+    });
   });
 });
 
 describe('TaskAssembler: progress counts the assembly (issue 17.6)', () => {
   it('reports rising progress between chunks, below every character, and only completion reaches all of them', async () => {
-    const longTask: ClaimedTask = { ...task, plan: Array.from({ length: CHUNKS }, () => ({ text: 'A sentence.', chars: 300 })) };
+    const longTask: ClaimedTask = {
+      ...task,
+      plan: Array.from({ length: CHUNKS }, () => ({ text: 'A sentence.', chars: 300 })),
+    };
     const progress: number[] = [];
     const completed: string[] = [];
-    await assembler(() => Promise.resolve(pcm), progress, completed).assemble(longTask, 'worker_1', new AbortController().signal);
+    await assembler(() => Promise.resolve(pcm), progress, completed).assemble(
+      longTask,
+      'worker_1',
+      new AbortController().signal,
+    );
     // after each chunk but the last (the last one's count is the completion itself)
     expect(progress).toEqual([700, 800]);
     expect(progress.every((done) => done < 900)).toBe(true);

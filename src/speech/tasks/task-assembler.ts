@@ -6,7 +6,7 @@ import { decodePcm16le } from '../../audio/pcm';
 import { openEncoder, type StreamEncoder } from '../../audio/pool/pool-jobs';
 import { wavHeader } from '../../audio/wav';
 import { DomainError } from '../../common/errors/domain-error';
-import type { SpeechOutput } from '../../failover/provider-adapter';
+import type { SpeechOutput } from '../../providers/provider-adapter';
 import { PartWriter } from './result-parts';
 import type { TaskAudio } from './speech-task.entity';
 import { ClaimedTask, SpeechTasksRepository } from './speech-tasks.repository';
@@ -17,7 +17,11 @@ import { assemblyProgress } from './task-progress';
 const SLICE_SECONDS = 1;
 
 /** Raw bytes through unchanged (pcm, and wav after its header). */
-const passThrough = (): StreamEncoder => ({ push: () => Promise.resolve(Buffer.alloc(0)), end: () => Promise.resolve(Buffer.alloc(0)), release: () => undefined });
+const passThrough = (): StreamEncoder => ({
+  push: () => Promise.resolve(Buffer.alloc(0)),
+  end: () => Promise.resolve(Buffer.alloc(0)),
+  release: () => undefined,
+});
 
 /**
  * Joins a task's stored chunks into one file of the requested format: every chunk's PCM in order
@@ -35,16 +39,22 @@ export class TaskAssembler {
   async assemble(task: ClaimedTask, workerId: string, signal: AbortSignal): Promise<TaskAudio> {
     const { output } = task.job;
     const summary = await this.repository.chunkSummary(task.id);
-    if (summary.count !== task.plan.length) throw new Error(`task ${task.id} has ${summary.count} of ${task.plan.length} chunks stored`);
+    if (summary.count !== task.plan.length)
+      throw new Error(`task ${task.id} has ${summary.count} of ${task.plan.length} chunks stored`);
     const others = summary.providers.filter((p) => p.provider !== summary.providers[0]?.provider);
     if (others.length > 0) {
-      this.logger.log(`task ${task.id}: ${others.length} chunk(s) served by ${[...new Set(others.map((p) => p.provider))].join(', ')}, not ${summary.providers[0].provider}`);
+      this.logger.log(
+        `task ${task.id}: ${others.length} chunk(s) served by ${[...new Set(others.map((p) => p.provider))].join(', ')}, not ${summary.providers[0].provider}`,
+      );
     }
     const frameBytes = 2 * output.channels;
     const frames = Math.floor(summary.bytes / frameBytes);
     const limit = this.env.SVC_MAX_TASK_AUDIO_SECONDS;
     if (frames / output.sampleRate > limit) {
-      throw new DomainError('audio_too_long', `The task's audio is ${Math.floor(frames / output.sampleRate)} s, over the limit of ${limit} s of one task (SVC_MAX_TASK_AUDIO_SECONDS).`);
+      throw new DomainError(
+        'audio_too_long',
+        `The task's audio is ${Math.floor(frames / output.sampleRate)} s, over the limit of ${limit} s of one task (SVC_MAX_TASK_AUDIO_SECONDS).`,
+      );
     }
     if (!(await this.repository.clearResult(task.id, workerId))) throw new TaskLost(task.id);
     const parts = new PartWriter(async (part, data) => {
@@ -53,7 +63,8 @@ export class TaskAssembler {
     const { encoder, raw } = this.encoderFor(output, frames);
     let ended = false;
     try {
-      if (output.format === 'wav') await parts.write(wavHeader(output.sampleRate, output.channels, frames * frameBytes));
+      if (output.format === 'wav')
+        await parts.write(wavHeader(output.sampleRate, output.channels, frames * frameBytes));
 
       const sliceBytes = SLICE_SECONDS * output.sampleRate * frameBytes;
       const characters = task.plan.reduce((sum, chunk) => sum + chunk.chars, 0);
@@ -69,7 +80,14 @@ export class TaskAssembler {
         }
         // joining counts towards progress too: a task reads 100 % only once its file is ready (issue 17.6)
         assembled += task.plan[idx].chars;
-        if (idx < task.plan.length - 1 && !(await this.repository.assemblyProgress(task.id, workerId, assemblyProgress(characters, assembled, output.format)))) {
+        if (
+          idx < task.plan.length - 1 &&
+          !(await this.repository.assemblyProgress(
+            task.id,
+            workerId,
+            assemblyProgress(characters, assembled, output.format),
+          ))
+        ) {
           throw new TaskLost(task.id);
         }
       }
@@ -104,7 +122,10 @@ export class TaskAssembler {
         return { encoder: openEncoder({ format: 'mp3', sampleRate, channels, bitrate }), raw: false };
       case 'flac':
         // the whole length is known here, so STREAMINFO carries the real sample count (players show the duration)
-        return { encoder: openEncoder({ format: 'flac', sampleRate, channels, bitrate, totalFrames: frames }), raw: false };
+        return {
+          encoder: openEncoder({ format: 'flac', sampleRate, channels, bitrate, totalFrames: frames }),
+          raw: false,
+        };
     }
   }
 }

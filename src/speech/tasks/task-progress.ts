@@ -1,4 +1,4 @@
-import type { SpeechFormat } from '../../failover/provider-adapter';
+import type { SpeechFormat } from '../../providers/provider-adapter';
 
 /**
  * The share of a task's work that is joining its chunks into one file, by format: encoding the whole clip

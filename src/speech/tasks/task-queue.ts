@@ -38,8 +38,18 @@ export function enqueueTask(queue: JobQueue, taskId: string, manager?: EntityMan
  * The job of a failed task's next attempt, due when its delay is over. A key of its own (per attempt): a
  * waiting job of the task may already have been spent on another task by then, and this one must not be dropped.
  */
-export function enqueueRetry(queue: JobQueue, taskId: string, attempts: number, manager: EntityManager): Promise<string | null> {
-  return queue.send<SpeechTaskJob>(SPEECH_TASK_QUEUE, { taskId }, { singletonKey: `${taskId}#${attempts}`, startAfter: retryDelaySeconds(attempts) }, manager);
+export function enqueueRetry(
+  queue: JobQueue,
+  taskId: string,
+  attempts: number,
+  manager: EntityManager,
+): Promise<string | null> {
+  return queue.send<SpeechTaskJob>(
+    SPEECH_TASK_QUEUE,
+    { taskId },
+    { singletonKey: `${taskId}#${attempts}`, startAfter: retryDelaySeconds(attempts) },
+    manager,
+  );
 }
 
 /** The request id of one chunk's synthesis: its usage record names the task and the chunk. */

@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { EnvironmentVariables } from '../../config/env.schema';
-import { toDomainError } from '../../common/errors/api-error.filter';
+import { toDomainError } from '../../common/errors/domain-error';
 import { DomainError } from '../../common/errors/domain-error';
 import type { FailoverScope } from '../../failover/failover-scope';
 import { FailoverService } from '../../failover/failover.service';
@@ -38,14 +38,22 @@ export class TaskRunner {
   async run(task: ClaimedTask, workerId: string, signal: AbortSignal): Promise<TaskAudio> {
     const stored = await this.repository.storedChunks(task.id);
     const pending = task.plan.map((_, idx) => idx).filter((idx) => !stored.has(idx));
-    if (stored.size > 0) this.logger.log(`task ${task.id} resumes (attempt ${task.attempts}): ${stored.size} of ${task.plan.length} chunks already stored`);
+    if (stored.size > 0)
+      this.logger.log(
+        `task ${task.id} resumes (attempt ${task.attempts}): ${stored.size} of ${task.plan.length} chunks already stored`,
+      );
     await this.synthesizeAll(task, workerId, pending, signal);
     throwIfAborted(signal);
     return this.assembler.assemble(task, workerId, signal);
   }
 
   /** Lanes take the next chunk in order; the first failure stops the others. */
-  private async synthesizeAll(task: ClaimedTask, workerId: string, pending: number[], signal: AbortSignal): Promise<void> {
+  private async synthesizeAll(
+    task: ClaimedTask,
+    workerId: string,
+    pending: number[],
+    signal: AbortSignal,
+  ): Promise<void> {
     const stop = new AbortController();
     const relay = (): void => stop.abort(signal.reason);
     signal.addEventListener('abort', relay, { once: true });
@@ -74,7 +82,13 @@ export class TaskRunner {
     if (failures.length > 0) throw failures[0] instanceof Error ? failures[0] : new Error(String(failures[0]));
   }
 
-  private async synthesizeChunk(task: ClaimedTask, workerId: string, idx: number, signal: AbortSignal, announced: Set<string>): Promise<void> {
+  private async synthesizeChunk(
+    task: ClaimedTask,
+    workerId: string,
+    idx: number,
+    signal: AbortSignal,
+    announced: Set<string>,
+  ): Promise<void> {
     const key = this.keys.byId(task.keyId);
     // not known here yet (made on another replica a moment ago) or being deleted: try again later
     if (!key) throw new Error(`the key of task ${task.id} is not known to this replica`);
@@ -90,11 +104,20 @@ export class TaskRunner {
       const served = scope.served;
       if (!served) throw new Error(`chunk ${idx} of task ${task.id} has audio but no serving step`);
       scope.finish({ status: 200, characters: characterCount(chunk.text) });
-      const stored = await this.repository.storeChunk(task.id, workerId, { idx, pcm, provider: served.provider, level: served.level, chars: synthesisProgress(chunk.chars, task.job.output.format) });
+      const stored = await this.repository.storeChunk(task.id, workerId, {
+        idx,
+        pcm,
+        provider: served.provider,
+        level: served.level,
+        chars: synthesisProgress(chunk.chars, task.job.output.format),
+      });
       // nothing stored: another worker took the task over, or already stored this chunk while we did too
       if (!stored && !(await this.repository.isOwner(task.id, workerId))) throw new TaskLost(task.id);
     } catch (err) {
-      scope.finish({ status: signal.aborted ? 499 : (toDomainError(err)?.status ?? 502), characters: characterCount(chunk.text) });
+      scope.finish({
+        status: signal.aborted ? 499 : (toDomainError(err)?.status ?? 502),
+        characters: characterCount(chunk.text),
+      });
       throw err;
     } finally {
       signal.removeEventListener('abort', onAbort);
@@ -114,7 +137,10 @@ export class TaskRunner {
       // the gateway's own verdict (audio_too_long) fails the task as it is, not as a provider failure
       if (err instanceof DomainError) throw err;
       const reason = this.failover.streamFailed(scope, err);
-      throw new DomainError('all_providers_failed', `${scope.served?.provider ?? 'the provider'} broke off chunk ${idx} (${reason}).`);
+      throw new DomainError(
+        'all_providers_failed',
+        `${scope.served?.provider ?? 'the provider'} broke off chunk ${idx} (${reason}).`,
+      );
     }
     // an aborted synthesis ends early without an error: never store it as the chunk
     throwIfAborted(signal);

@@ -11,7 +11,9 @@ describe('SVC_TASK_TTL', () => {
   });
 
   it('stops the boot on anything else', () => {
-    expect(() => validateEnvironment({ SVC_TASK_TTL: 'a day' })).toThrow(/SVC_TASK_TTL: .*SVC_TASK_TTL must be seconds or a duration like 90s, 30m, 24h, 7d/);
+    expect(() => validateEnvironment({ SVC_TASK_TTL: 'a day' })).toThrow(
+      /SVC_TASK_TTL: .*SVC_TASK_TTL must be seconds or a duration like 90s, 30m, 24h, 7d/,
+    );
     expect(() => validateEnvironment({ SVC_TASK_TTL: '0' })).toThrow(/SVC_TASK_TTL/);
     expect(() => validateEnvironment({ SVC_TASK_TTL: '1.5h' })).toThrow(/SVC_TASK_TTL/);
   });

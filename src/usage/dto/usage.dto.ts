@@ -12,11 +12,15 @@ export class UsageQueryDto extends ListQueryDto {
    * stream) or the `request_id` of one of its `task_continued` messages (that text's records); an async
    * task's chunk id (`req_task_…_<n>`).
    */
-  @IsOptional() @IsString() @Matches(/^req_[0-9A-Za-z]{1,64}(_[0-9A-Za-z]{1,64}){0,2}$/, { message: 'request_id must be a req_… id' })
+  @IsOptional()
+  @IsString()
+  @Matches(/^req_[0-9A-Za-z]{1,64}(_[0-9A-Za-z]{1,64}){0,2}$/, { message: 'request_id must be a req_… id' })
   request_id?: string;
 
   /** An async speech task's id (`task_…`): the records of every chunk of the task. */
-  @IsOptional() @IsString() @Matches(/^task_[0-9A-Za-z]{1,64}$/, { message: 'task_id must be a task_… id' })
+  @IsOptional()
+  @IsString()
+  @Matches(/^task_[0-9A-Za-z]{1,64}$/, { message: 'task_id must be a task_… id' })
   task_id?: string;
 }
 

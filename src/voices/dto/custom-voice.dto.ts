@@ -1,5 +1,9 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
 import { IsIn, IsOptional, IsString, MaxLength, MinLength } from 'class-validator';
+
+/** A form field sent empty is a field left out: an HTML form (Swagger UI's included) sends every field it shows. */
+const EmptyIsAbsent = () => Transform(({ value }: { value: unknown }) => (value === '' ? undefined : value));
 
 /**
  * The multipart form of `POST /v1/audio/voices`, as the official SDK's `audio.voices.create` sends it:
@@ -7,28 +11,47 @@ import { IsIn, IsOptional, IsString, MaxLength, MinLength } from 'class-validato
  */
 export class CreateVoiceDto {
   /** Name of the new voice, 1 to 256 characters. */
-  @IsString() @MinLength(1) @MaxLength(256)
+  @IsString()
+  @MinLength(1)
+  @MaxLength(256)
   name!: string;
 
   /** Id of a consent recording of this key (`vc_…`); required to clone a voice from `audio_sample`. */
-  @IsOptional() @IsString() @MinLength(1) @MaxLength(128)
+  @EmptyIsAbsent()
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  @MaxLength(128)
   consent?: string;
 
   /** `audio_sample` (default): clone from the sample; `prompt`: design from `prompt`, like `POST /v1/audio/voices/design`. */
   @ApiPropertyOptional({ enum: ['audio_sample', 'prompt'], default: 'audio_sample' })
-  @IsOptional() @IsIn(['audio_sample', 'prompt'])
+  @EmptyIsAbsent()
+  @IsOptional()
+  @IsIn(['audio_sample', 'prompt'])
   type?: 'audio_sample' | 'prompt';
 
   /** With `type: prompt`: the description of the voice. */
-  @IsOptional() @IsString() @MinLength(1) @MaxLength(2000)
+  @EmptyIsAbsent()
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  @MaxLength(2000)
   prompt?: string;
 
   /** With `type: prompt`: the text the provider reads for its trial clip (MiniMax `preview_text`, at most 500 characters). */
-  @IsOptional() @IsString() @MinLength(1) @MaxLength(500)
+  @EmptyIsAbsent()
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  @MaxLength(500)
   script_hint?: string;
 
   /** Accepted for the SDK's sake (its voice creation model); the provider's own design model is used. */
-  @IsOptional() @IsString() @MaxLength(64)
+  @EmptyIsAbsent()
+  @IsOptional()
+  @IsString()
+  @MaxLength(64)
   model?: string;
 }
 
@@ -37,22 +60,29 @@ export class CreateVoiceForm extends CreateVoiceDto {
   @ApiPropertyOptional({
     type: 'string',
     format: 'binary',
-    description: 'Voice sample to clone (type decided from the bytes). MiniMax: mp3, m4a or wav, 10 s to 5 min, at most 20 MiB; OpenAI: at most 30 s and 10 MiB.',
+    description:
+      'Voice sample to clone (type decided from the bytes). MiniMax: mp3, m4a or wav, 10 s to 5 min, at most 20 MiB; OpenAI: at most 30 s and 10 MiB.',
   })
   audio_sample?: unknown;
 }
 
 export class DesignVoiceDto {
   /** Name of the new voice, 1 to 256 characters. */
-  @IsString() @MinLength(1) @MaxLength(256)
+  @IsString()
+  @MinLength(1)
+  @MaxLength(256)
   name!: string;
 
   /** Description of the voice to design, e.g. "a calm, low-pitched narrator". */
-  @IsString() @MinLength(1) @MaxLength(2000)
+  @IsString()
+  @MinLength(1)
+  @MaxLength(2000)
   prompt!: string;
 
   /** Text the provider reads once to try the voice out (MiniMax requires it; at most 500 characters). */
-  @IsString() @MinLength(1) @MaxLength(500)
+  @IsString()
+  @MinLength(1)
+  @MaxLength(500)
   preview_text!: string;
 }
 

@@ -1,5 +1,16 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { ArrayMaxSize, ArrayNotEmpty, ArrayUnique, IsArray, IsBoolean, IsIn, IsString, ValidateBy, ValidateIf, ValidationOptions } from 'class-validator';
+import {
+  ArrayMaxSize,
+  ArrayNotEmpty,
+  ArrayUnique,
+  IsArray,
+  IsBoolean,
+  IsIn,
+  IsString,
+  ValidateBy,
+  ValidateIf,
+  ValidationOptions,
+} from 'class-validator';
 import { WEBHOOK_EVENT_TYPES } from '../signature';
 import type { WebhookEventType } from '../signature';
 import { webhookUrlProblem } from '../webhook-url';
@@ -11,7 +22,8 @@ const IsWebhookUrl = (options?: ValidationOptions): PropertyDecorator =>
       name: 'isWebhookUrl',
       validator: {
         validate: (value: unknown) => typeof value === 'string' && webhookUrlProblem(value) === null,
-        defaultMessage: (args) => `url ${typeof args?.value === 'string' ? webhookUrlProblem(args.value) : 'must be a string'}`,
+        defaultMessage: (args) =>
+          `url ${typeof args?.value === 'string' ? webhookUrlProblem(args.value) : 'must be a string'}`,
       },
     },
     options,
@@ -24,7 +36,8 @@ const EVENTS_DOC = { enum: WEBHOOK_EVENT_TYPES, isArray: true, example: ['failov
 
 export class CreateWebhookEndpointDto {
   /** Address that receives deliveries: an absolute `http://` or `https://` URL. */
-  @IsString() @IsWebhookUrl()
+  @IsString()
+  @IsWebhookUrl()
   url!: string;
 
   /**
@@ -33,22 +46,35 @@ export class CreateWebhookEndpointDto {
    * its request id, the rest in one closing event whose `data` adds `coalesced_count` and `window_secs`.
    */
   @ApiProperty({ ...EVENTS_DOC, required: false, default: ['failover'] })
-  @IfPresent() @IsArray() @ArrayNotEmpty() @ArrayMaxSize(WEBHOOK_EVENT_TYPES.length) @ArrayUnique() @IsIn(WEBHOOK_EVENT_TYPES, { each: true })
+  @IfPresent()
+  @IsArray()
+  @ArrayNotEmpty()
+  @ArrayMaxSize(WEBHOOK_EVENT_TYPES.length)
+  @ArrayUnique()
+  @IsIn(WEBHOOK_EVENT_TYPES, { each: true })
   events?: WebhookEventType[];
 }
 
 export class UpdateWebhookEndpointDto {
   /** New address. */
-  @IfPresent() @IsString() @IsWebhookUrl()
+  @IfPresent()
+  @IsString()
+  @IsWebhookUrl()
   url?: string;
 
   /** New set of events (replaces the old one). */
   @ApiProperty({ ...EVENTS_DOC, required: false })
-  @IfPresent() @IsArray() @ArrayNotEmpty() @ArrayMaxSize(WEBHOOK_EVENT_TYPES.length) @ArrayUnique() @IsIn(WEBHOOK_EVENT_TYPES, { each: true })
+  @IfPresent()
+  @IsArray()
+  @ArrayNotEmpty()
+  @ArrayMaxSize(WEBHOOK_EVENT_TYPES.length)
+  @ArrayUnique()
+  @IsIn(WEBHOOK_EVENT_TYPES, { each: true })
   events?: WebhookEventType[];
 
   /** `false` stops deliveries to this endpoint (pending retries are dropped). */
-  @IfPresent() @IsBoolean()
+  @IfPresent()
+  @IsBoolean()
   enabled?: boolean;
 }
 

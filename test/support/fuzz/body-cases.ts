@@ -41,9 +41,11 @@ function containersOf(schema: Schema, value: Json, path: Path = []): Path[] {
   const out: Path[] = [];
   if (isObject(value) && schema.properties) {
     if (typeof schema.additionalProperties !== 'object' && schema.additionalProperties !== true) out.push(path);
-    for (const [name, child] of Object.entries(value)) out.push(...containersOf(schema.properties[name] ?? {}, child, [...path, name]));
+    for (const [name, child] of Object.entries(value))
+      out.push(...containersOf(schema.properties[name] ?? {}, child, [...path, name]));
   }
-  if (Array.isArray(value) && value.length > 0 && schema.items) out.push(...containersOf(schema.items, value[0], [...path, 0]));
+  if (Array.isArray(value) && value.length > 0 && schema.items)
+    out.push(...containersOf(schema.items, value[0], [...path, 0]));
   return out;
 }
 
@@ -86,21 +88,54 @@ function serializeWithKey(value: Json, path: Path, name: string): string {
     return `{${inner}${inner ? ',' : ''}${JSON.stringify(name)}:1}`;
   }
   const [head, ...rest] = path;
-  if (Array.isArray(value)) return `[${value.map((v, i) => (i === head ? serializeWithKey(v, rest, name) : serialize(v))).join(',')}]`;
-  const entries = Object.entries(value as Record<string, Json>).map(([k, v]) => `${JSON.stringify(k)}:${k === head ? serializeWithKey(v, rest, name) : serialize(v)}`);
+  if (Array.isArray(value))
+    return `[${value.map((v, i) => (i === head ? serializeWithKey(v, rest, name) : serialize(v))).join(',')}]`;
+  const entries = Object.entries(value as Record<string, Json>).map(
+    ([k, v]) => `${JSON.stringify(k)}:${k === head ? serializeWithKey(v, rest, name) : serialize(v)}`,
+  );
   return `{${entries.join(',')}}`;
 }
 
-const UNKNOWN_NAMES = ['zzz_unknown', '__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'a'.repeat(300), '', 'voice', 'ünï'];
+const UNKNOWN_NAMES = [
+  'zzz_unknown',
+  '__proto__',
+  'constructor',
+  'prototype',
+  'toString',
+  'hasOwnProperty',
+  'a'.repeat(300),
+  '',
+  'voice',
+  'ünï',
+];
 
 /** Bodies that are not JSON of an object, or not sent as JSON. */
-function rawBodies(ctx: Context, valid: string, hasRequired: boolean): Array<fc.Arbitrary<{ label: string; body: Buffer; type?: string; encoding?: string; expect: Expectation }>> {
+function rawBodies(
+  ctx: Context,
+  valid: string,
+  hasRequired: boolean,
+): Array<fc.Arbitrary<{ label: string; body: Buffer; type?: string; encoding?: string; expect: Expectation }>> {
   const invalidJson: Expectation = { status: [400], codes: ['invalid_json'], param: { exact: null } };
   const requiredOr = (expect: Expectation): Expectation => (hasRequired ? expect : { status: [], maybeValid: true });
-  const text = (label: string, body: string, expect: Expectation, type = 'application/json'): { label: string; body: Buffer; type: string; expect: Expectation } => ({ label, body: Buffer.from(body, 'latin1'), type, expect });
+  const text = (
+    label: string,
+    body: string,
+    expect: Expectation,
+    type = 'application/json',
+  ): { label: string; body: Buffer; type: string; expect: Expectation } => ({
+    label,
+    body: Buffer.from(body, 'latin1'),
+    type,
+    expect,
+  });
   const bytes = Buffer.from(valid);
   return [
-    fc.integer({ min: 1, max: Math.max(1, bytes.length - 1) }).map((cut) => ({ label: `JSON cut after ${cut} bytes`, body: bytes.subarray(0, cut), type: 'application/json', expect: invalidJson })),
+    fc.integer({ min: 1, max: Math.max(1, bytes.length - 1) }).map((cut) => ({
+      label: `JSON cut after ${cut} bytes`,
+      body: bytes.subarray(0, cut),
+      type: 'application/json',
+      expect: invalidJson,
+    })),
     fc.constantFrom(
       text('a trailing comma', valid.replace(/}$/, ',}'), invalidJson),
       text('single quotes', valid.replace(/"/g, "'"), invalidJson),
@@ -116,20 +151,59 @@ function rawBodies(ctx: Context, valid: string, hasRequired: boolean): Array<fc.
       text('a JSON array', `[${valid}]`, { status: [400] }),
       text('an empty array', '[]', { status: [400] }),
       text('an empty object', '{}', requiredOr({ status: [400], codes: ['missing_field', 'invalid_value'] })),
-      text('invalid UTF-8 inside a string', valid.replace(/":"([^"]*)"/, '":"$1\u00ff\u00fe"'), { status: [], maybeValid: true }),
+      text('invalid UTF-8 inside a string', valid.replace(/":"([^"]*)"/, '":"$1\u00ff\u00fe"'), {
+        status: [],
+        maybeValid: true,
+      }),
       text('a byte order mark', `\u00ef\u00bb\u00bf${valid}`, { status: [], maybeValid: true }),
-      text('a body over 1 MiB', `{"pad":"${'p'.repeat(MiB + 10)}"}`, { status: [413], codes: ['body_too_large'], param: { exact: null } }),
+      text('a body over 1 MiB', `{"pad":"${'p'.repeat(MiB + 10)}"}`, {
+        status: [413],
+        codes: ['body_too_large'],
+        param: { exact: null },
+      }),
       text('text/plain', valid, { status: [415], codes: ['unsupported_media_type'] }, 'text/plain'),
-      text('application/xml', '<name>x</name>', { status: [415], codes: ['unsupported_media_type'] }, 'application/xml'),
-      text('a urlencoded form', 'name=x&chain=y', { status: [415], codes: ['unsupported_media_type'] }, 'application/x-www-form-urlencoded'),
-      text('application/octet-stream', valid, { status: [415], codes: ['unsupported_media_type'] }, 'application/octet-stream'),
+      text(
+        'application/xml',
+        '<name>x</name>',
+        { status: [415], codes: ['unsupported_media_type'] },
+        'application/xml',
+      ),
+      text(
+        'a urlencoded form',
+        'name=x&chain=y',
+        { status: [415], codes: ['unsupported_media_type'] },
+        'application/x-www-form-urlencoded',
+      ),
+      text(
+        'application/octet-stream',
+        valid,
+        { status: [415], codes: ['unsupported_media_type'] },
+        'application/octet-stream',
+      ),
       text('no content type', valid, { status: [415], codes: ['unsupported_media_type'] }, ''),
-      text('a latin1 charset', valid, { status: [415], codes: ['unsupported_media_type'] }, 'application/json; charset=latin1'),
+      text(
+        'a latin1 charset',
+        valid,
+        { status: [415], codes: ['unsupported_media_type'] },
+        'application/json; charset=latin1',
+      ),
       text('a utf-16 charset', valid, { status: [400, 415] }, 'application/json; charset=utf-16'),
       text('JSON sent as multipart', valid, requiredOr({ status: [400, 415] }), 'multipart/form-data; boundary=zzz'),
     ),
-    fc.constantFrom('gzip', 'deflate', 'br').map((encoding) => ({ label: `Content-Encoding ${encoding} on a plain body`, body: bytes, type: 'application/json', encoding, expect: { status: [400], codes: ['invalid_value'], param: { exact: null } } })),
-    fc.constantFrom('zstd', 'compress', 'x-fuzz').map((encoding) => ({ label: `unsupported Content-Encoding ${encoding}`, body: bytes, type: 'application/json', encoding, expect: { status: [415], codes: ['unsupported_media_type'] } })),
+    fc.constantFrom('gzip', 'deflate', 'br').map((encoding) => ({
+      label: `Content-Encoding ${encoding} on a plain body`,
+      body: bytes,
+      type: 'application/json',
+      encoding,
+      expect: { status: [400], codes: ['invalid_value'], param: { exact: null } },
+    })),
+    fc.constantFrom('zstd', 'compress', 'x-fuzz').map((encoding) => ({
+      label: `unsupported Content-Encoding ${encoding}`,
+      body: bytes,
+      type: 'application/json',
+      encoding,
+      expect: { status: [415], codes: ['unsupported_media_type'] },
+    })),
   ];
 }
 
@@ -137,7 +211,13 @@ function jsonCases(ctx: Context): fc.Arbitrary<FuzzCase> {
   const schema = ctx.op.body?.schema ?? {};
   const base = validBodyValue(ctx) as Json;
   const passThrough = KNOWN_OPERATIONS[ctx.op.key]?.passThrough;
-  const send = (defect: string, body: Buffer, expect: Expectation, type = 'application/json', encoding?: string): FuzzCase => {
+  const send = (
+    defect: string,
+    body: Buffer,
+    expect: Expectation,
+    type = 'application/json',
+    encoding?: string,
+  ): FuzzCase => {
     const request = validRequest(ctx);
     request.body = body;
     if (type) request.headers['content-type'] = type;
@@ -146,29 +226,58 @@ function jsonCases(ctx: Context): fc.Arbitrary<FuzzCase> {
     return makeCase(ctx, defect, request, expect);
   };
   const fields = fieldsOf(schema, base);
-  const fieldCase = fields.length === 0 ? null : fc.constantFrom(...fields).chain((field) => {
-    const param = pathText(field.path);
-    const strictType = !passThrough || passThrough.checked.includes(param);
-    const mutations = fieldMutations(field.schema, field.required, strictType, passThrough?.nullable?.includes(param));
-    return fc
-      .oneof(...mutations.map((m) => ({ arbitrary: fc.constant(m), weight: m.outcome === 'too_large' ? 1 : 6 })))
-      .map((m) => {
-        const isItem = typeof field.path[field.path.length - 1] === 'number';
-        // an array item's problem may be reported on the array (`each` rules), a container's on a member
-        const reported = m.reportedAt === 'top' ? pathText(field.path.slice(0, 1)) : isItem ? pathText(field.path.slice(0, -1)) : param;
-        const container = m.reportedAt !== 'top' && (isItem || ['object', 'array'].includes(field.schema.type ?? (field.schema.properties ? 'object' : '')));
-        return send(`${param} ${m.label}`, Buffer.from(serialize(withValue(base, field.path, m))), expectationFor(m.outcome, reported, container));
-      });
-  });
+  const fieldCase =
+    fields.length === 0
+      ? null
+      : fc.constantFrom(...fields).chain((field) => {
+          const param = pathText(field.path);
+          const strictType = !passThrough || passThrough.checked.includes(param);
+          const mutations = fieldMutations(
+            field.schema,
+            field.required,
+            strictType,
+            passThrough?.nullable?.includes(param),
+          );
+          return fc
+            .oneof(...mutations.map((m) => ({ arbitrary: fc.constant(m), weight: m.outcome === 'too_large' ? 1 : 6 })))
+            .map((m) => {
+              const isItem = typeof field.path[field.path.length - 1] === 'number';
+              // an array item's problem may be reported on the array (`each` rules), a container's on a member
+              const reported =
+                m.reportedAt === 'top'
+                  ? pathText(field.path.slice(0, 1))
+                  : isItem
+                    ? pathText(field.path.slice(0, -1))
+                    : param;
+              const container =
+                m.reportedAt !== 'top' &&
+                (isItem ||
+                  ['object', 'array'].includes(field.schema.type ?? (field.schema.properties ? 'object' : '')));
+              return send(
+                `${param} ${m.label}`,
+                Buffer.from(serialize(withValue(base, field.path, m))),
+                expectationFor(m.outcome, reported, container),
+              );
+            });
+        });
   const containers = containersOf(schema, base);
-  const unknownCase = fc.tuple(fc.constantFrom(...(containers.length > 0 ? containers : [[]])), fc.constantFrom(...UNKNOWN_NAMES)).map(([path, name]) => {
-    const at = pathText([...path, name]);
-    const expect: Expectation = passThrough ? { status: [], maybeValid: true } : { status: [400], codes: ['unknown_field'], param: { exact: at } };
-    return send(`unknown field '${at.slice(0, 40)}'`, Buffer.from(serializeWithKey(base, path, name)), expect);
-  });
+  const unknownCase = fc
+    .tuple(fc.constantFrom(...(containers.length > 0 ? containers : [[]])), fc.constantFrom(...UNKNOWN_NAMES))
+    .map(([path, name]) => {
+      const at = pathText([...path, name]);
+      const expect: Expectation = passThrough
+        ? { status: [], maybeValid: true }
+        : { status: [400], codes: ['unknown_field'], param: { exact: at } };
+      return send(`unknown field '${at.slice(0, 40)}'`, Buffer.from(serializeWithKey(base, path, name)), expect);
+    });
   const valid = JSON.stringify(base);
-  const raw = fc.oneof(...rawBodies(ctx, valid, (schema.required ?? []).length > 0)).map((r) => send(r.label, r.body, r.expect, r.type, r.encoding));
-  const families = [{ arbitrary: unknownCase, weight: 2 }, { arbitrary: raw, weight: 3 }];
+  const raw = fc
+    .oneof(...rawBodies(ctx, valid, (schema.required ?? []).length > 0))
+    .map((r) => send(r.label, r.body, r.expect, r.type, r.encoding));
+  const families = [
+    { arbitrary: unknownCase, weight: 2 },
+    { arbitrary: raw, weight: 3 },
+  ];
   if (fieldCase) families.push({ arbitrary: fieldCase, weight: 6 });
   return fc.oneof(...families);
 }

@@ -2,7 +2,17 @@ import fc from 'fast-check';
 import { bodyCases } from './body-cases';
 import type { FuzzFixtures } from './fixtures';
 import type { Operation, Parameter, Schema } from './openapi';
-import { buildPath, Context, Expectation, FuzzCase, makeCase, queryString, validQuery, validRequest, validSegments } from './request';
+import {
+  buildPath,
+  Context,
+  Expectation,
+  FuzzCase,
+  makeCase,
+  queryString,
+  validQuery,
+  validRequest,
+  validSegments,
+} from './request';
 
 const expect401 = (code: string): Expectation => ({ status: [401], codes: [code], param: { exact: null } });
 
@@ -17,22 +27,56 @@ function authCases(ctx: Context): fc.Arbitrary<FuzzCase> {
     return makeCase(ctx, `auth: ${label}`, request, expect, true);
   };
   const garbage = fc.oneof(
-    fc.string({ unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.~+/='.split('')), minLength: 1, maxLength: 80 }),
-    fc.constantFrom('x'.repeat(10 * 1024), 'sk-svc-' + 'A'.repeat(40), '\u00ff\u00e9\u00e8', 'null', 'undefined', '%00', "'OR'1'='1"),
+    fc.string({
+      unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.~+/='.split('')),
+      minLength: 1,
+      maxLength: 80,
+    }),
+    fc.constantFrom(
+      'x'.repeat(10 * 1024),
+      'sk-svc-' + 'A'.repeat(40),
+      '\u00ff\u00e9\u00e8',
+      'null',
+      'undefined',
+      '%00',
+      "'OR'1'='1",
+    ),
   );
   const cases: Array<fc.Arbitrary<FuzzCase>> = [
     fc.constant(withAuth('no Authorization header', null, expect401('missing_api_key'))),
     fc
-      .constantFrom('Basic dXNlcjpwYXNz', 'Bearer', 'Token abc', `Bearer ${valid} ${valid}`, 'sk-svc-no-scheme', `${valid}`, 'Bearer\t')
+      .constantFrom(
+        'Basic dXNlcjpwYXNz',
+        'Bearer',
+        'Token abc',
+        `Bearer ${valid} ${valid}`,
+        'sk-svc-no-scheme',
+        `${valid}`,
+        'Bearer\t',
+      )
       .map((header) => withAuth(`not a Bearer header (${header.slice(0, 20)})`, header, expect401('missing_api_key'))),
-    garbage.map((token) => withAuth(`an unknown token (${token.length} chars)`, `Bearer ${token}`, expect401('invalid_api_key'))),
+    garbage.map((token) =>
+      withAuth(`an unknown token (${token.length} chars)`, `Bearer ${token}`, expect401('invalid_api_key')),
+    ),
     fc.constant(withAuth('a deleted key', `Bearer ${fixtures.deletedSecret}`, expect401('invalid_api_key'))),
     fc.constant(withAuth('a valid token with a character more', `Bearer ${valid}x`, expect401('invalid_api_key'))),
   ];
   if (op.auth === 'admin') {
-    cases.push(fc.constant(withAuth('a proxy key on an admin route', `Bearer ${fixtures.owner.secret}`, { status: [403], codes: ['admin_token_required'], param: { exact: null } })));
+    cases.push(
+      fc.constant(
+        withAuth('a proxy key on an admin route', `Bearer ${fixtures.owner.secret}`, {
+          status: [403],
+          codes: ['admin_token_required'],
+          param: { exact: null },
+        }),
+      ),
+    );
   } else {
-    cases.push(fc.constant(withAuth('the admin token on a proxy-key route', `Bearer ${fixtures.adminToken}`, expect401('invalid_api_key'))));
+    cases.push(
+      fc.constant(
+        withAuth('the admin token on a proxy-key route', `Bearer ${fixtures.adminToken}`, expect401('invalid_api_key')),
+      ),
+    );
   }
   return fc.oneof(...cases);
 }
@@ -40,65 +84,144 @@ function authCases(ctx: Context): fc.Arbitrary<FuzzCase> {
 /** Odd ids as they go on the wire; `expect` given the parameter's name. */
 const ODD_IDS: Array<{ label: string; segment: string; expect: (name: string) => Expectation }> = [
   { label: '../', segment: '..', expect: () => ({ status: [404], codes: ['resource_not_found', 'route_not_found'] }) },
-  { label: '../.. (two segments)', segment: '../..', expect: () => ({ status: [404], codes: ['resource_not_found', 'route_not_found'] }) },
-  { label: 'encoded ../../etc/passwd', segment: '..%2F..%2Fetc%2Fpasswd', expect: (n) => ({ status: [404], codes: ['resource_not_found'], param: { exact: n } }) },
+  {
+    label: '../.. (two segments)',
+    segment: '../..',
+    expect: () => ({ status: [404], codes: ['resource_not_found', 'route_not_found'] }),
+  },
+  {
+    label: 'encoded ../../etc/passwd',
+    segment: '..%2F..%2Fetc%2Fpasswd',
+    expect: (n) => ({ status: [404], codes: ['resource_not_found'], param: { exact: n } }),
+  },
   { label: '%00', segment: '%00', expect: (n) => ({ status: [400], codes: ['invalid_value'], param: { exact: n } }) },
-  { label: 'an id with %00 inside', segment: 'vc_abc%00def', expect: (n) => ({ status: [400], codes: ['invalid_value'], param: { exact: n } }) },
+  {
+    label: 'an id with %00 inside',
+    segment: 'vc_abc%00def',
+    expect: (n) => ({ status: [400], codes: ['invalid_value'], param: { exact: n } }),
+  },
   { label: 'invalid UTF-8 (%C3%28)', segment: '%C3%28', expect: () => ({ status: [400], codes: ['invalid_value'] }) },
-  { label: 'a truncated escape (%E0%A4%A)', segment: '%E0%A4%A', expect: () => ({ status: [400], codes: ['invalid_value'] }) },
+  {
+    label: 'a truncated escape (%E0%A4%A)',
+    segment: '%E0%A4%A',
+    expect: () => ({ status: [400], codes: ['invalid_value'] }),
+  },
   { label: 'a bad escape (%ZZ)', segment: '%ZZ', expect: () => ({ status: [400], codes: ['invalid_value'] }) },
-  { label: 'an encoded lone surrogate', segment: '%ED%A0%80', expect: () => ({ status: [400], codes: ['invalid_value'] }) },
-  { label: 'an emoji', segment: '%F0%9F%98%80', expect: (n) => ({ status: [404], codes: ['resource_not_found'], param: { exact: n } }) },
-  { label: 'a 10 KB id', segment: 'a'.repeat(10 * 1024), expect: (n) => ({ status: [404], codes: ['resource_not_found'], param: { exact: n } }) },
-  { label: 'a newline', segment: 'vc_%0Aabc', expect: (n) => ({ status: [404], codes: ['resource_not_found'], param: { exact: n } }) },
-  { label: 'SQL', segment: encodeURIComponent("x' OR '1'='1"), expect: (n) => ({ status: [404], codes: ['resource_not_found'], param: { exact: n } }) },
-  { label: 'an encoded slash', segment: 'a%2Fb', expect: (n) => ({ status: [404], codes: ['resource_not_found'], param: { exact: n } }) },
+  {
+    label: 'an encoded lone surrogate',
+    segment: '%ED%A0%80',
+    expect: () => ({ status: [400], codes: ['invalid_value'] }),
+  },
+  {
+    label: 'an emoji',
+    segment: '%F0%9F%98%80',
+    expect: (n) => ({ status: [404], codes: ['resource_not_found'], param: { exact: n } }),
+  },
+  {
+    label: 'a 10 KB id',
+    segment: 'a'.repeat(10 * 1024),
+    expect: (n) => ({ status: [404], codes: ['resource_not_found'], param: { exact: n } }),
+  },
+  {
+    label: 'a newline',
+    segment: 'vc_%0Aabc',
+    expect: (n) => ({ status: [404], codes: ['resource_not_found'], param: { exact: n } }),
+  },
+  {
+    label: 'SQL',
+    segment: encodeURIComponent("x' OR '1'='1"),
+    expect: (n) => ({ status: [404], codes: ['resource_not_found'], param: { exact: n } }),
+  },
+  {
+    label: 'an encoded slash',
+    segment: 'a%2Fb',
+    expect: (n) => ({ status: [404], codes: ['resource_not_found'], param: { exact: n } }),
+  },
 ];
 
 /** Ids of nobody, of another key, and odd ones, in one path parameter of an otherwise valid request. */
 function pathCases(ctx: Context): fc.Arbitrary<FuzzCase> {
   const { fixtures, op } = ctx;
-  const withSegment = (param: Parameter, label: string, segment: string, expect: Expectation, auth?: string): FuzzCase => {
+  const withSegment = (
+    param: Parameter,
+    label: string,
+    segment: string,
+    expect: Expectation,
+    auth?: string,
+  ): FuzzCase => {
     const request = validRequest(ctx);
     request.path = buildPath(op, { ...validSegments(ctx), [param.name]: segment }) + queryString(validQuery(ctx));
     if (auth) request.headers.authorization = auth;
     return makeCase(ctx, `${param.name}: ${label}`, request, expect);
   };
-  const notFound = (name: string): Expectation => ({ status: [404], codes: ['resource_not_found'], param: { exact: name } });
+  const notFound = (name: string): Expectation => ({
+    status: [404],
+    codes: ['resource_not_found'],
+    param: { exact: name },
+  });
   return fc.constantFrom(...op.pathParams).chain((param) => {
     const prefix = (fixtures.own[param.name] ?? 'xx_').split('_')[0];
     const options: Array<fc.Arbitrary<FuzzCase>> = [
       fc.constantFrom(...ODD_IDS).map((odd) => withSegment(param, odd.label, odd.segment, odd.expect(param.name))),
       fc
-        .string({ unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyz0123456789'.split('')), minLength: 1, maxLength: 30 })
+        .string({
+          unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyz0123456789'.split('')),
+          minLength: 1,
+          maxLength: 30,
+        })
         .map((rest) => withSegment(param, 'an id that does not exist', `${prefix}_${rest}`, notFound(param.name))),
     ];
     const foreign = fixtures.foreign[param.name];
     if (foreign && op.auth === 'proxy') {
-      options.push(fc.constant(withSegment(param, "another key's id", encodeURIComponent(foreign), notFound(param.name))));
+      options.push(
+        fc.constant(withSegment(param, "another key's id", encodeURIComponent(foreign), notFound(param.name))),
+      );
       const own = fixtures.own[param.name];
-      if (own) options.push(fc.constant(withSegment(param, 'asked by another key', encodeURIComponent(own), notFound(param.name), `Bearer ${fixtures.other.secret}`)));
+      if (own)
+        options.push(
+          fc.constant(
+            withSegment(
+              param,
+              'asked by another key',
+              encodeURIComponent(own),
+              notFound(param.name),
+              `Bearer ${fixtures.other.secret}`,
+            ),
+          ),
+        );
     }
     return fc.oneof(...options);
   });
 }
 
 /** Bad values for a query parameter, as strings on the wire. */
-function queryValues(param: Parameter, fixtures: FuzzFixtures): Array<{ label: string; value: string; codes?: string[] }> {
+function queryValues(
+  param: Parameter,
+  fixtures: FuzzFixtures,
+): Array<{ label: string; value: string; codes?: string[] }> {
   const s: Schema = param.schema;
   const out: Array<{ label: string; value: string; codes?: string[] }> = [];
   if (s.type === 'number' || s.type === 'integer') {
     if (s.minimum !== undefined) out.push({ label: 'below its minimum', value: String(s.minimum - 1) });
     if (s.maximum !== undefined) out.push({ label: 'above its maximum', value: String(s.maximum + 1) });
-    out.push(...['abc', '', '2.5', '1e400', '9'.repeat(400), 'NaN', '[]', '1 1', '-'].map((value) => ({ label: `'${value.slice(0, 12)}'`, value })));
+    out.push(
+      ...['abc', '', '2.5', '1e400', '9'.repeat(400), 'NaN', '[]', '1 1', '-'].map((value) => ({
+        label: `'${value.slice(0, 12)}'`,
+        value,
+      })),
+    );
   } else {
     if ((s.minLength ?? 0) > 0) out.push({ label: 'empty', value: '' });
     if (s.maxLength !== undefined) out.push({ label: 'longer than maxLength', value: 'q'.repeat(s.maxLength + 1) });
     if (s.pattern) out.push({ label: 'not matching its pattern', value: 'NOT_AN_ID!' });
-    out.push({ label: 'with a NUL', value: 'a\u0000b' }, { label: 'a 10 KB value', value: 'q'.repeat(10 * 1024), codes: ['invalid_value', 'invalid_cursor'] });
+    out.push(
+      { label: 'with a NUL', value: 'a\u0000b' },
+      { label: 'a 10 KB value', value: 'q'.repeat(10 * 1024), codes: ['invalid_value', 'invalid_cursor'] },
+    );
     if (param.name === 'after') {
       out.push({ label: 'an id that does not exist', value: 'xx_doesnotexist', codes: ['invalid_cursor'] });
-      for (const id of Object.values(fixtures.foreign)) out.push({ label: "another key's id", value: id, codes: ['invalid_cursor'] });
+      for (const id of Object.values(fixtures.foreign))
+        out.push({ label: "another key's id", value: id, codes: ['invalid_cursor'] });
     }
   }
   return out;
@@ -114,29 +237,65 @@ function queryCases(ctx: Context): fc.Arbitrary<FuzzCase> {
   };
   const base = validQuery(ctx);
   const without = (name: string): Array<[string, string]> => base.filter(([k]) => k !== name);
-  const invalid = (name: string, codes = ['invalid_value']): Expectation => ({ status: [400], codes, param: { exact: name } });
+  const invalid = (name: string, codes = ['invalid_value']): Expectation => ({
+    status: [400],
+    codes,
+    param: { exact: name },
+  });
   const perParam = fc.constantFrom(...op.queryParams).chain((param) => {
     const good = fixtures.query[param.name] ?? 'xx_doesnotexist';
     return fc.oneof(
-      fc.constantFrom(...queryValues(param, fixtures)).map((v) => withQuery(`${param.name} ${v.label}`, [...without(param.name), [param.name, v.value]], invalid(param.name, v.codes))),
-      fc.constant(withQuery(`${param.name} twice`, [...without(param.name), [param.name, good], [param.name, good]], invalid(param.name, ['invalid_value', 'invalid_cursor']))),
+      fc
+        .constantFrom(...queryValues(param, fixtures))
+        .map((v) =>
+          withQuery(
+            `${param.name} ${v.label}`,
+            [...without(param.name), [param.name, v.value]],
+            invalid(param.name, v.codes),
+          ),
+        ),
+      fc.constant(
+        withQuery(
+          `${param.name} twice`,
+          [...without(param.name), [param.name, good], [param.name, good]],
+          invalid(param.name, ['invalid_value', 'invalid_cursor']),
+        ),
+      ),
       fc.constant(
         param.required
-          ? withQuery(`${param.name} left out`, without(param.name), { status: [400], codes: ['missing_field', 'invalid_value'], param: { exact: param.name } })
-          : withQuery(`${param.name}[] bracket syntax`, [...base, [`${param.name}[]`, '1']], { status: [400], codes: ['unknown_field'], param: { exact: `${param.name}[]` } }),
+          ? withQuery(`${param.name} left out`, without(param.name), {
+              status: [400],
+              codes: ['missing_field', 'invalid_value'],
+              param: { exact: param.name },
+            })
+          : withQuery(`${param.name}[] bracket syntax`, [...base, [`${param.name}[]`, '1']], {
+              status: [400],
+              codes: ['unknown_field'],
+              param: { exact: `${param.name}[]` },
+            }),
       ),
     );
   });
   const unknown = fc
     .constantFrom('order', '__proto__', 'constructor', 'limit[$gt]', 'a'.repeat(300), 'ünïcode')
-    .map((name) => withQuery(`unknown parameter ${name.slice(0, 20)}`, [...base, [name, '1']], { status: [400], codes: ['unknown_field'], param: { exact: name } }));
+    .map((name) =>
+      withQuery(`unknown parameter ${name.slice(0, 20)}`, [...base, [name, '1']], {
+        status: [400],
+        codes: ['unknown_field'],
+        param: { exact: name },
+      }),
+    );
   return fc.oneof(perParam, unknown);
 }
 
 /** A method the document does not list for the path (a route the document misses must refuse it too). */
 function methodCases(ctx: Context): fc.Arbitrary<FuzzCase> {
   const others = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].filter((m) => !ctx.methodsOnPath.includes(m));
-  return fc.constantFrom(...others).map((method) => makeCase(ctx, `method ${method} on this path`, { ...validRequest(ctx), method }, { status: [] }, true));
+  return fc
+    .constantFrom(...others)
+    .map((method) =>
+      makeCase(ctx, `method ${method} on this path`, { ...validRequest(ctx), method }, { status: [] }, true),
+    );
 }
 
 /** Bytes Node's HTTP parser refuses before any middleware runs. */
@@ -145,29 +304,67 @@ function rawCases(ctx: Context): fc.Arbitrary<FuzzCase> {
   const head = (lines: string[]): Buffer => Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1');
   const auth = valid.headers.authorization ? [`Authorization: ${valid.headers.authorization}`] : [];
   const raws: Array<{ label: string; raw: Buffer; status: number[] }> = [
-    { label: 'headers over 16 KiB', raw: head([`GET ${valid.path} HTTP/1.1`, 'Host: fuzz', ...auth, `X-Pad: ${'p'.repeat(20 * 1024)}`, 'Connection: close']), status: [431] },
-    { label: 'a raw 0xFF byte in the path', raw: head([`GET ${valid.path}\u00ff HTTP/1.1`, 'Host: fuzz', 'Connection: close']), status: [400] },
-    { label: 'a header line without a colon', raw: head([`GET ${valid.path} HTTP/1.1`, 'Host: fuzz', 'Bad Header', 'Connection: close']), status: [400] },
-    { label: 'a Content-Length that is no number', raw: head([`POST ${valid.path} HTTP/1.1`, 'Host: fuzz', 'Content-Length: abc', 'Connection: close']), status: [400] },
-    { label: 'not HTTP at all', raw: Buffer.from('\u0016\u0003\u0001\u0000\u00a5\u0001\u0000\u0000\u00a1\u0003\u0003', 'latin1'), status: [400] },
+    {
+      label: 'headers over 16 KiB',
+      raw: head([
+        `GET ${valid.path} HTTP/1.1`,
+        'Host: fuzz',
+        ...auth,
+        `X-Pad: ${'p'.repeat(20 * 1024)}`,
+        'Connection: close',
+      ]),
+      status: [431],
+    },
+    {
+      label: 'a raw 0xFF byte in the path',
+      raw: head([`GET ${valid.path}\u00ff HTTP/1.1`, 'Host: fuzz', 'Connection: close']),
+      status: [400],
+    },
+    {
+      label: 'a header line without a colon',
+      raw: head([`GET ${valid.path} HTTP/1.1`, 'Host: fuzz', 'Bad Header', 'Connection: close']),
+      status: [400],
+    },
+    {
+      label: 'a Content-Length that is no number',
+      raw: head([`POST ${valid.path} HTTP/1.1`, 'Host: fuzz', 'Content-Length: abc', 'Connection: close']),
+      status: [400],
+    },
+    {
+      label: 'not HTTP at all',
+      raw: Buffer.from('\u0016\u0003\u0001\u0000\u00a5\u0001\u0000\u0000\u00a1\u0003\u0003', 'latin1'),
+      status: [400],
+    },
   ];
-  return fc.constantFrom(...raws).map((r) =>
-    makeCase(ctx, `raw HTTP: ${r.label}`, { method: 'RAW', path: valid.path, headers: {}, raw: r.raw }, { status: r.status, codes: ['invalid_value', 'headers_too_large'] }, true),
-  );
+  return fc
+    .constantFrom(...raws)
+    .map((r) =>
+      makeCase(
+        ctx,
+        `raw HTTP: ${r.label}`,
+        { method: 'RAW', path: valid.path, headers: {}, raw: r.raw },
+        { status: r.status, codes: ['invalid_value', 'headers_too_large'] },
+        true,
+      ),
+    );
 }
 
 /** Every generated case of one operation: one defect in an otherwise valid request. */
 export function operationCases(ctx: Context): fc.Arbitrary<FuzzCase> {
   const { op } = ctx;
-  const families: Array<{ arbitrary: fc.Arbitrary<FuzzCase>; weight: number }> = [{ arbitrary: rawCases(ctx), weight: 1 }];
+  const families: Array<{ arbitrary: fc.Arbitrary<FuzzCase>; weight: number }> = [
+    { arbitrary: rawCases(ctx), weight: 1 },
+  ];
   if (op.auth !== 'none') families.push({ arbitrary: authCases(ctx), weight: 6 });
   if (op.pathParams.length > 0) families.push({ arbitrary: pathCases(ctx), weight: 12 });
   if (op.queryParams.length > 0) families.push({ arbitrary: queryCases(ctx), weight: 12 });
-  if (['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].some((m) => !ctx.methodsOnPath.includes(m))) families.push({ arbitrary: methodCases(ctx), weight: 2 });
+  if (['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].some((m) => !ctx.methodsOnPath.includes(m)))
+    families.push({ arbitrary: methodCases(ctx), weight: 2 });
   const body = bodyCases(ctx);
   if (body) families.push({ arbitrary: body, weight: 36 });
   return fc.oneof(...families);
 }
 
 /** How often an operation is picked: those with more to break (a body, parameters) more often. */
-export const operationWeight = (op: Operation): number => 1 + (op.body ? 3 : 0) + (op.pathParams.length > 0 ? 1 : 0) + (op.queryParams.length > 0 ? 1 : 0);
+export const operationWeight = (op: Operation): number =>
+  1 + (op.body ? 3 : 0) + (op.pathParams.length > 0 ? 1 : 0) + (op.queryParams.length > 0 ? 1 : 0);

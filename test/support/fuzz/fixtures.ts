@@ -31,7 +31,15 @@ export interface KnownOperation {
   creates?: 'voice_consents' | 'speech_tasks' | 'webhook_endpoints' | 'proxy_keys';
 }
 
-const CHAIN = [{ provider: 'echo', model: 'echo-1', timeout_ms: 5000, usage_cap: { requests: 1000000, per: 'day' }, voice_map: { '*': 'en-us' } }];
+const CHAIN = [
+  {
+    provider: 'echo',
+    model: 'echo-1',
+    timeout_ms: 5000,
+    usage_cap: { requests: 1000000, per: 'day' },
+    voice_map: { '*': 'en-us' },
+  },
+];
 const SPEECH = {
   model: 'speech-02-hd',
   text: 'Hi.',
@@ -47,16 +55,34 @@ const SPEECH = {
 export const KNOWN_OPERATIONS: Record<string, KnownOperation> = {
   'POST /v1/admin/keys': { body: { name: 'fuzz key', chain: CHAIN }, creates: 'proxy_keys' },
   'PATCH /v1/admin/keys/{key_id}': { body: { name: 'fuzz key renamed', chain: CHAIN } },
-  'POST /v1/audio/voice_consents': { body: { language: 'en-US', name: 'fuzz consent' }, files: ['recording'], creates: 'voice_consents' },
+  'POST /v1/audio/voice_consents': {
+    body: { language: 'en-US', name: 'fuzz consent' },
+    files: ['recording'],
+    creates: 'voice_consents',
+  },
   'POST /v1/audio/voice_consents/{consent_id}': { body: { name: 'renamed by fuzz' } },
   'POST /v1/chat/completions': {
-    body: { model: 'echo-1', messages: [{ role: 'user', content: 'Hi' }], stream: false, temperature: 0.5, max_tokens: 16 },
-    passThrough: { checked: ['model', 'messages', 'messages[0]', 'messages[0].role', 'messages[0].content', 'stream'], nullable: ['messages[0].content'] },
+    body: {
+      model: 'echo-1',
+      messages: [{ role: 'user', content: 'Hi' }],
+      stream: false,
+      temperature: 0.5,
+      max_tokens: 16,
+    },
+    passThrough: {
+      checked: ['model', 'messages', 'messages[0]', 'messages[0].role', 'messages[0].content', 'stream'],
+      nullable: ['messages[0].content'],
+    },
   },
   'POST /v1/audio/speech': { body: SPEECH },
   'POST /v1/audio/speech/async': { body: SPEECH, creates: 'speech_tasks' },
-  'POST /v1/user/webhooks': { body: { url: 'http://127.0.0.1:9/fuzz', events: ['failover', 'provider_recovered'] }, creates: 'webhook_endpoints' },
-  'PATCH /v1/user/webhooks/{webhook_id}': { body: { url: 'http://127.0.0.1:9/fuzz-renamed', events: ['failover'], enabled: true } },
+  'POST /v1/user/webhooks': {
+    body: { url: 'http://127.0.0.1:9/fuzz', events: ['failover', 'provider_recovered'] },
+    creates: 'webhook_endpoints',
+  },
+  'PATCH /v1/user/webhooks/{webhook_id}': {
+    body: { url: 'http://127.0.0.1:9/fuzz-renamed', events: ['failover'], enabled: true },
+  },
 };
 
 /** The chain of the owner key: chat through `echo`, speech through the offline engine. */

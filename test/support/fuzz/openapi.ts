@@ -83,7 +83,8 @@ function resolve(schema: Schema | undefined, doc: Document, seen: string[] = [])
     out.properties = Object.fromEntries(Object.entries(schema.properties).map(([k, v]) => [k, resolve(v, doc, seen)]));
   }
   if (schema.items) out.items = resolve(schema.items, doc, seen);
-  if (typeof schema.additionalProperties === 'object') out.additionalProperties = resolve(schema.additionalProperties, doc, seen);
+  if (typeof schema.additionalProperties === 'object')
+    out.additionalProperties = resolve(schema.additionalProperties, doc, seen);
   if (schema.oneOf) out.oneOf = schema.oneOf.map((s) => resolve(s, doc, seen));
   if (schema.anyOf) out.anyOf = schema.anyOf.map((s) => resolve(s, doc, seen));
   return out;
@@ -104,9 +105,15 @@ export function loadOperations(file = join(projectRoot(), 'openapi/openapi.json'
   for (const [path, item] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(item)) {
       if (!METHODS.has(method)) continue;
-      const params = (op.parameters ?? []).map((p) => ({ in: p.in, name: p.name, required: p.required === true || p.in === 'path', schema: resolve(p.schema, doc) }));
+      const params = (op.parameters ?? []).map((p) => ({
+        in: p.in,
+        name: p.name,
+        required: p.required === true || p.in === 'path',
+        schema: resolve(p.schema, doc),
+      }));
       const content = op.requestBody?.content ?? {};
-      const contentType = ['application/json', 'multipart/form-data'].find((type) => content[type]) ?? Object.keys(content)[0];
+      const contentType =
+        ['application/json', 'multipart/form-data'].find((type) => content[type]) ?? Object.keys(content)[0];
       operations.push({
         key: `${method.toUpperCase()} ${path}`,
         method: method.toUpperCase(),

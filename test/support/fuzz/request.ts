@@ -49,10 +49,17 @@ export const anyClientError: Expectation = { status: [] };
  * A case. Unless `strictAnyway` (defects the service finds before it reads the request, such as
  * credentials), an operation without a known valid request only has to answer some 4xx.
  */
-export function makeCase(ctx: Context, defect: string, request: FuzzRequest, expect: Expectation, strictAnyway = false): FuzzCase {
+export function makeCase(
+  ctx: Context,
+  defect: string,
+  request: FuzzRequest,
+  expect: Expectation,
+  strictAnyway = false,
+): FuzzCase {
   const loosened: Expectation = ctx.known || strictAnyway ? expect : { status: [], maybeValid: expect.maybeValid };
   // a public route answers what it answers to anything but broken HTTP
-  const final = ctx.op.auth === 'none' && !request.raw ? { ...loosened, maybeValid: true, mayBeUnavailable: true } : loosened;
+  const final =
+    ctx.op.auth === 'none' && !request.raw ? { ...loosened, maybeValid: true, mayBeUnavailable: true } : loosened;
   return {
     op: ctx.op.key,
     defect,
@@ -74,7 +81,9 @@ export const validSegments = (ctx: Context): Record<string, string> =>
 
 /** The query of a valid request: the required parameters only. */
 export function validQuery(ctx: Context): Array<[string, string]> {
-  return ctx.op.queryParams.filter((p) => p.required).map((p) => [p.name, ctx.fixtures.query[p.name] ?? String(serialize(validValue(p.schema))).replace(/^"|"$/g, '')]);
+  return ctx.op.queryParams
+    .filter((p) => p.required)
+    .map((p) => [p.name, ctx.fixtures.query[p.name] ?? String(serialize(validValue(p.schema))).replace(/^"|"$/g, '')]);
 }
 
 export const queryString = (pairs: Array<[string, string]>): string =>

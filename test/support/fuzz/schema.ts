@@ -60,7 +60,9 @@ export function validValue(schema: Schema, depth = 0): Json {
       if (depth > 6) return [];
       const items = schema.items ?? {};
       const count = schema.minItems ?? 0;
-      return items.enum ? (items.enum.slice(0, Math.max(1, count)) as Json[]) : Array.from({ length: count }, () => validValue(items, depth + 1));
+      return items.enum
+        ? (items.enum.slice(0, Math.max(1, count)) as Json[])
+        : Array.from({ length: count }, () => validValue(items, depth + 1));
     }
     case 'object': {
       if (depth > 6) return {};
@@ -102,45 +104,83 @@ function wrongTypes(schema: Schema): Json[] {
  * itself checks this field's type (a pass-through field may take anything: those mutations are `maybe`);
  * `nullable`: null may be meant (OpenAI's `content: null`), so it is `maybe` too.
  */
-export function fieldMutations(schema: Schema, required: boolean, strictType: boolean, nullable = false): FieldMutation[] {
+export function fieldMutations(
+  schema: Schema,
+  required: boolean,
+  strictType: boolean,
+  nullable = false,
+): FieldMutation[] {
   const typed: Outcome = strictType ? 'invalid' : 'maybe';
-  const out: FieldMutation[] = wrongTypes(schema).map((value) => ({ label: `wrong type ${JSON.stringify(value)}`, value, outcome: typed }));
+  const out: FieldMutation[] = wrongTypes(schema).map((value) => ({
+    label: `wrong type ${JSON.stringify(value)}`,
+    value,
+    outcome: typed,
+  }));
   if (required) {
     out.push({ label: 'left out', remove: true, outcome: 'missing' });
     out.push({ label: 'null', value: null, outcome: strictType && !nullable ? 'missing' : 'maybe' });
   }
   const type = typeOf(schema);
   if (type === 'string' && !schema.enum) {
-    if ((schema.minLength ?? 0) > 0) out.push({ label: 'shorter than minLength', value: 'a'.repeat(schema.minLength! - 1), outcome: 'invalid' });
-    if (schema.maxLength !== undefined) out.push({ label: 'longer than maxLength', value: 'b'.repeat(schema.maxLength + 1), outcome: 'invalid' });
+    if ((schema.minLength ?? 0) > 0)
+      out.push({ label: 'shorter than minLength', value: 'a'.repeat(schema.minLength! - 1), outcome: 'invalid' });
+    if (schema.maxLength !== undefined)
+      out.push({ label: 'longer than maxLength', value: 'b'.repeat(schema.maxLength + 1), outcome: 'invalid' });
     if (schema.pattern) out.push({ label: 'not matching its pattern', value: '!\u00e9 pattern', outcome: 'invalid' });
     out.push({ label: 'with a NUL', value: 'a\u0000b', outcome: 'invalid' });
     out.push({ label: 'with an unpaired surrogate', value: 'a\ud800b', outcome: 'invalid' });
     out.push({ label: 'a 1 MiB string', value: 'x'.repeat(MiB), outcome: 'too_large' });
   }
   if (schema.enum) {
-    out.push({ label: 'outside its enum', value: typeof schema.enum[0] === 'number' ? 12345 : 'not-a-member', outcome: 'invalid' });
+    out.push({
+      label: 'outside its enum',
+      value: typeof schema.enum[0] === 'number' ? 12345 : 'not-a-member',
+      outcome: 'invalid',
+    });
   }
   if ((type === 'number' || type === 'integer') && !schema.enum) {
     const bounded = schema.minimum !== undefined || schema.maximum !== undefined;
     if (schema.minimum !== undefined) {
-      const below = schema.exclusiveMinimum === true ? schema.minimum : type === 'integer' ? schema.minimum - 1 : schema.minimum - 0.001;
+      const below =
+        schema.exclusiveMinimum === true
+          ? schema.minimum
+          : type === 'integer'
+            ? schema.minimum - 1
+            : schema.minimum - 0.001;
       out.push({ label: 'below its minimum', value: below, outcome: 'invalid' });
       out.push({ label: '-1e308', value: -1e308, outcome: 'invalid' });
     }
     if (schema.maximum !== undefined) {
-      out.push({ label: 'above its maximum', value: type === 'integer' ? schema.maximum + 1 : schema.maximum + 0.001, outcome: 'invalid' });
+      out.push({
+        label: 'above its maximum',
+        value: type === 'integer' ? schema.maximum + 1 : schema.maximum + 0.001,
+        outcome: 'invalid',
+      });
       out.push({ label: '1e308', value: 1e308, outcome: 'invalid' });
     }
     if (type === 'integer') out.push({ label: 'not an integer', value: 2.5, outcome: 'invalid' });
-    out.push({ label: 'a number too big for a double (1e400)', value: new Raw('1e400'), outcome: bounded || type === 'integer' ? 'invalid' : 'maybe' });
+    out.push({
+      label: 'a number too big for a double (1e400)',
+      value: new Raw('1e400'),
+      outcome: bounded || type === 'integer' ? 'invalid' : 'maybe',
+    });
   }
   if (type === 'array') {
     if ((schema.minItems ?? 0) > 0) out.push({ label: 'an empty array', value: [], outcome: 'invalid' });
-    if (schema.uniqueItems && schema.items?.enum?.length) out.push({ label: 'a repeated item', value: [schema.items.enum[0], schema.items.enum[0]] as Json[], outcome: 'invalid' });
-    if (schema.items?.enum) out.push({ label: 'an item outside its enum', value: ['not-a-member'], outcome: 'invalid' });
+    if (schema.uniqueItems && schema.items?.enum?.length)
+      out.push({
+        label: 'a repeated item',
+        value: [schema.items.enum[0], schema.items.enum[0]] as Json[],
+        outcome: 'invalid',
+      });
+    if (schema.items?.enum)
+      out.push({ label: 'an item outside its enum', value: ['not-a-member'], outcome: 'invalid' });
     if (schema.maxItems !== undefined && schema.items) {
-      out.push({ label: 'more items than maxItems', value: Array.from({ length: schema.maxItems + 1 }, () => validValue(schema.items!)), outcome: 'invalid' });
+      out.push({
+        label: 'more items than maxItems',
+        value: Array.from({ length: schema.maxItems + 1 }, () => validValue(schema.items!)),
+        outcome: 'invalid',
+      });
     }
   }
   out.push({ label: 'nested 5,000 deep', value: deeplyNested(5000), outcome: 'invalid', reportedAt: 'top' });

@@ -1,7 +1,13 @@
 import { encodeAudio, type AudioFormat } from '../../encoders';
 import { parseFlacStreamInfo, parseWavHeader, pcmFrameCount, scanMp3Frames } from '../../parse';
 import { int16ToFloat32 } from '../../pcm';
-import { EspeakEngine, EspeakVoiceNotFoundError, espeakPitch, espeakRate, type SynthesisOptions } from './espeak-engine';
+import {
+  EspeakEngine,
+  EspeakVoiceNotFoundError,
+  espeakPitch,
+  espeakRate,
+  type SynthesisOptions,
+} from './espeak-engine';
 import { EspeakRuntime } from './espeak-runtime';
 
 const SENTENCE = 'Hello world, this is the offline speech engine.';
@@ -28,7 +34,11 @@ function medianPitch(samples: Int16Array, rate: number): number {
       return c;
     };
     // the first lag that correlates nearly as well as lag 0 is one period (later peaks are its multiples)
-    for (let lag = Math.floor(rate / 450), prev = correlation(lag - 1), here = correlation(lag); lag < rate / 50; lag++) {
+    for (
+      let lag = Math.floor(rate / 450), prev = correlation(lag - 1), here = correlation(lag);
+      lag < rate / 50;
+      lag++
+    ) {
       const next = correlation(lag + 1);
       // normalised by the overlap, so long periods (low voices) are not penalised for fewer products
       if (here > 0.6 * energy * ((window - lag) / window) && here >= prev && here >= next) {
@@ -57,7 +67,11 @@ describe('EspeakEngine (real espeak-ng WebAssembly)', () => {
     const voices = await engine.listVoices();
     expect(voices.length).toBeGreaterThan(100);
     expect(new Set(voices.map((v) => v.id)).size).toBe(voices.length);
-    expect(voices.find((v) => v.id === 'en-us')).toEqual({ id: 'en-us', name: 'English (America)', languages: ['en-us', 'en'] });
+    expect(voices.find((v) => v.id === 'en-us')).toEqual({
+      id: 'en-us',
+      name: 'English (America)',
+      languages: ['en-us', 'en'],
+    });
   });
 
   it('speaks a short English sentence as non-silent audio of plausible duration', async () => {
@@ -69,39 +83,53 @@ describe('EspeakEngine (real espeak-ng WebAssembly)', () => {
   });
 
   describe.each([16000, 44100])('at %i Hz', (sampleRate) => {
-    it.each([1, 2])('encodes real speech with %i channel(s) into every format at exactly that rate', async (channels) => {
-      const audio = await engine.synthesize('Testing one two three.', { ...defaults, sampleRate, channels });
-      expect(audio).toMatchObject({ sampleRate, channels });
-      const frames = audio.samples.length / channels;
-      const seconds = frames / sampleRate;
-      for (const format of ['wav', 'pcm', 'mp3', 'flac'] as AudioFormat[]) {
-        const { bytes } = await encodeAudio(audio, format, 128000);
-        switch (format) {
-          case 'wav':
-            expect(parseWavHeader(bytes)).toMatchObject({ sampleRate, channels, bitsPerSample: 16, dataLength: frames * channels * 2 });
-            break;
-          case 'pcm':
-            expect(bytes.length % (2 * channels)).toBe(0);
-            expect(pcmFrameCount(bytes.length, channels)).toBe(frames);
-            break;
-          case 'mp3': {
-            const stream = scanMp3Frames(bytes);
-            expect(stream.first).toMatchObject({ sampleRate, channels });
-            expect(stream.uniform).toBe(true);
-            expect(Math.abs(stream.durationSeconds - seconds)).toBeLessThan(0.1);
-            break;
+    it.each([1, 2])(
+      'encodes real speech with %i channel(s) into every format at exactly that rate',
+      async (channels) => {
+        const audio = await engine.synthesize('Testing one two three.', { ...defaults, sampleRate, channels });
+        expect(audio).toMatchObject({ sampleRate, channels });
+        const frames = audio.samples.length / channels;
+        const seconds = frames / sampleRate;
+        for (const format of ['wav', 'pcm', 'mp3', 'flac'] as AudioFormat[]) {
+          const { bytes } = await encodeAudio(audio, format, 128000);
+          switch (format) {
+            case 'wav':
+              expect(parseWavHeader(bytes)).toMatchObject({
+                sampleRate,
+                channels,
+                bitsPerSample: 16,
+                dataLength: frames * channels * 2,
+              });
+              break;
+            case 'pcm':
+              expect(bytes.length % (2 * channels)).toBe(0);
+              expect(pcmFrameCount(bytes.length, channels)).toBe(frames);
+              break;
+            case 'mp3': {
+              const stream = scanMp3Frames(bytes);
+              expect(stream.first).toMatchObject({ sampleRate, channels });
+              expect(stream.uniform).toBe(true);
+              expect(Math.abs(stream.durationSeconds - seconds)).toBeLessThan(0.1);
+              break;
+            }
+            case 'flac':
+              expect(parseFlacStreamInfo(bytes)).toMatchObject({
+                sampleRate,
+                channels,
+                bitsPerSample: 16,
+                totalSamples: frames,
+              });
+              break;
           }
-          case 'flac':
-            expect(parseFlacStreamInfo(bytes)).toMatchObject({ sampleRate, channels, bitsPerSample: 16, totalSamples: frames });
-            break;
         }
-      }
-    });
+      },
+    );
   });
 
   it('duplicates the voice into both channels for stereo', async () => {
     const { samples } = await engine.synthesize('Stereo.', { ...defaults, channels: 2 });
-    for (let i = 0; i < samples.length; i += 2) if (samples[i] !== samples[i + 1]) throw new Error(`channels differ at frame ${i / 2}`);
+    for (let i = 0; i < samples.length; i += 2)
+      if (samples[i] !== samples[i + 1]) throw new Error(`channels differ at frame ${i / 2}`);
   });
 
   it('speaks about twice as fast at speed 2 as at speed 1', async () => {
@@ -146,7 +174,9 @@ describe('EspeakEngine (real espeak-ng WebAssembly)', () => {
   });
 
   it('rejects a voice the engine does not have, and keeps working afterwards', async () => {
-    await expect(engine.synthesize('Hi.', { ...defaults, voice: 'xx-nowhere' })).rejects.toThrow(EspeakVoiceNotFoundError);
+    await expect(engine.synthesize('Hi.', { ...defaults, voice: 'xx-nowhere' })).rejects.toThrow(
+      EspeakVoiceNotFoundError,
+    );
     expect((await engine.synthesize('Still here.', defaults)).samples.length).toBeGreaterThan(0);
   });
 
@@ -154,7 +184,8 @@ describe('EspeakEngine (real espeak-ng WebAssembly)', () => {
     const text = Array.from({ length: 6 }, (_, i) => `This is sentence number ${i + 1}.`).join(' ');
     const small = new EspeakEngine({ pieceChars: 70 });
     const pieces: Buffer[] = [];
-    for await (const part of small.stream(text, defaults)) pieces.push(Buffer.from(part.samples.buffer, part.samples.byteOffset, part.samples.byteLength));
+    for await (const part of small.stream(text, defaults))
+      pieces.push(Buffer.from(part.samples.buffer, part.samples.byteOffset, part.samples.byteLength));
     expect(pieces.length).toBe(3);
     const whole = await small.synthesize(text, defaults);
     expect(Buffer.concat(pieces).equals(Buffer.from(whole.samples.buffer))).toBe(true);

@@ -67,7 +67,13 @@ export class EspeakEngine {
   private queue: Promise<unknown> = Promise.resolve();
   private readonly pieceChars: number;
 
-  constructor(private readonly options: { pieceChars?: number; onStart?: (ms: number) => void; onStartFailed?: (err: Error) => void } = {}) {
+  constructor(
+    private readonly options: {
+      pieceChars?: number;
+      onStart?: (ms: number) => void;
+      onStartFailed?: (err: Error) => void;
+    } = {},
+  ) {
     this.pieceChars = options.pieceChars ?? PIECE_CHARS;
   }
 
@@ -97,7 +103,16 @@ export class EspeakEngine {
   async *stream(text: string, options: SynthesisOptions): AsyncGenerator<SynthesizedAudio> {
     const voice = (await this.voiceTable()).get(options.voice);
     if (!voice) throw new EspeakVoiceNotFoundError(options.voice);
-    const args = ['-b', '1', '-v', voice.file, '-s', String(espeakRate(options.speed)), '-p', String(espeakPitch(options.pitch))];
+    const args = [
+      '-b',
+      '1',
+      '-v',
+      voice.file,
+      '-s',
+      String(espeakRate(options.speed)),
+      '-p',
+      String(espeakPitch(options.pitch)),
+    ];
     for (const piece of packSentences(splitSentences(text, this.pieceChars), this.pieceChars)) {
       const spoken = await this.exclusive((runtime) => {
         const run = runtime.run(['-w', OUTPUT_PATH, ...args, '--', piece], { outputPath: OUTPUT_PATH });
@@ -118,14 +133,18 @@ export class EspeakEngine {
     }
     const mono = int16ToFloat32(decodePcm16le(wav.subarray(info.dataOffset, info.dataOffset + info.dataLength)));
     const resampled = resample(mono, info.sampleRate, options.sampleRate);
-    const samples = toChannels(float32ToInt16(applyVolume(resampled, options.vol, options.sampleRate)), options.channels);
+    const samples = toChannels(
+      float32ToInt16(applyVolume(resampled, options.vol, options.sampleRate)),
+      options.channels,
+    );
     return { samples, sampleRate: options.sampleRate, channels: options.channels };
   }
 
   private voiceTable(): Promise<Map<string, EspeakVoice & { file: string }>> {
     this.voices ??= this.exclusive((runtime) => {
       const run = runtime.run(['--voices']);
-      if (run.status !== 0) throw new Error(`espeak-ng --voices failed (status ${run.status}): ${run.stderr.join(' ')}`);
+      if (run.status !== 0)
+        throw new Error(`espeak-ng --voices failed (status ${run.status}): ${run.stderr.join(' ')}`);
       return parseVoiceList(run.stdout);
     }).catch((error: unknown) => {
       this.voices = null; // let the next caller retry instead of caching the failure

@@ -85,7 +85,10 @@ export class EspeakRuntime {
   static async start(): Promise<EspeakRuntime> {
     const [factory, wasm] = await Promise.all([loadEsm<EspeakFactory>('espeak-ng'), compileWasm()]);
     let exports: EspeakExports | null = null;
-    const sink: { out: (line: string) => void; err: (line: string) => void } = { out: () => undefined, err: () => undefined };
+    const sink: { out: (line: string) => void; err: (line: string) => void } = {
+      out: () => undefined,
+      err: () => undefined,
+    };
     let failInstantiation: (error: unknown) => void = () => undefined;
     // Emscripten waits forever if instantiateWasm never calls back, so a failure must win a race instead
     const instantiationFailed = new Promise<never>((_resolve, reject) => (failInstantiation = reject));
@@ -184,5 +187,10 @@ export class EspeakRuntime {
 /** exit() surfaces as a thrown Emscripten ExitStatus (not an Error subclass); null for anything else. */
 function exitStatus(error: unknown): number | null {
   const thrown = error as { name?: unknown; status?: unknown } | null;
-  return typeof thrown === 'object' && thrown !== null && thrown.name === 'ExitStatus' && typeof thrown.status === 'number' ? thrown.status : null;
+  return typeof thrown === 'object' &&
+    thrown !== null &&
+    thrown.name === 'ExitStatus' &&
+    typeof thrown.status === 'number'
+    ? thrown.status
+    : null;
 }

@@ -1,6 +1,6 @@
 import { Controller, Post } from '@nestjs/common';
 import { ApiBearerAuth, ApiCreatedResponse, ApiTags } from '@nestjs/swagger';
-import { CurrentKey } from '../../../common/auth/auth.decorators';
+import { CurrentKey } from '../../../auth/auth.decorators';
 import { ApiErrors } from '../../../common/http/api-errors.decorator';
 import type { AuthenticatedKey } from '../../../keys/key-directory';
 import { StreamTicketDto } from './stream-ticket.dto';

@@ -1,0 +1,65 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import {
+  IsIn,
+  IsInt,
+  IsOptional,
+  IsString,
+  Matches,
+  Max,
+  MaxLength,
+  Min,
+  MinLength,
+  ValidateNested,
+} from 'class-validator';
+import { IsStringRecord } from '../common/http/validators';
+
+/** Validation message of an empty chain (gateway.yaml and the admin API alike). */
+export const CHAIN_NOT_EMPTY = 'chain must have at least one step';
+
+export class UsageCapDto {
+  /** Requests allowed per window. */
+  @ApiProperty({ type: 'integer' })
+  @IsInt()
+  @Min(1)
+  requests!: number;
+
+  /** Window of the cap. */
+  @IsIn(['minute', 'hour', 'day'])
+  per!: 'minute' | 'hour' | 'day';
+}
+
+/** One step of a key's failover chain. */
+export class ChainStepDto {
+  /** Name of a provider declared in the gateway configuration. */
+  @ApiProperty({ example: 'echo' })
+  @IsString()
+  @Matches(/^[a-z0-9][a-z0-9_-]{0,62}$/, { message: 'provider must be a provider name' })
+  provider!: string;
+
+  /** Model this step sends to its provider. */
+  @ApiProperty({ example: 'echo-1' })
+  @IsString()
+  @MinLength(1)
+  @MaxLength(200)
+  model!: string;
+
+  /** Time allowed for the upstream answer (for streams: time to first byte). Default 30000. */
+  @ApiPropertyOptional({ type: 'integer' })
+  @IsOptional()
+  @IsInt()
+  @Min(100)
+  @Max(600000)
+  timeout_ms?: number;
+
+  /** Skip this step once the key has sent this many requests to it in the window. */
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => UsageCapDto)
+  usage_cap?: UsageCapDto;
+
+  /** Requested voice id → this provider's voice id; `*` is the default. */
+  @IsOptional()
+  @IsStringRecord()
+  voice_map?: Record<string, string>;
+}

@@ -1,0 +1,56 @@
+import type { Params } from 'nestjs-pino';
+import type { Options } from 'pino-http';
+import { destination, stdSerializers } from 'pino';
+import type { IncomingMessage } from 'node:http';
+import { EnvironmentVariables } from './env.schema';
+import { requestIdOf } from '../common/http/request-id';
+import { REDACTED, scrubUrl } from '../common/http/scrub-url';
+
+/**
+ * An error as pino writes it, without SQL parameters: a failed write may hold a secret being stored
+ * (an endpoint's signing secret), and TypeORM's QueryFailedError carries every parameter.
+ */
+const errWithoutParameters = (err: Error | Record<string, unknown>): Record<string, unknown> => {
+  // pino-http hands over the error already serialized; the app logger, the Error itself
+  const out: Record<string, unknown> = err instanceof Error ? { ...stdSerializers.err(err) } : { ...err };
+  delete out.parameters;
+  return out;
+};
+
+/** Log lines leave in blocks of about this many bytes (one write per block, not one per line; sonic-boom wants it under its 16 KiB maxWrite)... */
+const LOG_BLOCK_BYTES = 8 * 1024;
+/** ...and at least this often; what is still pending at exit is written synchronously (pino's exit hook). */
+const LOG_FLUSH_MS = 100;
+
+/** JSON logs, one `request_id` on every line of a request, credentials redacted; written to stdout off the request path. */
+export function loggerParams(env: EnvironmentVariables): Params {
+  const options = httpLoggerOptions(env);
+  if (env.LOG_LEVEL === 'silent') return { pinoHttp: options };
+  return {
+    pinoHttp: [options, destination({ dest: 1, sync: false, minLength: LOG_BLOCK_BYTES, periodicFlush: LOG_FLUSH_MS })],
+  };
+}
+
+/** pino-http's options: the Nest middleware's, and the chat fast path's (which logs the same line). */
+export function httpLoggerOptions(env: EnvironmentVariables): Options {
+  return {
+    level: env.LOG_LEVEL,
+    genReqId: (req: IncomingMessage) => requestIdOf(req),
+    customAttributeKeys: { reqId: 'request_id' },
+    serializers: {
+      err: errWithoutParameters,
+      // only these headers are written, the credential as a marker: a serializer is much cheaper than pino's redact paths
+      req: (req: { id: string; method: string; url: string; headers: Record<string, unknown> }) => ({
+        id: req.id,
+        method: req.method,
+        url: scrubUrl(req.url),
+        headers: {
+          'user-agent': req.headers['user-agent'],
+          authorization: req.headers.authorization === undefined ? undefined : REDACTED,
+        },
+      }),
+    },
+    customLogLevel: (_req, res, err) =>
+      err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info',
+  };
+}

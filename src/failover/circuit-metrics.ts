@@ -1,0 +1,47 @@
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Gauge } from 'prom-client';
+import { GatewayConfig } from '../config/gateway-config';
+import { MetricsService } from '../metrics/metrics.service';
+import type { BreakerStatus } from './circuit-breaker';
+import { CircuitRegistry } from './circuit-registry';
+
+const BREAKER_STATES: BreakerStatus[] = ['healthy', 'degraded', 'recovering', 'down'];
+
+/** The circuits' series, read from memory when /metrics is scraped (registered by their owner). */
+@Injectable()
+export class CircuitMetrics implements OnModuleInit {
+  constructor(
+    private readonly metrics: MetricsService,
+    private readonly circuits: CircuitRegistry,
+    private readonly gateway: GatewayConfig,
+  ) {}
+
+  onModuleInit(): void {
+    const registers = [this.metrics.registry];
+    const circuits = this.circuits;
+    const providers = this.gateway.providers.map((p) => p.name);
+    new Gauge({
+      name: 'svc_circuit_state',
+      help: "Each provider's circuit breaker as this replica sees it: 1 for its current state, 0 for the others.",
+      labelNames: ['provider', 'state'],
+      registers,
+      collect() {
+        const now = Date.now();
+        for (const provider of providers) {
+          const { status } = circuits.view(provider, now);
+          for (const state of BREAKER_STATES) this.set({ provider, state }, state === status ? 1 : 0);
+        }
+      },
+    });
+    new Gauge({
+      name: 'svc_circuit_consecutive_failures',
+      help: "Consecutive failures counted by each provider's circuit breaker.",
+      labelNames: ['provider'],
+      registers,
+      collect() {
+        const now = Date.now();
+        for (const provider of providers) this.set({ provider }, circuits.view(provider, now).consecutive_failures);
+      },
+    });
+  }
+}

@@ -1,0 +1,216 @@
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { classify } from '../failover/chain';
+import { UpstreamFailure } from './provider-adapter';
+import { relaySse, sseEvents, SseEvent, toUpstreamFailure, UpstreamClient } from './http';
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+
+/** A real HTTP server on loopback whose one route is `handler`; `closedEarly` counts answers cut by the client. */
+async function serve(
+  handler: Handler,
+): Promise<{ url: string; closedEarly: () => number; close: () => Promise<void> }> {
+  let closedEarly = 0;
+  const server: Server = createServer((req, res) => {
+    res.once('close', () => {
+      if (!res.writableFinished) closedEarly++;
+    });
+    handler(req, res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    closedEarly: () => closedEarly,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** Writes `chunk` until the connection closes or `limit` bytes went out, honouring back-pressure. */
+async function pour(res: ServerResponse, chunk: Buffer | string, limit: number): Promise<number> {
+  let sent = 0;
+  while (!res.destroyed && sent < limit) {
+    sent += chunk.length;
+    if (!res.write(chunk)) await new Promise((resolve) => (res.once('drain', resolve), res.once('close', resolve)));
+  }
+  return sent;
+}
+
+const outcomeOf = async (work: Promise<unknown>): Promise<unknown> => {
+  const err = await work.then(
+    () => new Error('expected a failure'),
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(UpstreamFailure);
+  return (err as UpstreamFailure).outcome;
+};
+
+const call = (signal = new AbortController().signal) => ({
+  method: 'POST' as const,
+  path: '/',
+  headers: {},
+  body: '{}',
+  signal,
+});
+
+describe('UpstreamClient.json: the JSON reply cap', () => {
+  it('stops reading a chunked body at the cap and fails as response_too_large, cutting the upstream', async () => {
+    let sent = 0;
+    const server = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      void pour(res, Buffer.alloc(64 * 1024, 0x20), 50 * 1024 * 1024).then((n) => ((sent = n), res.end()));
+    });
+    const client = new UpstreamClient(server.url);
+    try {
+      const outcome = await outcomeOf(client.json(call(), 1024 * 1024));
+      expect(outcome).toEqual({
+        kind: 'provider_error',
+        code: 'response_too_large',
+        message: 'upstream JSON reply exceeds 1 MiB',
+      });
+      expect(classify(outcome as UpstreamFailure['outcome'])).toMatchObject({ verdict: 'next', breakerFailure: true });
+      await sleep(100);
+      expect(server.closedEarly()).toBe(1);
+      expect(sent).toBeLessThan(50 * 1024 * 1024);
+    } finally {
+      await client.close(0);
+      await server.close();
+    }
+  });
+
+  it('refuses a declared Content-Length over the cap before reading the body', async () => {
+    const server = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': 50 * 1024 * 1024 });
+      res.write('{"a":');
+    });
+    const client = new UpstreamClient(server.url);
+    try {
+      expect(await outcomeOf(client.json(call(), 1024 * 1024))).toMatchObject({ code: 'response_too_large' });
+    } finally {
+      await client.close(0);
+      await server.close();
+    }
+  });
+
+  it('reads a reply at the cap', async () => {
+    const text = JSON.stringify({ pad: 'x'.repeat(1024 * 1024 - 10) });
+    const server = await serve((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(text));
+    const client = new UpstreamClient(server.url);
+    try {
+      expect(Buffer.byteLength(text)).toBe(1024 * 1024);
+      expect((await client.json(call(), 1024 * 1024)).pad).toHaveLength(1024 * 1024 - 10);
+    } finally {
+      await client.close(0);
+      await server.close();
+    }
+  });
+});
+
+describe('the stream idle timeout', () => {
+  it('fails a stream that goes silent after its first event, as STREAM_IDLE, within the bound', async () => {
+    const server = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: first\n\n');
+    });
+    const client = new UpstreamClient(server.url, { streamIdleTimeoutMs: 300 });
+    try {
+      const signal = new AbortController().signal;
+      const response = await client.request(call(signal));
+      const events = relaySse(response.body, signal, (event: SseEvent) => event.data);
+      expect(await events.next()).toEqual({ done: false, value: 'first' });
+      const started = Date.now();
+      const outcome = await outcomeOf(events.next());
+      expect(outcome).toMatchObject({ kind: 'connection', code: 'STREAM_IDLE' });
+      expect(Date.now() - started).toBeLessThan(3000);
+      expect(classify(outcome as UpstreamFailure['outcome']).breakerFailure).toBe(true);
+    } finally {
+      await client.close(0);
+      await server.close();
+    }
+  });
+
+  it('does not count a reader that holds the body back (back-pressure) as upstream silence', async () => {
+    const size = 8 * 1024 * 1024;
+    const server = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      void pour(res, Buffer.alloc(64 * 1024, 1), size).then(() => res.end());
+    });
+    const client = new UpstreamClient(server.url, { streamIdleTimeoutMs: 300 });
+    try {
+      const response = await client.request(call());
+      let received = 0;
+      for await (const chunk of response.body) {
+        // the first read waits well past the idle bound while the upstream is blocked on our full buffers
+        if (received === 0) await sleep(1000);
+        received += (chunk as Buffer).length;
+      }
+      expect(received).toBe(size);
+    } finally {
+      await client.close(0);
+      await server.close();
+    }
+  });
+
+  it("maps undici's body timeout to STREAM_IDLE and its headers timeout to a timeout", () => {
+    expect(
+      toUpstreamFailure(Object.assign(new Error('Body Timeout Error'), { code: 'UND_ERR_BODY_TIMEOUT' })).outcome,
+    ).toMatchObject({ kind: 'connection', code: 'STREAM_IDLE' });
+    expect(
+      toUpstreamFailure(Object.assign(new Error('Headers Timeout Error'), { code: 'UND_ERR_HEADERS_TIMEOUT' })).outcome,
+    ).toEqual({ kind: 'timeout' });
+  });
+});
+
+describe('sseEvents: the line cap', () => {
+  async function* chunks(...texts: string[]): AsyncGenerator<string> {
+    for (const text of texts) yield await Promise.resolve(text);
+  }
+  async function* endless(first: string, piece: string): AsyncGenerator<string> {
+    yield first;
+    for (let i = 0; i < 1e6; i++) yield await Promise.resolve(piece);
+  }
+
+  it('fails an unterminated line once it passes the cap, without waiting for its end', async () => {
+    const seen: string[] = [];
+    const reading = (async () => {
+      for await (const event of sseEvents(endless('data: one\n\ndata: ', 'x'.repeat(1000)), 100000))
+        seen.push(event.data);
+    })();
+    expect(await outcomeOf(reading)).toEqual({
+      kind: 'provider_error',
+      code: 'response_too_large',
+      message: 'upstream SSE line exceeds 100000 bytes',
+    });
+    expect(seen).toEqual(['one']);
+  });
+
+  it('fails a line that arrives whole in one chunk over the cap', async () => {
+    const reading = (async () => {
+      for await (const event of sseEvents(chunks(`data: ${'y'.repeat(2000)}\n\n`), 1000)) void event;
+    })();
+    expect(await outcomeOf(reading)).toMatchObject({ code: 'response_too_large' });
+  });
+
+  it('fails an event whose many short data lines add up past the cap', async () => {
+    const reading = (async () => {
+      for await (const event of sseEvents(endless('', `data: ${'z'.repeat(100)}\n`), 10000)) void event;
+    })();
+    expect(await outcomeOf(reading)).toEqual({
+      kind: 'provider_error',
+      code: 'response_too_large',
+      message: 'upstream SSE event exceeds 10000 bytes',
+    });
+  });
+
+  it('keeps lines and events up to the cap', async () => {
+    const events: string[] = [];
+    for await (const event of sseEvents(chunks(`data: ${'a'.repeat(994)}\n`, 'data: b\n\n'), 1000))
+      events.push(event.data);
+    expect(events.map((e) => e.length)).toEqual([996]);
+  });
+});

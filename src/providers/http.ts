@@ -1,0 +1,285 @@
+import { Pool } from 'undici';
+import type { Dispatcher } from 'undici';
+import type { ResolvedProvider } from '../config/gateway-config';
+import { UpstreamFailure } from './provider-adapter';
+import { SSE_LINE_CAP, SseEvent, sseEvents, tooLarge } from './sse';
+
+export { SSE_LINE_CAP, sseEvents } from './sse';
+export type { SseEvent } from './sse';
+
+/** Keep-alive connections per upstream origin; a bound so one slow provider cannot exhaust sockets. */
+export const DEFAULT_UPSTREAM_CONNECTIONS = 64;
+/** Error bodies are only read for their message; anything longer is cut off and the socket dropped. */
+export const ERROR_BODY_CAP = 64 * 1024;
+const MAX_MESSAGE_CHARS = 1000;
+/** After a stream's end marker, the rest of the body is drained so the socket returns to the pool. */
+const DRAIN_LIMIT = 64 * 1024;
+const DRAIN_TIMEOUT_MS = 2000;
+/** A 2xx JSON reply larger than this is refused (read no further, socket dropped): a provider failure. */
+export const UPSTREAM_JSON_CAP = 16 * 1024 * 1024;
+/** Default longest silence of an upstream body once its headers came (`stream_idle_timeout_ms`). */
+export const DEFAULT_STREAM_IDLE_MS = 60000;
+
+export interface UpstreamClientOptions {
+  /** Max sockets to the origin (default 64). */
+  connections?: number;
+  /** Idle keep-alive time; undici's default (4 s, or the server's Keep-Alive hint) when unset. */
+  keepAliveTimeoutMs?: number;
+  /** Longest wait for the next body bytes once the headers came (default 60 s); a paused (back-pressured) body does not count. */
+  streamIdleTimeoutMs?: number;
+}
+
+/** The client options a provider's YAML sets (its stream idle timeout), under any given explicitly. */
+export function providerClientOptions(
+  provider: ResolvedProvider,
+  options: UpstreamClientOptions = {},
+): UpstreamClientOptions {
+  return { ...options, streamIdleTimeoutMs: options.streamIdleTimeoutMs ?? provider.streamIdleTimeoutMs };
+}
+
+export interface UpstreamCall {
+  method: 'GET' | 'POST' | 'DELETE';
+  /** Appended to the base URL's path, e.g. `/chat/completions`. */
+  path: string;
+  headers: Record<string, string>;
+  /** JSON text, or bytes (a multipart upload). */
+  body?: string | Buffer;
+  signal: AbortSignal;
+}
+
+export type UpstreamResponse = Dispatcher.ResponseData;
+export type UpstreamBody = UpstreamResponse['body'];
+
+const ignore = (): void => undefined;
+
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export function requireBaseUrl(provider: ResolvedProvider): string {
+  if (!provider.baseUrl) throw new Error(`provider '${provider.name}' (${provider.kind}) has no base_url`);
+  return provider.baseUrl;
+}
+
+/** By name, not instanceof: AbortSignal.timeout's DOMException may come from another realm. */
+function isTimeoutReason(reason: unknown): boolean {
+  return isRecord(reason) && reason.name === 'TimeoutError';
+}
+
+/**
+ * Why the call's signal fired: a TimeoutError reason (AbortSignal.timeout) is the step's timeout;
+ * an UpstreamFailure reason is the core's own verdict; anything else is a cancel (client gone).
+ */
+export function abortFailure(reason: unknown): UpstreamFailure {
+  if (reason instanceof UpstreamFailure) return reason;
+  if (isTimeoutReason(reason)) return new UpstreamFailure({ kind: 'timeout' });
+  return new UpstreamFailure({ kind: 'connection', code: 'ABORTED', message: 'request cancelled' });
+}
+
+function errorCode(err: unknown): string | undefined {
+  if (!isRecord(err)) return undefined;
+  const code = typeof err.code === 'string' ? err.code : undefined;
+  const cause = isRecord(err.cause) && typeof err.cause.code === 'string' ? err.cause.code : undefined;
+  // undici wraps a reset socket in UND_ERR_SOCKET; the OS code underneath says more
+  return code === 'UND_ERR_SOCKET' && cause ? cause : code;
+}
+
+/** Maps whatever a transport call threw to the failure the core classifies. */
+export function toUpstreamFailure(err: unknown, signal?: AbortSignal): UpstreamFailure {
+  if (err instanceof UpstreamFailure) return err;
+  if (signal?.aborted) return abortFailure(signal.reason);
+  if (isTimeoutReason(err)) return new UpstreamFailure({ kind: 'timeout' });
+  const code = errorCode(err);
+  if (code === 'UND_ERR_HEADERS_TIMEOUT') return new UpstreamFailure({ kind: 'timeout' });
+  // undici's body timeout is the stream idle bound: the provider went silent mid-body
+  if (code === 'UND_ERR_BODY_TIMEOUT')
+    return new UpstreamFailure({
+      kind: 'connection',
+      code: 'STREAM_IDLE',
+      message: 'the upstream sent nothing within its stream idle timeout',
+    });
+  const message = isRecord(err) && typeof err.message === 'string' ? err.message : undefined;
+  return new UpstreamFailure({ kind: 'connection', ...(code ? { code } : {}), ...(message ? { message } : {}) });
+}
+
+/** The upstream's own error text: OpenAI and Anthropic `{error:{message}}`, `{message}`, `{detail}`, or short plain text. */
+export function upstreamErrorMessage(text: string): string | undefined {
+  const trimmed = text.trim();
+  if (!trimmed) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(trimmed);
+  } catch {
+    if (trimmed.startsWith('<')) return undefined;
+    // a JSON body cut at the cap: its message is still the useful part
+    const cut = trimmed.startsWith('{') ? /"message"\s*:\s*"((?:[^"\\]|\\.)*)/.exec(trimmed) : null;
+    return (cut ? cut[1] : trimmed).slice(0, MAX_MESSAGE_CHARS);
+  }
+  if (!isRecord(parsed)) return undefined;
+  const { error } = parsed;
+  const message = isRecord(error) ? error.message : (error ?? parsed.message ?? parsed.detail);
+  return typeof message === 'string' && message ? message.slice(0, MAX_MESSAGE_CHARS) : undefined;
+}
+
+/** Reads at most `cap` bytes; a longer body is destroyed (its socket is not worth keeping). */
+export async function readCapped(body: AsyncIterable<Buffer>, cap: number): Promise<string> {
+  const parts: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    parts.push(chunk);
+    size += chunk.length;
+    if (size >= cap) break;
+  }
+  return Buffer.concat(parts).subarray(0, cap).toString('utf8');
+}
+
+/**
+ * A 2xx JSON body, read up to `cap` bytes: a declared or actual length over it destroys the body (the
+ * socket is not worth keeping) and throws `response_too_large`; a transport fault becomes an UpstreamFailure.
+ */
+export async function readJsonBody(
+  response: UpstreamResponse,
+  signal: AbortSignal,
+  cap = UPSTREAM_JSON_CAP,
+): Promise<Record<string, unknown>> {
+  const { body } = response;
+  const declared = Number(response.headers['content-length']);
+  if (declared > cap) {
+    body.on('error', ignore).destroy();
+    throw tooLarge('JSON reply', cap);
+  }
+  const parts: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of body) {
+      size += (chunk as Buffer).length;
+      if (size > cap) break; // leaving the loop destroys the body
+      parts.push(chunk as Buffer);
+    }
+  } catch (err) {
+    throw toUpstreamFailure(err, signal);
+  }
+  if (size > cap) throw tooLarge('JSON reply', cap);
+  return parseJsonBody(Buffer.concat(parts).toString('utf8'));
+}
+
+export function parseJsonBody(text: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new UpstreamFailure({
+      kind: 'provider_error',
+      code: 'invalid_response',
+      message: 'upstream sent invalid JSON',
+    });
+  }
+  if (!isRecord(parsed))
+    throw new UpstreamFailure({
+      kind: 'provider_error',
+      code: 'invalid_response',
+      message: 'upstream sent a non-object JSON',
+    });
+  return parsed;
+}
+
+/** One keep-alive pool per provider origin; every call goes through `request`. */
+export class UpstreamClient {
+  private readonly pool: Pool;
+  private readonly prefix: string;
+
+  constructor(baseUrl: string, options: UpstreamClientOptions = {}) {
+    const url = new URL(baseUrl);
+    this.prefix = url.pathname.replace(/\/+$/, '');
+    this.pool = new Pool(url.origin, {
+      connections: options.connections ?? DEFAULT_UPSTREAM_CONNECTIONS,
+      // undici times the gap between body chunks, paused while our side applies back-pressure
+      bodyTimeout: options.streamIdleTimeoutMs ?? DEFAULT_STREAM_IDLE_MS,
+      ...(options.keepAliveTimeoutMs ? { keepAliveTimeout: options.keepAliveTimeoutMs } : {}),
+    });
+  }
+
+  /** Resolves with a 2xx response (body unread); throws UpstreamFailure for transport faults and other statuses. */
+  async request(call: UpstreamCall): Promise<UpstreamResponse> {
+    let response: UpstreamResponse;
+    try {
+      response = await this.pool.request({
+        method: call.method,
+        path: this.prefix + call.path,
+        headers: call.headers,
+        body: call.body,
+        signal: call.signal,
+      });
+    } catch (err) {
+      throw toUpstreamFailure(err, call.signal);
+    }
+    if (response.statusCode >= 200 && response.statusCode < 300) return response;
+    const text = await readCapped(response.body, ERROR_BODY_CAP).catch(() => '');
+    const message = upstreamErrorMessage(text);
+    throw new UpstreamFailure({ kind: 'http', status: response.statusCode, ...(message ? { message } : {}) });
+  }
+
+  /** A 2xx JSON object of at most `cap` bytes. */
+  async json(call: UpstreamCall, cap = UPSTREAM_JSON_CAP): Promise<Record<string, unknown>> {
+    return readJsonBody(await this.request(call), call.signal, cap);
+  }
+
+  /** A 2xx whose body does not matter (probes); the body is drained so the socket is reused. */
+  async check(call: UpstreamCall): Promise<void> {
+    const response = await this.request(call);
+    try {
+      await response.body.dump({ limit: DRAIN_LIMIT });
+    } catch (err) {
+      throw toUpstreamFailure(err, call.signal);
+    }
+  }
+
+  /** Lets in-flight calls finish for `graceMs`, then cuts them. */
+  async close(graceMs = 5000): Promise<void> {
+    if (this.pool.destroyed) return;
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<'late'>((resolve) => (timer = setTimeout(resolve, graceMs, 'late')));
+    const outcome = await Promise.race([this.pool.close().then(() => 'closed' as const), grace]);
+    clearTimeout(timer);
+    if (outcome === 'late') await this.pool.destroy();
+  }
+}
+
+/** What a stream translator makes of one SSE event: a chunk to yield, nothing, or the end marker. */
+export type StreamStep<T> = T | undefined | 'end';
+
+/**
+ * Relays an SSE body as translated chunks. Ends at the translator's end marker (the rest of the
+ * body is drained for reuse); an early exit destroys the body, closing the upstream socket; a
+ * body that ends before the marker, breaks, or sends a line over `maxLineChars`, throws UpstreamFailure.
+ */
+export async function* relaySse<T>(
+  body: UpstreamBody,
+  signal: AbortSignal,
+  translate: (event: SseEvent) => StreamStep<T>,
+  maxLineChars = SSE_LINE_CAP,
+): AsyncGenerator<T> {
+  let complete = false;
+  // our finally decides between draining and destroying, so the iterator must not destroy on return
+  const source: AsyncIterable<Buffer> = { [Symbol.asyncIterator]: () => body.iterator({ destroyOnReturn: false }) };
+  try {
+    for await (const event of sseEvents(source, maxLineChars)) {
+      const step = translate(event);
+      if (step === 'end') {
+        complete = true;
+        return;
+      }
+      if (step !== undefined) yield step;
+    }
+  } catch (err) {
+    throw toUpstreamFailure(err, signal);
+  } finally {
+    if (complete) body.dump({ limit: DRAIN_LIMIT, signal: AbortSignal.timeout(DRAIN_TIMEOUT_MS) }).catch(ignore);
+    else body.on('error', ignore).destroy(); // destroying emits an abort error that nobody else listens to
+  }
+  throw new UpstreamFailure({
+    kind: 'connection',
+    code: 'STREAM_TRUNCATED',
+    message: 'upstream stream ended before its end marker',
+  });
+}

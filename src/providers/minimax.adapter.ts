@@ -1,0 +1,337 @@
+import { adapterFactory, HttpProviderAdapter } from './http-adapter';
+import { Readable } from 'node:stream';
+import type { ResolvedProvider } from '../config/gateway-config';
+import { parseFirstMp3Frame } from '../audio/parse';
+import { outputShape } from '../audio/transcoder';
+import {
+  AudioStream,
+  CallContext,
+  ProviderAdapter,
+  SpeechCall,
+  UpstreamFailure,
+  UpstreamVoice,
+  VoiceCloneCall,
+  SpeechOutput,
+  VoiceDesignCall,
+  VoiceInfo,
+  VoiceOrigin,
+  VoiceSampleRules,
+} from './provider-adapter';
+import type { SpeechOptions } from './speech-fields';
+import { multipartBody } from './multipart';
+import {
+  isRecord,
+  parseJsonBody,
+  readJsonBody,
+  relaySse,
+  SseEvent,
+  StreamStep,
+  UpstreamBody,
+  UpstreamClientOptions,
+  UpstreamResponse,
+  UPSTREAM_JSON_CAP,
+} from './http';
+
+/**
+ * MiniMax system voices (T2A v2 reference, platform.minimax.io / platform.minimaxi.com "T2A V2" voice_id list,
+ * plus ids shown by `POST /v1/get_voice`); the live list is longer and served by get_voice.
+ */
+const SYSTEM_VOICES: ReadonlyArray<readonly [id: string, name: string, language: string]> = [
+  ['male-qn-qingse', 'Qingse (young man)', 'zh'],
+  ['male-qn-jingying', 'Jingying (elite young man)', 'zh'],
+  ['male-qn-badao', 'Badao (domineering young man)', 'zh'],
+  ['male-qn-daxuesheng', 'Daxuesheng (college student)', 'zh'],
+  ['female-shaonv', 'Shaonv (girl)', 'zh'],
+  ['female-yujie', 'Yujie (mature woman)', 'zh'],
+  ['female-chengshu', 'Chengshu (mature woman)', 'zh'],
+  ['female-tianmei', 'Tianmei (sweet woman)', 'zh'],
+  ['presenter_male', 'Male presenter', 'zh'],
+  ['presenter_female', 'Female presenter', 'zh'],
+  ['audiobook_male_1', 'Male audiobook 1', 'zh'],
+  ['audiobook_male_2', 'Male audiobook 2', 'zh'],
+  ['audiobook_female_1', 'Female audiobook 1', 'zh'],
+  ['audiobook_female_2', 'Female audiobook 2', 'zh'],
+  ['clever_boy', 'Clever boy', 'zh'],
+  ['cute_boy', 'Cute boy', 'zh'],
+  ['lovely_girl', 'Lovely girl', 'zh'],
+  ['Chinese (Mandarin)_Reliable_Executive', 'Steady Executive', 'zh'],
+  ['Chinese (Mandarin)_News_Anchor', 'News Anchor (Female)', 'zh'],
+  ['Santa_Claus', 'Santa Claus', 'en'],
+  ['Grinch', 'Grinch', 'en'],
+  ['Rudolph', 'Rudolph', 'en'],
+  ['Arnold', 'Arnold', 'en'],
+  ['Charming_Santa', 'Charming Santa', 'en'],
+  ['Charming_Lady', 'Charming Lady', 'en'],
+  ['Sweet_Girl', 'Sweet Girl', 'en'],
+  ['Cute_Elf', 'Cute Elf', 'en'],
+  ['Attractive_Girl', 'Attractive Girl', 'en'],
+  ['Serene_Woman', 'Serene Woman', 'en'],
+  ['English_Graceful_Lady', 'Graceful Lady', 'en'],
+  ['English_Insightful_Speaker', 'Insightful Speaker', 'en'],
+  ['English_radiant_girl', 'Radiant Girl', 'en'],
+  ['English_Persuasive_Man', 'Persuasive Man', 'en'],
+  ['English_expressive_narrator', 'Expressive Narrator', 'en'],
+];
+const SYSTEM_VOICE_IDS = new Set(SYSTEM_VOICES.map(([id]) => id));
+/** MiniMax's rule for cloned/designed voice ids: 8..256 chars, a letter first, letters/digits/-/_, not ending in - or _. */
+export const CUSTOM_VOICE_ID = /^[A-Za-z][A-Za-z0-9_-]{6,254}[A-Za-z0-9]$/;
+
+/** MiniMax's quick-clone sample rules: mp3, m4a or wav, 10 s to 5 min, at most 20 MB. */
+export const MINIMAX_SAMPLE_RULES: VoiceSampleRules = {
+  types: ['audio/mpeg', 'audio/mp4', 'audio/wav'],
+  maxBytes: 20 * 1024 * 1024,
+  minSeconds: 10,
+  maxSeconds: 300,
+};
+
+/** base_resp codes that blame the request (2013 invalid parameters, 1026 sensitive content), not the provider. */
+const REQUEST_FAULTS: ReadonlySet<number | string> = new Set([2013, 1026]);
+
+/** A voice call's base_resp: a request fault is a 400, anything else the provider's failure. */
+function throwOnVoiceReply(reply: Record<string, unknown>): void {
+  try {
+    throwOnBaseResp(reply);
+  } catch (err) {
+    const outcome = (err as UpstreamFailure).outcome;
+    if (outcome.kind === 'provider_error' && REQUEST_FAULTS.has(outcome.code)) {
+      throw new UpstreamFailure({
+        kind: 'http',
+        status: 400,
+        message: `${outcome.message ?? 'invalid request'} (MiniMax ${outcome.code})`,
+      });
+    }
+    throw err;
+  }
+}
+
+/** MiniMax answers HTTP 200 even for failures; `base_resp.status_code` (e.g. 1004 auth, 1002 rate limit) says so. */
+function throwOnBaseResp(reply: Record<string, unknown>): void {
+  const base = reply.base_resp;
+  if (!isRecord(base) || base.status_code === 0 || base.status_code === undefined) return;
+  const code =
+    typeof base.status_code === 'number' || typeof base.status_code === 'string' ? base.status_code : 'unknown';
+  const message = typeof base.status_msg === 'string' && base.status_msg ? base.status_msg : undefined;
+  throw new UpstreamFailure({
+    kind: 'provider_error',
+    code,
+    ...(message ? { message } : {}),
+    ...(REQUEST_FAULTS.has(code) ? { requestFault: true } : {}),
+  });
+}
+
+function hexAudio(value: unknown): Buffer | undefined {
+  if (typeof value !== 'string' || value === '') return undefined;
+  const bytes = Buffer.from(value, 'hex');
+  if (bytes.length * 2 !== value.length)
+    throw new UpstreamFailure({
+      kind: 'provider_error',
+      code: 'invalid_response',
+      message: 'MiniMax sent audio that is not hex',
+    });
+  return bytes;
+}
+
+const noAudio = (): UpstreamFailure =>
+  new UpstreamFailure({ kind: 'provider_error', code: 'no_audio', message: 'MiniMax finished without audio' });
+
+/** The whole clip from a non-streaming reply (`data.audio`, hex). */
+function replyAudio(reply: Record<string, unknown>): Buffer {
+  throwOnBaseResp(reply);
+  const audio = hexAudio(isRecord(reply.data) ? reply.data.audio : undefined);
+  if (!audio) throw noAudio();
+  return audio;
+}
+
+/**
+ * Stream events: `status` 1 carries a hex chunk; `status` 2 (with `extra_info`) ends the stream and, unless
+ * `exclude_aggregated_audio` took effect, repeats the whole clip, which is only used when no chunk came before.
+ */
+async function* streamedAudio(body: UpstreamBody, signal: AbortSignal, maxLineChars: number): AsyncGenerator<Buffer> {
+  let emitted = false;
+  let wholeClip: Buffer | undefined;
+  const translate = (event: SseEvent): StreamStep<Buffer> => {
+    const reply = parseJsonBody(event.data);
+    throwOnBaseResp(reply);
+    const data = isRecord(reply.data) ? reply.data : {};
+    if (data.status === 2 || isRecord(reply.extra_info)) {
+      if (!emitted) wholeClip = hexAudio(data.audio);
+      return 'end';
+    }
+    const audio = hexAudio(data.audio);
+    if (audio) emitted = true;
+    return audio;
+  };
+  yield* relaySse(body, signal, translate, maxLineChars);
+  if (wholeClip) yield wholeClip;
+  else if (!emitted) throw noAudio();
+}
+
+/** The longest clip a reply may carry whole (hex in one JSON reply or one SSE event): the sync speech audio cap's default. */
+const WHOLE_CLIP_SECONDS = 1800;
+
+/** Bounds a MiniMax reply that may hold the whole clip in hex: that many seconds of 16-bit PCM in the requested shape. */
+export function wholeClipCap(output: SpeechOutput): number {
+  return Math.max(UPSTREAM_JSON_CAP, WHOLE_CLIP_SECONDS * output.sampleRate * output.channels * 2 * 2);
+}
+
+/** A one-chunk stream: the whole clip of a non-streaming reply. */
+const once = (chunk: Buffer): AsyncIterable<Buffer> => Readable.from([chunk]);
+
+/** Replays the chunk already read, then the rest. */
+async function* startingWith(first: Buffer, rest: AsyncIterator<Buffer>): AsyncGenerator<Buffer> {
+  try {
+    yield first;
+    for (let next = await rest.next(); !next.done; next = await rest.next()) yield next.value;
+  } finally {
+    await rest.return?.();
+  }
+}
+
+/** MiniMax T2A v2: the formats it makes natively (mp3, pcm, flac streamed; wav only whole) pass through as sent. */
+export class MiniMaxAdapter extends HttpProviderAdapter implements ProviderAdapter {
+  readonly kind = 'minimax' as const;
+  /** The older accounts' GroupId rides on every call as a query parameter. */
+  private readonly query: string;
+
+  constructor(provider: ResolvedProvider, options: UpstreamClientOptions = {}) {
+    super(provider, provider.apiKey ? { authorization: `Bearer ${provider.apiKey}` } : {}, options);
+    this.query = provider.groupId ? `?GroupId=${encodeURIComponent(provider.groupId)}` : '';
+  }
+
+  async speech(call: SpeechCall, ctx: CallContext): Promise<AudioStream> {
+    const { output } = call;
+    const stream = output.format !== 'wav';
+    const { voice_setting: voiceOptions, ...options }: SpeechOptions = call.options ?? {};
+    const body = JSON.stringify({
+      model: ctx.model,
+      text: call.text,
+      stream,
+      // the final event would otherwise repeat the whole clip: double the bytes for nothing
+      ...(stream ? { stream_options: { exclude_aggregated_audio: true } } : {}),
+      // MiniMax's own optional fields go as the client sent them (decisions §7); the audio always comes back as hex
+      voice_setting: { voice_id: call.voiceId, speed: call.speed, vol: call.vol, pitch: call.pitch, ...voiceOptions },
+      audio_setting: {
+        sample_rate: output.sampleRate,
+        bitrate: output.bitrate,
+        format: output.format,
+        channel: output.channels,
+      },
+      ...options,
+    });
+    const { contentType } = outputShape(output);
+    const response = await this.http.request({
+      method: 'POST',
+      path: `/t2a_v2${this.query}`,
+      headers: this.headers,
+      body,
+      signal: ctx.signal,
+    });
+    // errors come back as a JSON object even when a stream was asked for
+    if (!stream || isJson(response))
+      return { contentType, chunks: once(replyAudio(await readJsonBody(response, ctx.signal, wholeClipCap(output)))) };
+    const chunks = streamedAudio(response.body, ctx.signal, wholeClipCap(output));
+    // the first audio decides the attempt: a base_resp error before it fails the call, not the stream
+    const first = await chunks.next();
+    if (first.done) throw noAudio();
+    const bitrate = output.format === 'mp3' ? mp3BitrateOf(first.value) : undefined;
+    return {
+      contentType,
+      ...(bitrate && bitrate !== output.bitrate ? { bitrate } : {}),
+      chunks: startingWith(first.value, chunks),
+    };
+  }
+
+  readonly voiceSampleRules = MINIMAX_SAMPLE_RULES;
+
+  /** Quick clone: upload the sample (purpose `voice_clone`), then clone it under the id we chose. */
+  async cloneVoice(call: VoiceCloneCall, signal: AbortSignal): Promise<UpstreamVoice> {
+    if (!CUSTOM_VOICE_ID.test(call.voiceId)) throw new Error(`'${call.voiceId}' breaks MiniMax's voice id rule`);
+    const upload = multipartBody([
+      { name: 'purpose', value: 'voice_clone' },
+      { name: 'file', file: call.sample },
+    ]);
+    const uploaded = await this.http.json({
+      method: 'POST',
+      path: `/files/upload${this.query}`,
+      headers: { ...this.authHeaders, 'content-type': upload.contentType },
+      body: upload.body,
+      signal,
+    });
+    throwOnVoiceReply(uploaded);
+    const fileId = isRecord(uploaded.file) ? uploaded.file.file_id : undefined;
+    if (typeof fileId !== 'number' && typeof fileId !== 'string') {
+      throw new UpstreamFailure({
+        kind: 'provider_error',
+        code: 'invalid_response',
+        message: 'MiniMax did not return a file_id',
+      });
+    }
+    const body = JSON.stringify({ file_id: fileId, voice_id: call.voiceId });
+    throwOnVoiceReply(
+      await this.http.json({ method: 'POST', path: `/voice_clone${this.query}`, headers: this.headers, body, signal }),
+    );
+    return { voiceId: call.voiceId, method: 'clone' };
+  }
+
+  /** Voice design from a description; MiniMax also reads `preview_text` aloud once (a trial clip, not kept). */
+  async designVoice(call: VoiceDesignCall, signal: AbortSignal): Promise<UpstreamVoice> {
+    const body = JSON.stringify({ prompt: call.prompt, preview_text: call.previewText, voice_id: call.voiceId });
+    const reply = await this.http.json({
+      method: 'POST',
+      path: `/voice_design${this.query}`,
+      headers: this.headers,
+      body,
+      signal,
+    });
+    throwOnVoiceReply(reply);
+    return {
+      voiceId: typeof reply.voice_id === 'string' && reply.voice_id ? reply.voice_id : call.voiceId,
+      method: 'design',
+    };
+  }
+
+  async deleteVoice(voice: UpstreamVoice, signal: AbortSignal): Promise<void> {
+    const body = JSON.stringify({
+      voice_type: voice.method === 'clone' ? 'voice_cloning' : 'voice_generation',
+      voice_id: voice.voiceId,
+    });
+    throwOnVoiceReply(
+      await this.http.json({ method: 'POST', path: `/delete_voice${this.query}`, headers: this.headers, body, signal }),
+    );
+  }
+
+  voices(): Promise<VoiceInfo[]> {
+    return Promise.resolve(SYSTEM_VOICES.map(([id, name, language]) => ({ id, name, languages: [language] })));
+  }
+
+  /** System ids, and any well-formed custom id: cloned and designed voices live upstream, per account. */
+  acceptsVoice(voiceId: string, origin: VoiceOrigin = 'client'): Promise<boolean> {
+    if (SYSTEM_VOICE_IDS.has(voiceId) || (this.provider.allowedVoiceIds ?? []).includes(voiceId))
+      return Promise.resolve(true);
+    return Promise.resolve(origin === 'operator' && CUSTOM_VOICE_ID.test(voiceId));
+  }
+
+  /** Listing the system voices is free (nothing is synthesised) and checks the key: a bad one is base_resp 1004. */
+  override async probe(signal: AbortSignal): Promise<void> {
+    const body = JSON.stringify({ voice_type: 'system' });
+    throwOnBaseResp(
+      await this.http.json({ method: 'POST', path: `/get_voice${this.query}`, headers: this.headers, body, signal }),
+    );
+  }
+}
+
+/** MiniMax may encode at another bitrate than asked (e.g. 256 kbps is beyond MPEG-2 rates): the first frame says. */
+function mp3BitrateOf(first: Buffer): number | undefined {
+  try {
+    return parseFirstMp3Frame(first).bitrate;
+  } catch {
+    return undefined; // the first chunk held no whole frame: the request's bitrate stands
+  }
+}
+
+function isJson(response: UpstreamResponse): boolean {
+  const type = response.headers['content-type'];
+  return typeof type === 'string' && type.includes('application/json');
+}
+
+export const MiniMaxAdapterFactory = adapterFactory('minimax', (provider) => new MiniMaxAdapter(provider));

@@ -1,0 +1,83 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
+import { DataSource, Repository } from 'typeorm';
+import { BatchOutcome, BulkColumn, bulkInsert, insertBatch } from '../database/bulk-insert';
+import { pgPoolOf } from '../database/pg-pool';
+import { UsageRecordEntity } from './usage-record.entity';
+
+export type NewUsageRecord = Omit<UsageRecordEntity, 'id' | 'createdAt'>;
+
+const COLUMNS: readonly BulkColumn[] = [
+  { name: 'request_id', type: 'text' },
+  { name: 'key_id', type: 'text' },
+  { name: 'capability', type: 'text' },
+  { name: 'requested_model', type: 'text' },
+  { name: 'provider', type: 'text' },
+  { name: 'model', type: 'text' },
+  { name: 'fallback_level', type: 'integer' },
+  { name: 'status', type: 'integer' },
+  { name: 'latency_ms', type: 'integer' },
+  { name: 'attempts', type: 'jsonb' },
+  { name: 'prompt_tokens', type: 'integer' },
+  { name: 'completion_tokens', type: 'integer' },
+  { name: 'total_tokens', type: 'integer' },
+  { name: 'characters', type: 'integer' },
+];
+const INSERT = bulkInsert('usage_records', COLUMNS);
+
+const rowOf = (r: NewUsageRecord): unknown[] => [
+  r.requestId,
+  r.keyId,
+  r.capability,
+  r.requestedModel,
+  r.provider,
+  r.model,
+  r.fallbackLevel,
+  r.status,
+  r.latencyMs,
+  r.attempts,
+  r.promptTokens,
+  r.completionTokens,
+  r.totalTokens,
+  r.characters,
+];
+
+/** `usage_records`: written in multi-row INSERTs (raw SQL: no per-row ORM work), read a key's page at a time. */
+@Injectable()
+export class UsageRecordsRepository {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @InjectRepository(UsageRecordEntity) private readonly records: Repository<UsageRecordEntity>,
+  ) {}
+
+  /** One INSERT of the batch; a row the database refuses is reported and the rest still go in. */
+  insert(batch: NewUsageRecord[]): Promise<BatchOutcome> {
+    const pool = pgPoolOf(this.dataSource);
+    return insertBatch((query) => pool.query(query), INSERT, batch.map(rowOf));
+  }
+
+  /**
+   * Up to `limit` records of the key after the record `cursor` (an id of its own, else null), newest first,
+   * or oldest first for one request (`requestId`) and the records made under it (`<id>_<n>`).
+   */
+  async page(
+    keyId: string,
+    options: { requestId?: string; cursor?: string; limit: number },
+  ): Promise<UsageRecordEntity[] | null> {
+    const { requestId, cursor, limit } = options;
+    const oldestFirst = requestId !== undefined;
+    const query = this.records.createQueryBuilder('r').where('r.key_id = :keyId', { keyId });
+    // ids are base62 joined by `_`, so the prefix only needs `_` escaped for LIKE
+    if (requestId)
+      query.andWhere('(r.request_id = :requestId OR r.request_id LIKE :prefix)', {
+        requestId,
+        prefix: `${requestId.replace(/_/g, '\\_')}\\_%`,
+      });
+    if (cursor && !(await query.clone().andWhere('r.id = :cursor', { cursor }).getExists())) return null;
+    if (cursor) query.andWhere(oldestFirst ? 'r.id > :cursor' : 'r.id < :cursor', { cursor });
+    return query
+      .orderBy('r.id', oldestFirst ? 'ASC' : 'DESC')
+      .limit(limit)
+      .getMany();
+  }
+}
