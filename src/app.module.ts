@@ -1,12 +1,8 @@
 import { Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
-import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { LoggerModule } from 'nestjs-pino';
 import { AdminToken } from './auth/admin-token';
-import { AuthGuard } from './auth/auth.guard';
-import { MultipartOnUploadRoutes } from './common/http/upload-route';
-import { ApiErrorFilter } from './common/errors/api-error.filter';
-import { createValidationPipe } from './common/http/validation';
+import { globalPipelineProviders } from './auth/global-pipeline';
 import { loggerParams } from './config/logging';
 import { ChatModule } from './chat/chat.module';
 import { AppConfigModule } from './config/config.module';
@@ -55,10 +51,7 @@ import { WebhooksModule } from './webhooks/webhooks.module';
       useFactory: (env: EnvironmentVariables, endpoint: DatabaseEndpoint) =>
         AdminToken.fromEnvironment(env.SVC_ADMIN_TOKEN, endpoint.isEmbedded),
     },
-    { provide: APP_FILTER, useClass: ApiErrorFilter },
-    { provide: APP_PIPE, useFactory: createValidationPipe },
-    { provide: APP_GUARD, useClass: AuthGuard },
-    { provide: APP_GUARD, useClass: MultipartOnUploadRoutes },
+    ...globalPipelineProviders(),
   ],
 })
 export class AppModule {}

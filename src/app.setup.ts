@@ -11,7 +11,7 @@ import { GatewayWsAdapter } from './common/http/gateway-ws-adapter';
 import { jsonBody } from './common/http/json-body';
 import { requestIdMiddleware } from './common/http/request-id';
 import { refuseUnreadBody } from './common/http/unread-body';
-import { installChatFastPath } from './chat/chat-fast-path';
+import { ChatFastPath } from './chat/chat-fast-path';
 import { EnvironmentVariables } from './config/env.schema';
 import { KeyDirectory } from './keys/key-directory';
 import { MetricsService } from './metrics/metrics.service';
@@ -49,7 +49,7 @@ export function setupApp(app: NestExpressApplication): NestExpressApplication {
   app.use(parserErrorMiddleware);
   app.use(refuseUnreadBody);
   answerMalformedRequests(app.getHttpServer());
-  installChatFastPath(app);
+  app.get(ChatFastPath).install(app.getHttpServer());
   // MiniMax's own clients open /ws/v1/t2a_v2: the same stream (decisions §10)
   app.useWebSocketAdapter(new GatewayWsAdapter(app, { [MINIMAX_STREAM_PATH]: STREAM_PATH }));
   serveConsole(app);

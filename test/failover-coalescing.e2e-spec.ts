@@ -187,6 +187,16 @@ describe('coalesced failover events', () => {
   }, 30000);
 
   it('runs no SQL on the way of the 2nd to 50th request past an open circuit', async () => {
+    // a window longer than the test on any machine: a new window's first event is stored on its request's way, by design
+    const long = await startApp({ gateway: gateway(), env: env(3600) });
+    try {
+      await noSqlPastOpenCircuit(long);
+    } finally {
+      await long.close();
+    }
+  }, 60000);
+
+  const noSqlPastOpenCircuit = async (t: TestApp): Promise<void> => {
     const key = await t.createKey('open circuit', [
       { provider: fakes.open.name, model: 'm-a' },
       { provider: 'echo', model: 'echo-1' },
@@ -207,7 +217,7 @@ describe('coalesced failover events', () => {
     } finally {
       counter.uninstall();
     }
-  });
+  };
 
   it('stores the closing event of an open window when the application closes, so no counted failover is lost', async () => {
     const closing = await startApp({ gateway: gateway(), env: env(600) });
@@ -313,7 +323,8 @@ describe('coalesced failover events', () => {
     const value = (series: string): number =>
       Number(new RegExp(`^${series.replace(/[{}"]/g, '\\$&')} (\\d+)`, 'm').exec(metrics)?.[1] ?? NaN);
     expect(value(`svc_failovers_total{from="${fakes.first.name}",to="echo"}`)).toBe(50);
-    expect(value('svc_gateway_events_stored_total{kind="failover_first"}')).toBeGreaterThanOrEqual(5);
+    // the first condition's, and the three of the other-conditions test (the open-circuit test has an app of its own)
+    expect(value('svc_gateway_events_stored_total{kind="failover_first"}')).toBeGreaterThanOrEqual(4);
     expect(value('svc_gateway_events_pending')).toBe(0);
   });
 });

@@ -1,4 +1,11 @@
-import { ArgumentMetadata, INestApplication, Logger } from '@nestjs/common';
+import { ArgumentMetadata, Injectable, Logger, type Type } from '@nestjs/common';
+import {
+  EXCEPTION_FILTERS_METADATA,
+  GUARDS_METADATA,
+  INTERCEPTORS_METADATA,
+  PIPES_METADATA,
+} from '@nestjs/common/constants';
+import { ApplicationConfig } from '@nestjs/core';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { PinoLogger } from 'nestjs-pino';
 import { storage, Store } from 'nestjs-pino/storage';
@@ -6,47 +13,58 @@ import { pinoHttp } from 'pino-http';
 import type { HttpLogger } from 'pino-http';
 import { authenticateProxyKey } from '../auth/auth.guard';
 import { dropUnreadBody } from '../auth/credential-before-body';
+import { GLOBAL_FILTERS, GLOBAL_GUARDS } from '../auth/global-pipeline';
 import { renderError } from '../common/errors/api-error.filter';
 import { toDomainError } from '../common/errors/domain-error';
 import { isPlainJson, jsonBody, readPlainJson } from '../common/http/json-body';
 import { assignRequestId } from '../common/http/request-id';
-import { createValidationPipe } from '../common/http/validation';
 import { httpLoggerOptions } from '../config/logging';
 import { EnvironmentVariables } from '../config/env.schema';
-import type { FailoverScope } from '../failover/failover-scope';
+import { FailoverInterceptor } from '../failover/failover.interceptor';
 import { FailoverService } from '../failover/failover.service';
-import { openProxyScope, proxyFailed, proxySucceeded } from '../failover/proxied-request';
+import { openHttpCall, type ProxiedCall } from '../failover/proxied-call';
 import { AuthenticatedKey, KeyDirectory } from '../keys/key-directory';
-import { RateLimiter } from '../quotas/rate-limiter.service';
 import { MetricsService } from '../metrics/metrics.service';
+import { RateLimiter } from '../quotas/rate-limiter.service';
 import { parseChatRequest } from './chat-request';
+import { ChatController } from './chat.controller';
 import { ChatService } from './chat.service';
-
-type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
 
 const CHAT_PATH = '/v1/chat/completions';
 /** The metrics series of the fast path: the Nest route's template, so both count as one route. */
 const CHAT_ROUTE = { path: CHAT_PATH };
-/** What Nest hands the global pipe for the route's `@Body() body: unknown`. */
+/** What Nest hands the global pipes for the route's `@Body() body: unknown`. */
 const BODY_METADATA: ArgumentMetadata = { type: 'body', metatype: Object, data: undefined };
 const JSON_TYPE = /^application\/json\s*(?:;|$)/i;
+
+type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
 
 interface FastRequest extends IncomingMessage {
   body?: unknown;
   route?: { path: string };
 }
 
+const sameClasses = (instances: readonly object[], classes: readonly Type<unknown>[]): boolean =>
+  instances.length === classes.length && instances.every((instance, i) => instance.constructor === classes[i]);
+
 /**
- * `POST /v1/chat/completions` without Express routing, Nest's guard/interceptor/pipe chain and
- * rxjs: the same pieces in the same order (request id, metrics, JSON body parser, request log,
- * key and rate limit, failover scope, validation pipe, chat service, error rendering), called
- * directly. It takes only the plain case (exact path, a JSON body); anything else goes to Express.
+ * `POST /v1/chat/completions` without Express routing, Nest's execution context and rxjs, for the plain case
+ * (exact path, a JSON body): the steps of the Nest pipeline in its order, each done by the same code —
+ * request id and metrics (the middleware's), the key and its rate limit before the body (credentialBeforeBody
+ * and the AuthGuard's `authenticateProxyKey`; MultipartOnUploadRoutes has nothing to refuse on a JSON body),
+ * the JSON body parser, the request log, the route's FailoverInterceptor (the same ProxiedCall), the
+ * application's global pipes themselves, `ChatService`, and the ApiErrorFilter's `renderError`.
+ * On every request it checks that the application's enhancers are still exactly those (GLOBAL_GUARDS,
+ * GLOBAL_FILTERS, no global interceptor, the route's FailoverInterceptor alone): if one was added, the
+ * request goes to Express, so nothing added to the pipeline is ever skipped.
  */
+@Injectable()
 export class ChatFastPath {
   private readonly logger = new Logger('ApiErrorFilter');
-  private readonly pipe = createValidationPipe();
   /** Made on first use: nestjs-pino sets the root logger when the application initialises. */
   private httpLogger: HttpLogger | null = null;
+  /** The route's own enhancers are what the fast path replays (read once: decorators do not change). */
+  private readonly routeReplayed = ChatFastPath.routeEnhancersReplayed();
 
   constructor(
     private readonly env: EnvironmentVariables,
@@ -55,14 +73,60 @@ export class ChatFastPath {
     private readonly failover: FailoverService,
     private readonly chat: ChatService,
     private readonly metrics: MetricsService,
+    private readonly app: ApplicationConfig,
   ) {}
 
-  /** The plain case: exact path, a JSON body that is there (an empty or non-JSON body gets Express's answers). */
+  /** The plain case, while the pipeline is the one replayed: exact path, a JSON body that is there. */
   takes(req: IncomingMessage): boolean {
     if (req.method !== 'POST' || req.url !== CHAT_PATH) return false;
     const type = req.headers['content-type'];
     if (typeof type !== 'string' || !JSON_TYPE.test(type)) return false;
-    return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+    if (req.headers['transfer-encoding'] === undefined && !(Number(req.headers['content-length'] ?? 0) > 0))
+      return false;
+    return this.replaysPipeline();
+  }
+
+  /** Whether the application's enhancers are exactly the ones this path replays. */
+  replaysPipeline(): boolean {
+    const app = this.app;
+    return (
+      this.routeReplayed &&
+      sameClasses(app.getGlobalGuards(), GLOBAL_GUARDS) &&
+      sameClasses(app.getGlobalFilters(), GLOBAL_FILTERS) &&
+      app.getGlobalInterceptors().length === 0 &&
+      app.getGlobalRequestGuards().length === 0 &&
+      app.getGlobalRequestInterceptors().length === 0 &&
+      app.getGlobalRequestPipes().length === 0 &&
+      app.getGlobalRequestFilters().length === 0
+    );
+  }
+
+  private static routeEnhancersReplayed(): boolean {
+    const handler = Object.getOwnPropertyDescriptor(ChatController.prototype, 'create')?.value as object;
+    const targets = [ChatController, handler];
+    const none = (key: string): boolean => targets.every((t) => Reflect.getMetadata(key, t) === undefined);
+    const interceptors = (Reflect.getMetadata(INTERCEPTORS_METADATA, handler) ?? []) as unknown[];
+    return (
+      none(GUARDS_METADATA) &&
+      none(PIPES_METADATA) &&
+      none(EXCEPTION_FILTERS_METADATA) &&
+      Reflect.getMetadata(INTERCEPTORS_METADATA, ChatController) === undefined &&
+      interceptors.length === 1 &&
+      interceptors[0] === FailoverInterceptor
+    );
+  }
+
+  /** Puts the fast path in front of the Express application on the same server (one call, from setupApp). */
+  install(server: Server): void {
+    const listeners = server.listeners('request') as RequestListener[];
+    if (listeners.length !== 1)
+      throw new Error(`expected the Express application as the only request listener, found ${listeners.length}`);
+    const [express] = listeners;
+    server.removeListener('request', express);
+    server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+      if (this.takes(req)) this.handle(req, res);
+      else express(req, res);
+    });
   }
 
   handle(req: FastRequest, res: ServerResponse): void {
@@ -85,8 +149,7 @@ export class ChatFastPath {
         renderError(toDomainError(err) ?? err, req, res, this.logger);
         return;
       }
-      const httpLogger = this.requestLogger();
-      httpLogger(req, res);
+      this.requestLogger()(req, res);
       storage.run(new Store(req.log), () => void this.serve(req, res, key));
     };
     // plain UTF-8 JSON is read directly (raw-body, as body-parser would); anything else by body-parser itself
@@ -95,14 +158,15 @@ export class ChatFastPath {
   }
 
   private async serve(req: FastRequest, res: ServerResponse, key: AuthenticatedKey): Promise<void> {
-    let scope: FailoverScope | null = null;
+    const call: ProxiedCall = openHttpCall(this.failover, req, res, key, 'chat');
     try {
-      scope = openProxyScope(this.failover, req, res, key, 'chat');
-      const body: unknown = await this.pipe.transform(req.body, BODY_METADATA);
-      await this.chat.respond(scope, parseChatRequest(body), res);
-      proxySucceeded(scope, res);
+      let body: unknown = req.body;
+      for (const pipe of this.app.getGlobalPipes())
+        body = (await pipe.transform(body, BODY_METADATA)) as unknown;
+      await this.chat.respond(call, parseChatRequest(body), res);
+      call.succeeded();
     } catch (err) {
-      if (scope) proxyFailed(scope, res, err);
+      call.failed(err);
       renderError(err, req, res, this.logger);
     }
   }
@@ -111,26 +175,4 @@ export class ChatFastPath {
     this.httpLogger ??= pinoHttp({ ...httpLoggerOptions(this.env), logger: PinoLogger.root });
     return this.httpLogger;
   }
-}
-
-/** Puts the fast path in front of the Express application on the same server. */
-export function installChatFastPath(app: INestApplication): void {
-  const server = app.getHttpServer() as Server;
-  const fast = new ChatFastPath(
-    app.get(EnvironmentVariables),
-    app.get(KeyDirectory),
-    app.get(RateLimiter),
-    app.get(FailoverService),
-    app.get(ChatService),
-    app.get(MetricsService),
-  );
-  const listeners = server.listeners('request') as RequestListener[];
-  if (listeners.length !== 1)
-    throw new Error(`expected the Express application as the only request listener, found ${listeners.length}`);
-  const [express] = listeners;
-  server.removeListener('request', express);
-  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    if (fast.takes(req)) fast.handle(req, res);
-    else express(req, res);
-  });
 }

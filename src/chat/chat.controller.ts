@@ -2,8 +2,8 @@ import { Body, Controller, HttpCode, Post, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiOkResponse, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { ApiErrors } from '../common/http/api-errors.decorator';
-import type { FailoverScope } from '../failover/failover-scope';
-import { Proxied, ProxyScope } from '../failover/failover.interceptor';
+import { Proxied, ProxyCall } from '../failover/failover.interceptor';
+import type { ProxiedCall } from '../failover/proxied-call';
 import { parseChatRequest } from './chat-request';
 import { ChatService } from './chat.service';
 import { ChatCompletionDto, ChatCompletionRequestDto } from './dto/chat.dto';
@@ -18,6 +18,9 @@ export class ChatController {
    * OpenAI-compatible chat completions through the key's failover chain. Every response carries
    * x-svc-provider-used, x-svc-is-fallback, x-svc-fallback-level, x-svc-request-id, and
    * x-svc-fallback-alert when a failover happened.
+   *
+   * Plain requests (exactly this path, a JSON body) never reach this handler: ChatFastPath serves them with
+   * the same steps. It serves the rest: a query string, another content type, an empty body.
    */
   @Post()
   @HttpCode(200)
@@ -29,7 +32,7 @@ export class ChatController {
     description: 'A chat.completion, or an SSE stream of chat.completion.chunk when `stream` is true.',
   })
   @ApiErrors(400, 401, 413, 502, 503)
-  async create(@ProxyScope() scope: FailoverScope, @Body() body: unknown, @Res() res: Response): Promise<void> {
-    await this.chat.respond(scope, parseChatRequest(body), res);
+  async create(@ProxyCall() call: ProxiedCall, @Body() body: unknown, @Res() res: Response): Promise<void> {
+    await this.chat.respond(call, parseChatRequest(body), res);
   }
 }

@@ -1,9 +1,8 @@
-import type { ServerResponse } from 'node:http';
 import type { Capability } from '../config/provider-kinds';
 import type { AuthenticatedKey } from '../keys/key-directory';
 import type { AttemptRecord } from '../usage/usage-record.entity';
 import type { TokenUsage } from '../providers/provider-adapter';
-import { ServedBy, servedHeaders } from './failover-headers';
+import type { ServedBy } from './failover-headers';
 
 export interface ScopeResult {
   status: number;
@@ -22,8 +21,6 @@ export class FailoverScope {
   requestedModel = '';
   /** Appended to the failover alert's message (set by the attempt that served, e.g. a substituted voice). */
   alertNote: string | null = null;
-  /** Set by routes that write their own (streamed) body: they finish the scope when the stream ends. */
-  streaming = false;
   /**
    * The fallback providers whose failover the larger request this scope is part of has already
    * announced (an async task's chunks share one set): one `failover` event each, not one per chunk.
@@ -80,12 +77,6 @@ export class FailoverScope {
     if (this.failoversAnnounced.has(provider)) return false;
     this.failoversAnnounced.add(provider);
     return true;
-  }
-
-  /** Writes the x-svc-* headers of the serving step (before the first byte of a stream). */
-  applyHeaders(res: ServerResponse): void {
-    if (!this.served || res.headersSent) return;
-    for (const [name, value] of Object.entries(servedHeaders(this.served, this.alertNote))) res.setHeader(name, value);
   }
 
   /** Records the request's usage once, whatever path it ended on. */

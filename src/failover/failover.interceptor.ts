@@ -13,19 +13,20 @@ import type { Response } from 'express';
 import { catchError, Observable, tap, throwError } from 'rxjs';
 import type { KeyedRequest } from '../auth/auth.decorators';
 import type { Capability } from '../config/provider-kinds';
-import { FailoverScope } from './failover-scope';
 import { FailoverService } from './failover.service';
-import { openProxyScope, proxyFailed, proxySucceeded } from './proxied-request';
+import { openHttpCall, ProxiedCall } from './proxied-call';
 
 const PROXIED = Symbol('proxied-capability');
 
-interface ScopedRequest extends KeyedRequest {
-  failoverScope?: FailoverScope;
+interface CallRequest extends KeyedRequest {
+  proxiedCall?: ProxiedCall;
 }
 
 /**
- * Around every proxied route: opens the request's failover scope (cancelled when the client
- * leaves), puts the x-svc-* headers on the response (errors included) and records usage once.
+ * Around every proxied Nest route: resolves the route's capability, opens its ProxiedCall (the one life of a
+ * proxied request, cancelled when the client leaves) for the handler to run the chain through, and ends it:
+ * the x-svc-* headers on the answer, errors included, and its usage recorded once. The chat fast path opens
+ * the same call for the requests it takes.
  */
 @Injectable()
 export class FailoverInterceptor implements NestInterceptor {
@@ -36,15 +37,15 @@ export class FailoverInterceptor implements NestInterceptor {
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const capability = this.reflector.get<Capability>(PROXIED, context.getHandler());
-    const request = context.switchToHttp().getRequest<ScopedRequest>();
+    const request = context.switchToHttp().getRequest<CallRequest>();
     const response = context.switchToHttp().getResponse<Response>();
     if (!request.proxyKey) throw new Error('FailoverInterceptor on a route without bearer authentication');
-    const scope = openProxyScope(this.failover, request, response, request.proxyKey, capability);
-    request.failoverScope = scope;
+    const call = openHttpCall(this.failover, request, response, request.proxyKey, capability);
+    request.proxiedCall = call;
     return next.handle().pipe(
-      tap(() => proxySucceeded(scope, response)),
+      tap(() => call.succeeded()),
       catchError((err: unknown) => {
-        proxyFailed(scope, response, err);
+        call.failed(err);
         return throwError(() => err);
       }),
     );
@@ -55,9 +56,9 @@ export class FailoverInterceptor implements NestInterceptor {
 export const Proxied = (capability: Capability): MethodDecorator =>
   applyDecorators(SetMetadata(PROXIED, capability), UseInterceptors(FailoverInterceptor));
 
-/** The failover scope of the current proxied request. */
-export const ProxyScope = createParamDecorator((_: unknown, ctx: ExecutionContext): FailoverScope => {
-  const scope = ctx.switchToHttp().getRequest<ScopedRequest>().failoverScope;
-  if (!scope) throw new Error('ProxyScope used on a route without @Proxied()');
-  return scope;
+/** The ProxiedCall of the current request (a route marked `@Proxied()`). */
+export const ProxyCall = createParamDecorator((_: unknown, ctx: ExecutionContext): ProxiedCall => {
+  const call = ctx.switchToHttp().getRequest<CallRequest>().proxiedCall;
+  if (!call) throw new Error('ProxyCall used on a route without @Proxied()');
+  return call;
 });

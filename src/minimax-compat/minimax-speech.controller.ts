@@ -3,8 +3,8 @@ import { ApiBearerAuth, ApiOkResponse, ApiProduces, ApiTags } from '@nestjs/swag
 import type { Request, Response } from 'express';
 import { CurrentKey } from '../auth/auth.decorators';
 import { Public } from '../common/http/route-access';
-import type { FailoverScope } from '../failover/failover-scope';
-import { Proxied, ProxyScope } from '../failover/failover.interceptor';
+import { Proxied, ProxyCall } from '../failover/failover.interceptor';
+import type { ProxiedCall } from '../failover/proxied-call';
 import type { AuthenticatedKey } from '../keys/key-directory';
 import { SYNC_TEXT_LIMIT, toSpeechJob } from '../speech/speech-job';
 import { SpeechTasksService } from '../speech/tasks/speech-tasks.service';
@@ -50,7 +50,7 @@ export class MiniMaxSpeechController {
   @Proxied('speech')
   @ApiOkResponse({ description: `MiniMax's T2A answer (JSON, or SSE with \`stream: true\`). ${MINIMAX_ERRORS}` })
   async t2a(
-    @ProxyScope() scope: FailoverScope,
+    @ProxyCall() call: ProxiedCall,
     @Body() body: T2aRequestDto,
     @Req() req: Request,
     @Res() res: Response,
@@ -61,7 +61,7 @@ export class MiniMaxSpeechController {
       : body.output_format === 'url'
         ? { kind: 'url', baseUrl: baseUrlOf(req) }
         : { kind: 'hex' };
-    await this.speech.t2a(scope, job, answer, res);
+    await this.speech.t2a(call, job, answer, res);
   }
 
   /** MiniMax's async T2A: the gateway's async task (up to 200,000 characters); `task_id` and `file_id` are its `task_…` id. */

@@ -3,7 +3,7 @@ import type { Response } from 'express';
 import { once } from 'node:events';
 import { DomainError } from '../common/errors/domain-error';
 import { sendJson } from '../common/http/send-json';
-import type { FailoverScope } from '../failover/failover-scope';
+import type { ProxiedCall } from '../failover/proxied-call';
 import type { AudioStream } from '../providers/provider-adapter';
 import type { SpeechJob } from '../speech/speech-job';
 import { SpeechService } from '../speech/speech.service';
@@ -17,8 +17,8 @@ export type T2aAnswer =
   | { kind: 'url'; baseUrl: string }
   | { kind: 'sse'; excludeAggregated: boolean };
 
-const brokeMessage = (scope: FailoverScope, reason: string): string =>
-  `${scope.served?.provider ?? 'the provider'} failed after the audio began: ${reason}`;
+const brokeMessage = (call: ProxiedCall, reason: string): string =>
+  `${call.scope.served?.provider ?? 'the provider'} failed after the audio began: ${reason}`;
 
 /** MiniMax's T2A answers around the one speech pipeline (SpeechService.deliver): only the wire format is this module's. */
 @Injectable()
@@ -28,31 +28,30 @@ export class MiniMaxSpeechService {
     private readonly files: MiniMaxFilesService,
   ) {}
 
-  async t2a(scope: FailoverScope, job: SpeechJob, answer: T2aAnswer, res: Response): Promise<void> {
-    if (answer.kind === 'sse') return this.sse(scope, job, answer.excludeAggregated, res);
-    const { audio, bytes } = await this.collect(scope, job, res);
+  async t2a(call: ProxiedCall, job: SpeechJob, answer: T2aAnswer, res: Response): Promise<void> {
+    if (answer.kind === 'sse') return this.sse(call, job, answer.excludeAggregated, res);
+    const { audio, bytes } = await this.collect(call, job);
     const data =
       answer.kind === 'url'
-        ? await this.files.link(scope.key.id, bytes, audio.contentType, job.output.format, answer.baseUrl)
+        ? await this.files.link(call.key.id, bytes, audio.contentType, job.output.format, answer.baseUrl)
         : bytes.toString('hex');
-    res.setHeader(TRACE_HEADER, scope.requestId);
+    res.setHeader(TRACE_HEADER, call.requestId);
     sendJson(res, 200, {
       data: { audio: data, status: 2, ced: '' },
       extra_info: extraInfo(job, bytes, audio.bitrate ?? job.output.bitrate),
-      trace_id: scope.requestId,
+      trace_id: call.requestId,
       base_resp: MINIMAX_OK,
     });
   }
 
   /** The whole clip through the pipeline (for JSON answers, and a designed voice's trial audio). */
-  async collect(scope: FailoverScope, job: SpeechJob, res?: Response): Promise<{ audio: AudioStream; bytes: Buffer }> {
+  async collect(call: ProxiedCall, job: SpeechJob): Promise<{ audio: AudioStream; bytes: Buffer }> {
     const parts: Buffer[] = [];
     // set by the pipeline's callbacks
     const state: { audio: AudioStream | null; broke: DomainError | null } = { audio: null, broke: null };
-    await this.speech.deliver(scope, job, {
+    await this.speech.deliver(call, job, {
       open: (audio) => {
         state.audio = audio;
-        if (res) scope.applyHeaders(res);
       },
       write: (bytes) => {
         parts.push(bytes);
@@ -62,29 +61,28 @@ export class MiniMaxSpeechService {
       broke: (reason, status) => {
         state.broke = new DomainError(
           status === 413 ? 'audio_too_long' : 'all_providers_failed',
-          brokeMessage(scope, reason),
+          brokeMessage(call, reason),
         );
       },
     });
     if (state.broke) throw state.broke;
-    if (!state.audio || scope.aborted)
+    if (!state.audio || call.aborted)
       throw new DomainError('internal_error', 'The client left before the audio was made.');
     return { audio: state.audio, bytes: Buffer.concat(parts) };
   }
 
   /** MiniMax's SSE: `data: {"data":{"audio":"<hex>","status":1},…}` per chunk, then `status: 2` with `extra_info`. */
-  private async sse(scope: FailoverScope, job: SpeechJob, excludeAggregated: boolean, res: Response): Promise<void> {
+  private async sse(call: ProxiedCall, job: SpeechJob, excludeAggregated: boolean, res: Response): Promise<void> {
     const parts: Buffer[] = [];
     let bitrate = job.output.bitrate;
     const event = (body: unknown): string => `data: ${JSON.stringify(body)}\n\n`;
-    await this.speech.deliver(scope, job, {
+    await this.speech.deliver(call, job, {
       open: (audio) => {
         bitrate = audio.bitrate ?? bitrate;
         res.status(200);
         res.setHeader('Content-Type', 'text/event-stream');
         res.setHeader('Cache-Control', 'no-cache');
-        res.setHeader(TRACE_HEADER, scope.requestId);
-        scope.applyHeaders(res);
+        res.setHeader(TRACE_HEADER, call.requestId);
         res.flushHeaders();
       },
       write: async (bytes) => {
@@ -92,11 +90,11 @@ export class MiniMaxSpeechService {
         const more = res.write(
           event({
             data: { audio: bytes.toString('hex'), status: 1, ced: '' },
-            trace_id: scope.requestId,
+            trace_id: call.requestId,
             base_resp: MINIMAX_OK,
           }),
         );
-        if (!more) await once(res, 'drain', { signal: scope.signal });
+        if (!more) await once(res, 'drain', { signal: call.signal });
       },
       end: () => {
         const whole = Buffer.concat(parts);
@@ -104,7 +102,7 @@ export class MiniMaxSpeechService {
           event({
             data: { audio: excludeAggregated ? '' : whole.toString('hex'), status: 2, ced: '' },
             extra_info: extraInfo(job, whole, bitrate),
-            trace_id: scope.requestId,
+            trace_id: call.requestId,
             base_resp: MINIMAX_OK,
           }),
         );
@@ -114,8 +112,8 @@ export class MiniMaxSpeechService {
         const code = status === 413 ? MINIMAX_CODES.invalidParams : MINIMAX_CODES.unknown;
         res.end(
           event({
-            trace_id: scope.requestId,
-            base_resp: { status_code: code, status_msg: brokeMessage(scope, reason) },
+            trace_id: call.requestId,
+            base_resp: { status_code: code, status_msg: brokeMessage(call, reason) },
           }),
         );
       },

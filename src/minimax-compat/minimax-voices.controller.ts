@@ -1,12 +1,11 @@
-import { Body, Controller, HttpCode, Post, Res, UploadedFile, UseInterceptors } from '@nestjs/common';
+import { Body, Controller, HttpCode, Post, UploadedFile, UseInterceptors } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiConsumes, ApiOkResponse, ApiTags } from '@nestjs/swagger';
-import type { Response } from 'express';
 import { CurrentKey } from '../auth/auth.decorators';
 import { RequireMultipart } from '../common/http/require-multipart.interceptor';
 import { SingleFileUpload } from '../common/http/single-file-upload.interceptor';
 import { UploadRoute } from '../common/http/upload-route';
-import type { FailoverScope } from '../failover/failover-scope';
-import { Proxied, ProxyScope } from '../failover/failover.interceptor';
+import { Proxied, ProxyCall } from '../failover/failover.interceptor';
+import type { ProxiedCall } from '../failover/proxied-call';
 import type { AuthenticatedKey } from '../keys/key-directory';
 import { MAX_SAMPLE_BYTES } from '../voices/custom-voices.service';
 import {
@@ -88,11 +87,7 @@ export class MiniMaxVoicesController {
   @HttpCode(200)
   @Proxied('speech')
   @ApiOkResponse({ description: `\`{voice_id, trial_audio, base_resp}\`. ${MINIMAX_ERRORS}` })
-  design(
-    @ProxyScope() scope: FailoverScope,
-    @Body() body: VoiceDesignRequestDto,
-    @Res({ passthrough: true }) res: Response,
-  ): Promise<VoiceDesignResponse> {
-    return this.voices.design(scope, body, res);
+  design(@ProxyCall() call: ProxiedCall, @Body() body: VoiceDesignRequestDto): Promise<VoiceDesignResponse> {
+    return this.voices.design(call, body);
   }
 }

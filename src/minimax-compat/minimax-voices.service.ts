@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import type { Response } from 'express';
 import { DomainError } from '../common/errors/domain-error';
-import type { FailoverScope } from '../failover/failover-scope';
+import type { ProxiedCall } from '../failover/proxied-call';
 import type { AuthenticatedKey } from '../keys/key-directory';
 import { SYNC_TEXT_LIMIT, toSpeechJob } from '../speech/speech-job';
 import { VoicesService } from '../voices/voices.service';
@@ -109,13 +108,13 @@ export class MiniMaxVoicesService {
   }
 
   /** `POST /v1/voice_design`: the gateway's design, then `preview_text` spoken with the new voice through the chain. */
-  async design(scope: FailoverScope, dto: VoiceDesignRequestDto, res: Response): Promise<VoiceDesignResponse> {
-    const voice = await this.custom.design(scope.key, {
+  async design(call: ProxiedCall, dto: VoiceDesignRequestDto): Promise<VoiceDesignResponse> {
+    const voice = await this.custom.design(call.key, {
       name: dto.voice_id ?? DESIGNED_NAME,
       prompt: dto.prompt,
       previewText: dto.preview_text,
     });
-    const step = scope.key.chain.find((s) => s.provider === voice.provider);
+    const step = call.key.chain.find((s) => s.provider === voice.provider);
     if (!step)
       throw new DomainError(
         'internal_error',
@@ -130,7 +129,7 @@ export class MiniMaxVoicesService {
       },
       SYNC_TEXT_LIMIT,
     );
-    const trial = await this.speech.collect(scope, job, res);
+    const trial = await this.speech.collect(call, job);
     return { voice_id: voice.id, trial_audio: trial.bytes.toString('hex'), base_resp: MINIMAX_OK };
   }
 }

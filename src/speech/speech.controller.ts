@@ -10,8 +10,8 @@ import {
 } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { ApiErrors } from '../common/http/api-errors.decorator';
-import type { FailoverScope } from '../failover/failover-scope';
-import { Proxied, ProxyScope } from '../failover/failover.interceptor';
+import { Proxied, ProxyCall } from '../failover/failover.interceptor';
+import type { ProxiedCall } from '../failover/proxied-call';
 import { OpenAiSpeechRequestDto, type SpeechBody, withOpenAiFieldNames } from './dto/openai-speech-request.dto';
 import { SpeechRequestDto } from './dto/speech-request.dto';
 import { SpeechBodyPipe } from './speech-body.pipe';
@@ -76,14 +76,14 @@ export class SpeechController {
   })
   @ApiErrors(400, 401, 413, 502, 503)
   async create(
-    @ProxyScope() scope: FailoverScope,
+    @ProxyCall() call: ProxiedCall,
     @Body(SpeechBodyPipe) body: SpeechBody,
     @Res() res: Response,
   ): Promise<void> {
     try {
       const job = toSpeechJob(body.request, SYNC_TEXT_LIMIT);
       await this.speech.respond(
-        scope,
+        call,
         body.instructions ? { ...job, instructions: body.instructions } : job,
         res,
         body.streamFormat === 'sse' ? 'openai-sse' : 'audio',

@@ -1,26 +1,31 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import type { Response } from 'express';
 import { once } from 'node:events';
-import type { FailoverScope } from '../failover/failover-scope';
 import type { PlannedStep } from '../failover/chain';
 import { DomainError } from '../common/errors/domain-error';
 import { audioAttachment } from '../common/http/attachment';
 import { EnvironmentVariables } from '../config/env.schema';
-import { FailoverService } from '../failover/failover.service';
+import type { ChunkSink, Primed, ProxiedCall } from '../failover/proxied-call';
+import type { AuthenticatedKey } from '../keys/key-directory';
 import { AudioStream, UpstreamFailure } from '../providers/provider-adapter';
 import { ignoredBy, ignoredFieldsHeader, IGNORED_FIELDS_HEADER, SpeechField } from '../providers/speech-fields';
 import { assertAudioFits, audioTooLong, encodedSeconds } from './audio-cap';
 import { characterCount } from './speech-job';
 import type { SpeechJob } from './speech-job';
+import type { CustomVoiceEntity } from '../voices/custom-voice.entity';
 import { VoicesService } from '../voices/voices.service';
 
 /** Audio whose first chunk is in hand: from here on the provider is fixed (no failover after the first byte). */
-export interface PrimedAudio {
+export interface PrimedAudio extends Primed<Buffer> {
   audio: AudioStream;
-  first: IteratorResult<Buffer>;
-  rest: AsyncIterator<Buffer>;
   /** The request's fields the serving step's provider kind does not express (HONOURED_FIELDS). */
   ignored: SpeechField[];
+}
+
+/** What `synthesize` may be told besides the job: only these steps (a stream's pinned step), a cap on the provider's output. */
+export interface SynthesisOptions {
+  planned?: PlannedStep[];
+  maxSeconds?: number;
 }
 
 /** How `respond` sends the audio: the bytes themselves, or OpenAI's speech SSE events (`stream_format: "sse"`). */
@@ -48,39 +53,44 @@ export interface AudioSink {
   broke(reason: string, status: number, err: unknown): void;
 }
 
-/** nginx's status for a request whose client closed the connection first (usage records only), as chat records it. */
-export const CLIENT_CLOSED_REQUEST = 499;
-
 const noSpeech = (): UpstreamFailure =>
   new UpstreamFailure({ kind: 'http', status: 501, message: 'speech is not supported by this adapter' });
 
 /** Text to speech through the failover core; the same core as chat. */
 @Injectable()
 export class SpeechService {
-  private readonly logger = new Logger(SpeechService.name);
-
   constructor(
-    private readonly failover: FailoverService,
     private readonly voices: VoicesService,
     private readonly env: EnvironmentVariables,
   ) {}
 
   /** The steps a speech request would walk (a custom voice's provider first); 400 when the model or the voice does not fit. */
-  route(scope: FailoverScope, job: SpeechJob): Promise<PlannedStep[]> {
-    return this.voices.route(scope.key, job);
+  route(key: AuthenticatedKey, job: SpeechJob): Promise<PlannedStep[]> {
+    return this.voices.route(key, job);
   }
 
-  /** Walks the chain (or only `planned`) until a step has produced its first audio bytes; `maxSeconds` caps its output. */
-  async start(
-    scope: FailoverScope,
+  /**
+   * Every speech path's synthesis (sync answers, the stream's turns, task chunks): the chain until a step has
+   * produced its first audio, then every chunk to `sink`, through the call's one lifecycle; billed by characters.
+   */
+  async synthesize(
+    call: ProxiedCall,
     job: SpeechJob,
-    planned?: PlannedStep[],
-    maxSeconds?: number,
-  ): Promise<PrimedAudio> {
-    planned ??= await this.route(scope, job);
-    const custom = await this.voices.customVoice(scope.key, job.voiceId);
-    return this.failover.execute<PrimedAudio>(
-      scope,
+    sink: ChunkSink<Buffer, PrimedAudio>,
+    options: SynthesisOptions = {},
+  ): Promise<void> {
+    call.bill({ characters: characterCount(job.text) });
+    let planned: PlannedStep[];
+    let custom: CustomVoiceEntity | null;
+    try {
+      planned = options.planned ?? (await this.route(call.key, job));
+      custom = await this.voices.customVoice(call.key, job.voiceId);
+    } catch (err) {
+      call.failed(err);
+      throw err;
+    }
+    const { maxSeconds } = options;
+    await call.stream<Buffer, PrimedAudio>(
       job.model,
       async (adapter, ctx, step) => {
         if (!adapter.speech) throw noSpeech();
@@ -88,8 +98,8 @@ export class SpeechService {
           ? await this.voices.customVoiceFor(step, adapter, custom)
           : { voiceId: await this.voices.voiceFor(step, adapter, job.voiceId), custom: false, substitution: null };
         // attempts run one after another: the serving one's note is the one left
-        scope.alertNote = voice.substitution;
-        const call = {
+        call.scope.alertNote = voice.substitution;
+        const request = {
           text: job.text,
           voiceId: voice.voiceId,
           speed: job.speed,
@@ -97,16 +107,15 @@ export class SpeechService {
           pitch: job.pitch,
           output: job.output,
           ...(maxSeconds !== undefined ? { maxSeconds } : {}),
-        };
-        const extra = {
           ...(voice.custom ? { customVoice: true } : {}),
           ...(job.instructions ? { instructions: job.instructions } : {}),
           ...(job.options ? { options: job.options } : {}),
         };
-        const audio = await adapter.speech({ ...call, ...extra }, ctx);
+        const audio = await adapter.speech(request, ctx);
         const rest = audio.chunks[Symbol.asyncIterator]();
         return { audio, first: await rest.next(), rest, ignored: ignoredBy(adapter.kind, job) };
       },
+      sink,
       planned,
     );
   }
@@ -115,23 +124,22 @@ export class SpeechService {
    * Synchronous speech: bytes go to the client as the provider produces them (`openai-sse`: each as a
    * `speech.audio.delta` event, then `speech.audio.done`). `x-svc-ignored-fields` names what was not used.
    */
-  async respond(scope: FailoverScope, job: SpeechJob, res: Response, answer: SpeechAnswer = 'audio'): Promise<void> {
+  async respond(call: ProxiedCall, job: SpeechJob, res: Response, answer: SpeechAnswer = 'audio'): Promise<void> {
     const sse = answer === 'openai-sse';
     // a client that leaves while its socket is full never drains: its abort ends the wait
     const write = async (bytes: Buffer): Promise<void> => {
-      if (!res.write(bytes)) await once(res, 'drain', { signal: scope.signal });
+      if (!res.write(bytes)) await once(res, 'drain', { signal: call.signal });
     };
-    await this.deliver(scope, job, {
+    await this.deliver(call, job, {
       open: (audio, ignoredFields) => {
         res.status(200);
         res.setHeader('Content-Type', sse ? 'text/event-stream' : audio.contentType);
-        if (!sse) res.setHeader('Content-Disposition', audioAttachment(`speech-${scope.requestId}`, audio.contentType));
+        if (!sse) res.setHeader('Content-Disposition', audioAttachment(`speech-${call.requestId}`, audio.contentType));
         if (sse) res.setHeader('Cache-Control', 'no-cache');
         if (job.output.format === 'mp3')
           res.setHeader('x-svc-audio-bitrate', String(audio.bitrate ?? job.output.bitrate));
         const ignored = ignoredFieldsHeader([...ignoredFields, ...routeIgnoredFields(job)]);
         if (ignored) res.setHeader(IGNORED_FIELDS_HEADER, ignored);
-        scope.applyHeaders(res);
       },
       write: (bytes) => write(sse ? sseEvent({ type: 'speech.audio.delta', audio: bytes.toString('base64') }) : bytes),
       end: async (characters) => {
@@ -153,7 +161,7 @@ export class SpeechService {
               ? err
               : new DomainError(
                   'all_providers_failed',
-                  `${scope.served?.provider ?? 'The provider'} failed mid-stream: ${reason}.`,
+                  `${call.scope.served?.provider ?? 'The provider'} failed mid-stream: ${reason}.`,
                 );
           res.end(sseEvent(domain.toBody()));
           return;
@@ -166,51 +174,32 @@ export class SpeechService {
   }
 
   /**
-   * The life of one synchronous speech request, whatever carries its audio (the audio body, OpenAI's SSE,
-   * MiniMax's JSON or SSE): the cap, the chain until the first audio, then every chunk to `sink`, the
-   * client's departure and a failure after the first byte, and the request's usage, recorded once.
+   * One synchronous speech request, whatever carries its audio (the audio body, OpenAI's SSE, MiniMax's JSON
+   * or SSE): the audio cap, predicted before the chain and counted on the bytes, then `synthesize` to `sink`.
    */
-  async deliver(scope: FailoverScope, job: SpeechJob, sink: AudioSink): Promise<void> {
-    scope.streaming = true;
+  async deliver(call: ProxiedCall, job: SpeechJob, sink: AudioSink): Promise<void> {
     const limit = this.env.SVC_MAX_AUDIO_SECONDS;
     assertAudioFits(job.text, job.speed, limit);
-    const primed = await this.start(scope, job, undefined, limit);
-    sink.open(primed.audio, primed.ignored);
     let sent = 0;
-    const bitrate = primed.audio.bitrate ?? job.output.bitrate;
-    const send = async (bytes: Buffer): Promise<void> => {
-      // the cap also holds for audio an upstream sends as it is (counted by the worker where the gateway makes it)
-      sent += bytes.length;
-      if ((encodedSeconds(sent, job.output, bitrate) ?? 0) > limit) throw audioTooLong(limit, 'of this request');
-      if (bytes.length > 0) await sink.write(bytes);
-    };
-    try {
-      if (!primed.first.done) await send(primed.first.value);
-      for (let next = await primed.rest.next(); !next.done && !scope.aborted; next = await primed.rest.next())
-        await send(next.value);
-      // the offline engine ends its stream early, without an error, when the client leaves
-      if (scope.aborted) {
-        scope.finish({ status: CLIENT_CLOSED_REQUEST, characters: characterCount(job.text) });
-        return;
-      }
-      const characters = characterCount(job.text);
-      await sink.end(characters);
-      scope.finish({ status: 200, characters });
-    } catch (err) {
-      if (scope.aborted) {
-        scope.finish({ status: CLIENT_CLOSED_REQUEST, characters: characterCount(job.text) });
-        return;
-      }
-      const reason = this.failover.streamFailed(scope, err);
-      this.logger.warn(
-        `speech from ${scope.served?.provider ?? '?'} broke after the first byte (${reason}) for ${scope.requestId}`,
-      );
-      const status = err instanceof DomainError ? err.status : 502;
-      sink.broke(reason, status, err);
-      scope.finish({ status, characters: characterCount(job.text) });
-    } finally {
-      // a stream cut short closes the provider call and ends its encoder (a no-op on one that ran to its end)
-      await primed.rest.return?.().catch(() => undefined);
-    }
+    let bitrate = job.output.bitrate;
+    await this.synthesize(
+      call,
+      job,
+      {
+        open: (primed) => {
+          bitrate = primed.audio.bitrate ?? bitrate;
+          sink.open(primed.audio, primed.ignored);
+        },
+        write: async (bytes) => {
+          // the cap also holds for audio an upstream sends as it is (counted by the worker where the gateway makes it)
+          sent += bytes.length;
+          if ((encodedSeconds(sent, job.output, bitrate) ?? 0) > limit) throw audioTooLong(limit, 'of this request');
+          if (bytes.length > 0) await sink.write(bytes);
+        },
+        end: () => sink.end(characterCount(job.text)),
+        broke: (reason, status, err) => sink.broke(reason, status, err),
+      },
+      { maxSeconds: limit },
+    );
   }
 }

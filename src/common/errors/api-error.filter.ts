@@ -22,6 +22,8 @@ export function renderError(
   res: ServerResponse,
   logger: Logger,
 ): void {
+  // the client left (its call was recorded as 499): there is nobody to answer
+  if (res.destroyed) return;
   const error =
     toDomainError(exception) ??
     new DomainError('internal_error', 'The server had an error while processing the request.');

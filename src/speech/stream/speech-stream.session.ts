@@ -5,11 +5,12 @@ import { toDomainError } from '../../common/errors/domain-error';
 import { DomainError } from '../../common/errors/domain-error';
 import type { PlannedStep } from '../../failover/chain';
 import type { FailoverService } from '../../failover/failover.service';
+import { openCall } from '../../failover/proxied-call';
 import type { AuthenticatedKey } from '../../keys/key-directory';
 import { openEncoder, type StreamEncoder } from '../../audio/pool/pool-jobs';
 import { audioTooLong, minimumAudioSeconds } from '../audio-cap';
 import { ASYNC_TEXT_LIMIT, characterCount, SYNC_TEXT_LIMIT, SpeechJob, toSpeechJob } from '../speech-job';
-import { CLIENT_CLOSED_REQUEST, type PrimedAudio, type SpeechService } from '../speech.service';
+import type { SpeechService } from '../speech.service';
 import { ExtraInfo, SUCCESS, taskFailed } from './stream-replies';
 import { textPieces } from './text-pieces';
 import { ClientMessage, parseClientMessage, TaskStartMessage } from './stream-messages';
@@ -171,7 +172,7 @@ export class SpeechStreamSession {
       );
     }
     // checks the model and the entry voice now, so a bad task_start fails before any text arrives; the chain is the key's as it is now
-    this.planned = await this.speech.route(this.failover.openScope(this.requestId, this.key(), 'speech'), job);
+    this.planned = await this.speech.route(this.key(), job);
     this.job = job;
     if (this.state === 'closed') return;
     if (this.state === 'starting') this.state = 'started';
@@ -225,47 +226,35 @@ export class SpeechStreamSession {
     const limit = this.limits.maxAudioSeconds;
     const relay = this.job.output.format === 'mp3';
     const job: SpeechJob = { ...this.job, text, output: { ...this.job.output, format: relay ? 'mp3' : 'pcm' } };
-    const { sampleRate, channels, bitrate } = job.output;
+    const { sampleRate, channels } = job.output;
+    let bitrate = job.output.bitrate;
     const emit = (bytes: Buffer): Promise<void> => {
       // relayed mp3 is constant-bitrate: its length in seconds follows from its bytes
-      const seconds = relay
-        ? (bytes.length * 8) / (primed?.audio.bitrate ?? bitrate)
-        : bytes.length / (2 * channels * sampleRate);
+      const seconds = relay ? (bytes.length * 8) / bitrate : bytes.length / (2 * channels * sampleRate);
       this.audioSeconds += seconds;
       turn.seconds += seconds;
       if (this.audioSeconds > limit) throw audioTooLong(limit, 'of this stream task');
       return relay ? this.deliver(bytes, turn) : this.emitPcm(bytes, turn);
     };
-    const scope = this.failover.openScope(turn.requestId, this.key(), 'speech');
-    scope.streaming = true;
     const controller = new AbortController();
     this.inFlight.add(controller);
-    controller.signal.addEventListener('abort', () => scope.abort(), { once: true });
-    let primed: PrimedAudio | null = null;
+    const call = openCall(this.failover, turn.requestId, this.key(), 'speech', controller.signal);
     try {
-      primed = await this.speech.start(
-        scope,
+      // a failure throws back here (the session closes with it): the call has recorded it
+      await this.speech.synthesize(
+        call,
         job,
-        this.step ? [this.step] : this.planned,
-        Math.max(1, limit - this.audioSeconds),
+        {
+          open: (primed) => {
+            bitrate = primed.audio.bitrate ?? bitrate;
+            this.step ??= this.planned.find((s) => s.level === call.scope.served?.level) ?? null;
+          },
+          write: emit,
+        },
+        { planned: this.step ? [this.step] : this.planned, maxSeconds: Math.max(1, limit - this.audioSeconds) },
       );
-      this.step ??= this.planned.find((s) => s.level === scope.served?.level) ?? null;
-      if (!primed.first.done) await emit(primed.first.value);
-      for (let next = await primed.rest.next(); !next.done && !scope.aborted; next = await primed.rest.next())
-        await emit(next.value);
-      // the offline engine ends early, without an error, when the connection goes
-      scope.finish({ status: scope.aborted ? CLIENT_CLOSED_REQUEST : 200, characters: characterCount(text) });
-    } catch (err) {
-      // a provider call cancelled because the connection went is no upstream failure
-      scope.finish({
-        status: toDomainError(err)?.status ?? (scope.aborted ? CLIENT_CLOSED_REQUEST : 502),
-        characters: characterCount(text),
-      });
-      throw err;
     } finally {
       this.inFlight.delete(controller);
-      // a sentence cut short closes its provider call and encoder (a no-op on one that ran to its end)
-      await primed?.rest.return?.().catch(() => undefined);
     }
   }
 

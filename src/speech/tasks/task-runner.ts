@@ -1,11 +1,9 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { EnvironmentVariables } from '../../config/env.schema';
-import { toDomainError } from '../../common/errors/domain-error';
 import { DomainError } from '../../common/errors/domain-error';
-import type { FailoverScope } from '../../failover/failover-scope';
+import { openCall, type ProxiedCall } from '../../failover/proxied-call';
 import { FailoverService } from '../../failover/failover.service';
 import { KeyDirectory } from '../../keys/key-directory';
-import { characterCount } from '../speech-job';
 import type { SpeechJob } from '../speech-job';
 import { SpeechService } from '../speech.service';
 import type { TaskAudio } from './speech-task.entity';
@@ -93,57 +91,50 @@ export class TaskRunner {
     // not known here yet (made on another replica a moment ago) or being deleted: try again later
     if (!key) throw new Error(`the key of task ${task.id} is not known to this replica`);
     const chunk = task.plan[idx];
-    const scope = this.failover.openScope(chunkRequestId(task.id, idx), key, 'speech');
-    scope.streaming = true;
-    scope.failoversAnnounced = announced;
-    const onAbort = (): void => scope.abort();
-    signal.addEventListener('abort', onAbort, { once: true });
+    const call = openCall(this.failover, chunkRequestId(task.id, idx), key, 'speech', signal);
+    call.scope.failoversAnnounced = announced;
     const job: SpeechJob = { ...task.job, text: chunk.text, output: { ...task.job.output, format: 'pcm' } };
-    try {
-      const pcm = await this.collect(scope, job, idx, signal);
-      const served = scope.served;
-      if (!served) throw new Error(`chunk ${idx} of task ${task.id} has audio but no serving step`);
-      scope.finish({ status: 200, characters: characterCount(chunk.text) });
-      const stored = await this.repository.storeChunk(task.id, workerId, {
-        idx,
-        pcm,
-        provider: served.provider,
-        level: served.level,
-        chars: synthesisProgress(chunk.chars, task.job.output.format),
-      });
-      // nothing stored: another worker took the task over, or already stored this chunk while we did too
-      if (!stored && !(await this.repository.isOwner(task.id, workerId))) throw new TaskLost(task.id);
-    } catch (err) {
-      scope.finish({
-        status: signal.aborted ? 499 : (toDomainError(err)?.status ?? 502),
-        characters: characterCount(chunk.text),
-      });
-      throw err;
-    } finally {
-      signal.removeEventListener('abort', onAbort);
-    }
+    const pcm = await this.collect(call, job, idx, signal);
+    const served = call.scope.served;
+    if (!served) throw new Error(`chunk ${idx} of task ${task.id} has audio but no serving step`);
+    const stored = await this.repository.storeChunk(task.id, workerId, {
+      idx,
+      pcm,
+      provider: served.provider,
+      level: served.level,
+      chars: synthesisProgress(chunk.chars, task.job.output.format),
+    });
+    // nothing stored: another worker took the task over, or already stored this chunk while we did too
+    if (!stored && !(await this.repository.isOwner(task.id, workerId))) throw new TaskLost(task.id);
   }
 
   /** The chunk's raw s16le, whole frames only; an upstream that breaks off mid-chunk fails the chunk (it is redone). */
-  private async collect(scope: FailoverScope, job: SpeechJob, idx: number, signal: AbortSignal): Promise<Buffer> {
-    // no chunk alone may go past the task's cap; the whole is checked again when the chunks are joined
-    const primed = await this.speech.start(scope, job, undefined, this.env.SVC_MAX_TASK_AUDIO_SECONDS);
+  private async collect(call: ProxiedCall, job: SpeechJob, idx: number, signal: AbortSignal): Promise<Buffer> {
     const parts: Buffer[] = [];
-    try {
-      if (!primed.first.done) parts.push(primed.first.value);
-      for (let next = await primed.rest.next(); !next.done; next = await primed.rest.next()) parts.push(next.value);
-    } catch (err) {
-      throwIfAborted(signal);
-      // the gateway's own verdict (audio_too_long) fails the task as it is, not as a provider failure
-      if (err instanceof DomainError) throw err;
-      const reason = this.failover.streamFailed(scope, err);
-      throw new DomainError(
-        'all_providers_failed',
-        `${scope.served?.provider ?? 'the provider'} broke off chunk ${idx} (${reason}).`,
-      );
-    }
+    // set by the sink when the provider breaks off after its first audio
+    const failure: { error: DomainError | null } = { error: null };
+    // no chunk alone may go past the task's cap; the whole is checked again when the chunks are joined
+    await this.speech.synthesize(
+      call,
+      job,
+      {
+        write: (bytes) => void parts.push(bytes),
+        // the gateway's own verdict (audio_too_long) fails the task as it is, not as a provider failure
+        broke: (reason, _status, err) => {
+          failure.error =
+            err instanceof DomainError
+              ? err
+              : new DomainError(
+                  'all_providers_failed',
+                  `${call.scope.served?.provider ?? 'the provider'} broke off chunk ${idx} (${reason}).`,
+                );
+        },
+      },
+      { maxSeconds: this.env.SVC_MAX_TASK_AUDIO_SECONDS },
+    );
     // an aborted synthesis ends early without an error: never store it as the chunk
     throwIfAborted(signal);
+    if (failure.error) throw failure.error;
     const pcm = Buffer.concat(parts);
     const frameBytes = 2 * job.output.channels;
     return pcm.length % frameBytes === 0 ? pcm : pcm.subarray(0, pcm.length - (pcm.length % frameBytes));
