@@ -1,3 +1,4 @@
+import type { Provider } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
@@ -32,6 +33,8 @@ export interface TestApp {
 export interface TestAppOptions {
   env?: Record<string, string | undefined>;
   gateway?: GatewayConfig;
+  /** More providers for the root module (e.g. an APP_INTERCEPTOR a test adds to the pipeline). */
+  providers?: Provider[];
 }
 
 /** Boots the real AppModule on a random port against the run's database. */
@@ -46,7 +49,7 @@ export async function startApp(options: TestAppOptions = {}): Promise<TestApp> {
     if (value === undefined) delete process.env[name];
     else process.env[name] = value;
   }
-  const moduleRef = await Test.createTestingModule({ imports: [AppModule] })
+  const moduleRef = await Test.createTestingModule({ imports: [AppModule], providers: options.providers ?? [] })
     .overrideProvider(GatewayConfig)
     .useValue(options.gateway ?? parseGatewayConfig(TEST_GATEWAY_YAML, 'test gateway'))
     .compile();
