@@ -84,3 +84,9 @@ apart (upstream direct at c=20 from about 9,500 to 18,700 req/s), and the ratios
 (failover, circuit open: the event is stored before the response) moved the most; the ratio targets are
 therefore taken from interleaved rounds (above).
 `;
+
+/** What `--profile=stream` showed for streaming chat (issue 16, part 3), and what was done. */
+export const STREAM_PROFILE_NOTE = `### Streaming profile
+
+(filled in below)
+`;
