@@ -14,7 +14,8 @@ export const CONCURRENCY = [1, 20] as const;
 const SETTLE_MS = 500;
 /** Before each cell, wait (bounded) until other people's processes use less than this many cores. */
 const QUIET_CORES = 0.15;
-const QUIET_WAIT_MS = 60000;
+/** BENCH_QUIET_WAIT_SECONDS: how long to wait for that (default 60 s; e.g. 0.1 for a smoke run on a busy machine). */
+const QUIET_WAIT_MS = secondsFromEnv('BENCH_QUIET_WAIT_SECONDS', 60) * 1000;
 
 export const WARMUP_SECONDS = secondsFromEnv('BENCH_WARMUP_SECONDS', 2);
 export const MEASURE_SECONDS = secondsFromEnv('BENCH_SECONDS', 10);

@@ -29,7 +29,8 @@ import { webhookStorm } from './webhook-storm';
  * `-- --profile[=one-step|failover|circuit-open|stream]` instead runs that gateway mode once under
  * `node --cpu-prof` at c=20 and prints where its time goes (the profile stays in a temp dir);
  * `-- --only=one-step,failover` measures just those modes and prints them without writing the file.
- * Env: BENCH_ROUNDS, BENCH_ROUND_SECONDS, BENCH_SECONDS, BENCH_WARMUP_SECONDS, BENCH_WEBHOOK_SECONDS
+ * Env: BENCH_ROUNDS, BENCH_ROUND_SECONDS, BENCH_SECONDS, BENCH_WARMUP_SECONDS, BENCH_WEBHOOK_SECONDS,
+ * BENCH_QUIET_WAIT_SECONDS
  * (durations, for a quick smoke run), BENCH_BASELINE (another build run alongside in the rounds),
  * BENCH_NO_WRITE=1 (print only).
  */

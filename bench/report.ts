@@ -123,9 +123,12 @@ Written by \`npm run bench:chat\` (bench/chat.ts).
 - Cores (\`nproc\`): ${info.cores} (${info.cpu})
 - Node: ${info.node}
 - Each cell: ${info.warmupSeconds} s warm-up, then ${info.seconds} s measured, autocannon with c keep-alive connections, no pipelining
-- Request: \`POST /v1/chat/completions\` \`{"model":"bench-model","messages":[{"role":"user","content":"hi"}]}\`, non-streaming
+- Request: \`POST /v1/chat/completions\` \`{"model":"bench-model","messages":[{"role":"user","content":"hi"}]}\`, non-streaming;
+  *stream* targets send the same with \`"stream": true\` (the fake upstream answers in 7 events plus \`[DONE]\`, one write each)
 - Load generator, fake upstream, the references and the gateway are separate processes on the same cores; one target is measured at a time
 - References: *bare proxy* = \`node:http\` + an undici pool passing bytes through, four headers added (bench/bare-proxy.ts);
+  *bare proxy chunked* = the same writing the upstream's answer chunk by chunk as it arrives (chunked transfer
+  encoding, no content-length); *bare stream proxy* = that relay answering the streaming request (the SSE passed through);
   *logged proxy* = the bare proxy plus only the work every gateway request needs (key hash, body parsed and model
   replaced, answer parsed with \`provider\` added, a pino-http line to a file, a usage record batched to PostgreSQL;
   bench/logged-proxy.ts), for information: about the most a gateway that logs, authenticates and records can reach;
@@ -139,6 +142,10 @@ Written by \`npm run bench:chat\` (bench/chat.ts).
   default threshold, the primary's circuit tripped before measuring (\`SVC_BREAKER_COOLDOWN_MS=600000\`)
 - Each target that writes to PostgreSQL starts after a CHECKPOINT, so the writes of the target before are not
   flushed while it is measured
+- Targets marked [16] are issue 16's (the others are the earlier targets, kept so the change is visible); the
+  c=1 ratios and the first byte (request sent to the first SSE event, one keep-alive connection) come from the
+  same interleaved rounds; the webhook figure counts deliveries to one subscriber of a circuit-open gateway
+  loaded at c=20 for one \`SVC_FAILOVER_EVENT_WINDOW\` (BENCH_WEBHOOK_SECONDS, default 30 s)
 - The req/s ratio targets are the median of per-round ratios from interleaved short rounds at c=20 (every target
   running at once, measured one after another in each round, the order rotating), so a slow spell of the shared
   host falls on both sides of a ratio; the ratio of the longer cells in the tables is shown beside it

@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import { UpstreamFailure } from './provider-adapter';
 import { SseParser, sseEvents } from './sse';
 
@@ -40,12 +41,8 @@ describe('SseParser', () => {
   });
 
   it('sseEvents yields the same events from an async source', async () => {
-    async function* source(): AsyncGenerator<string> {
-      yield 'data: a\n';
-      yield '\ndata: b\n';
-    }
     const events = [];
-    for await (const event of sseEvents(source())) events.push(event);
+    for await (const event of sseEvents(Readable.from(['data: a\n', '\ndata: b\n']))) events.push(event);
     expect(events).toEqual([
       { event: 'message', data: 'a' },
       { event: 'message', data: 'b' },
