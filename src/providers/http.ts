@@ -2,7 +2,7 @@ import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import type { ResolvedProvider } from '../config/gateway-config';
 import { UpstreamFailure } from './provider-adapter';
-import { SSE_LINE_CAP, SseEvent, SseParser, tooLarge } from './sse';
+import { drainBody, SSE_LINE_CAP, SseEvent, SseParser, tooLarge } from './sse';
 
 export { SSE_LINE_CAP, SseParser, sseEvents } from './sse';
 export type { SseEvent } from './sse';
@@ -270,7 +270,7 @@ export async function* relaySse<T>(
     while (!complete) {
       const read = ended ? null : await reads.next();
       if (read?.done) ended = true;
-      const events = read === null || read.done ? finalEvents(parser) : parser.push(read.value as Buffer);
+      const events = read === null || read.done ? parser.rest() : parser.push(read.value as Buffer);
       for (const event of events) {
         const step = translate(event);
         if (step === 'end') {
@@ -284,7 +284,7 @@ export async function* relaySse<T>(
   } catch (err) {
     throw toUpstreamFailure(err, signal);
   } finally {
-    if (complete) drain(body);
+    if (complete) drainBody(body, DRAIN_LIMIT, DRAIN_TIMEOUT_MS);
     else body.on('error', ignore).destroy(); // destroying emits an abort error that nobody else listens to
   }
   if (complete) return;
@@ -293,19 +293,4 @@ export async function* relaySse<T>(
     code: 'STREAM_TRUNCATED',
     message: 'upstream stream ended before its end marker',
   });
-}
-
-function finalEvents(parser: SseParser): SseEvent[] {
-  const last = parser.finish();
-  return last ? [last] : [];
-}
-
-/** After the end marker: the rest of the body (usually nothing) is read so the socket returns to the pool. */
-function drain(body: UpstreamBody): void {
-  // a plain timer instead of AbortSignal.timeout: no signal, event target and weak reference per stream
-  const timer = setTimeout(() => body.on('error', ignore).destroy(), DRAIN_TIMEOUT_MS);
-  body
-    .dump({ limit: DRAIN_LIMIT })
-    .catch(ignore)
-    .finally(() => clearTimeout(timer));
 }

@@ -74,6 +74,12 @@ export class SseParser {
     return events;
   }
 
+  /** `finish` as a list (none or one event). */
+  rest(): SseEvent[] {
+    const last = this.finish();
+    return last ? [last] : [];
+  }
+
   finish(): SseEvent | undefined {
     if (this.data.length === 0) return undefined;
     const event = { event: this.event || 'message', data: this.data.join('\n') };
@@ -123,4 +129,25 @@ export async function* sseEvents(
   for await (const chunk of source) yield* parser.push(chunk);
   const last = parser.finish();
   if (last) yield last;
+}
+
+interface DrainableBody {
+  dump(options: { limit: number }): Promise<void>;
+  on(event: 'error', listener: () => void): DrainableBody;
+  destroy(): unknown;
+}
+
+const ignore = (): void => undefined;
+
+/**
+ * After a stream's end marker: the rest of the body (usually nothing) is read, up to `limit` bytes, so the
+ * socket returns to the pool; past `timeoutMs` it is destroyed. A plain timer, not AbortSignal.timeout:
+ * no signal, event target and weak reference per stream.
+ */
+export function drainBody(body: DrainableBody, limit: number, timeoutMs: number): void {
+  const timer = setTimeout(() => body.on('error', ignore).destroy(), timeoutMs);
+  body
+    .dump({ limit })
+    .catch(ignore)
+    .finally(() => clearTimeout(timer));
 }
