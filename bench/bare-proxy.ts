@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -9,6 +10,9 @@ import { DEFAULT_UPSTREAM_CONNECTIONS } from '../src/providers/http';
  * The reference the gateway is measured against: the practical limit of a Node proxy. `node:http`
  * in, an undici keep-alive pool out (as many connections as the gateway's), the body passed
  * through as bytes (unparsed), and the four x-svc-* headers added. No auth, logging, parsing or records.
+ * `relay`: the answer is written to the client chunk by chunk as the upstream sends it (chunked transfer
+ * encoding, no content-length): the bare streaming proxy for `stream: true`, and the chunked-answer
+ * variant for a JSON answer (the same kind of answer as the gateway's relayed one).
  */
 
 export interface BareProxy {
@@ -35,7 +39,12 @@ export async function listenOnLoopback(server: Server): Promise<string> {
 }
 
 /** Relays every request to `upstreamOrigin` + the same path, as the named provider. */
-export async function startBareProxy(upstreamOrigin: string, provider = 'primary', apiKey = 'x'): Promise<BareProxy> {
+export async function startBareProxy(
+  upstreamOrigin: string,
+  provider = 'primary',
+  apiKey = 'x',
+  relayChunks = false,
+): Promise<BareProxy> {
   const pool = new Pool(upstreamOrigin, { connections: DEFAULT_UPSTREAM_CONNECTIONS });
   const authorization = `Bearer ${apiKey}`;
 
@@ -55,9 +64,15 @@ export async function startBareProxy(upstreamOrigin: string, provider = 'primary
         'x-svc-is-fallback': 'false',
         'x-svc-fallback-level': '0',
       };
-      for (const name of ['content-type', 'content-length'] as const) {
+      for (const name of relayChunks ? (['content-type'] as const) : (['content-type', 'content-length'] as const)) {
         const value = upstream.headers[name];
         if (value !== undefined) headers[name] = value;
+      }
+      if (relayChunks) {
+        res.writeHead(upstream.statusCode, headers);
+        for await (const chunk of upstream.body) if (!res.write(chunk)) await once(res, 'drain');
+        res.end();
+        return;
       }
       // chat answers are small: one write of head and body is cheaper than stream.pipeline (an AbortController per call)
       const bytes = Buffer.from(await upstream.body.arrayBuffer());
@@ -80,12 +95,12 @@ export async function startBareProxy(upstreamOrigin: string, provider = 'primary
   };
 }
 
-/** Forked by bench/chat.ts with the upstream origin as argument: sends `{url}`, exits with its parent. */
+/** Forked by bench/chat.ts with the upstream origin (and `relay`) as arguments: sends `{url}`, exits with its parent. */
 async function main(): Promise<void> {
-  const origin = process.argv[2];
+  const [origin, mode] = process.argv.slice(2);
   if (!origin || !process.send)
-    throw new Error('usage: fork bench/bare-proxy.js <upstream origin> (with an IPC channel)');
-  const proxy = await startBareProxy(new URL(origin).origin);
+    throw new Error('usage: fork bench/bare-proxy.js <upstream origin> [relay] (with an IPC channel)');
+  const proxy = await startBareProxy(new URL(origin).origin, 'primary', 'x', mode === 'relay');
   process.once('disconnect', () => void proxy.close().finally(() => process.exit(0)));
   process.send({ url: proxy.url });
 }

@@ -84,3 +84,25 @@ apart (upstream direct at c=20 from about 9,500 to 18,700 req/s), and the ratios
 (failover, circuit open: the event is stored before the response) moved the most; the ratio targets are
 therefore taken from interleaved rounds (above).
 `;
+
+/** What `--profile=stream` showed for streaming chat (issue 16, part 3), and what was done. */
+export const STREAM_PROFILE_NOTE = `### Streaming profile
+
+\`npm run bench:chat -- --profile=stream\` (the one-step gateway answering \`stream: true\` at c=20, 8 s, on a
+busy 2-core machine: 1,140 req/s under the profiler), the top three costs of the busy main thread:
+
+1. **The client writes (about a third).** The response head went out in a write of its own
+   (\`res.flushHeaders()\` in the chat service: \`writeUtf8String\`, 13 to 15 %), before the first event's
+   \`writev\`; then one \`writev\` per upstream read and one for \`[DONE]\` (18 %). The bare streaming proxy sends its
+   head with the first event. Fix (in src/chat/chat.service.ts, being rewritten by another change): write the
+   first chunk instead of flushing the head alone (\`res.flushHeaders()\` only when the stream has no first chunk).
+2. **undici's upstream read (about 20 %) and what the gateway wrapped around it (about 9 %).** Every network read went
+   through three async-generator layers (body iterator, \`sseEvents\`, \`relaySse\`) with a promise per line, and
+   every stream's drain after \`[DONE]\` made an \`AbortSignal.timeout\`. Now: a synchronous \`SseParser\`
+   (src/providers/sse.ts) and one relay loop per body (src/providers/http.ts \`relaySse\`), the drain bounded by a
+   plain timer.
+3. **Garbage collection (about 8 %) and each chunk's JSON round trip (about 4 %).** Each event was parsed, copied
+   with \`provider\` and serialised again. The OpenAI adapter now keeps the event's text on the chunk
+   (\`withRawJson\`) and \`sseChunkFrame(chunk, provider)\` (src/common/http/sse-frame.ts) appends the provider to
+   that text; the chat service is to call it in place of \`JSON.stringify({ ...chunk, provider })\`.
+`;

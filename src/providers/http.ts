@@ -2,9 +2,9 @@ import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import type { ResolvedProvider } from '../config/gateway-config';
 import { UpstreamFailure } from './provider-adapter';
-import { SSE_LINE_CAP, SseEvent, sseEvents, tooLarge } from './sse';
+import { drainBody, SSE_LINE_CAP, SseEvent, SseParser, tooLarge } from './sse';
 
-export { SSE_LINE_CAP, sseEvents } from './sse';
+export { SSE_LINE_CAP, SseParser, sseEvents } from './sse';
 export type { SseEvent } from './sse';
 
 /** Keep-alive connections per upstream origin; a bound so one slow provider cannot exhaust sockets. */
@@ -260,23 +260,34 @@ export async function* relaySse<T>(
   maxLineChars = SSE_LINE_CAP,
 ): AsyncGenerator<T> {
   let complete = false;
-  // our finally decides between draining and destroying, so the iterator must not destroy on return
-  const source: AsyncIterable<Buffer> = { [Symbol.asyncIterator]: () => body.iterator({ destroyOnReturn: false }) };
+  const parser = new SseParser(maxLineChars);
+  // one loop over the body: each network read is parsed synchronously and its chunks yielded in turn
+  // (no async iterator or promise per line); our finally decides between draining and destroying,
+  // so the iterator must not destroy on return
+  const reads = body.iterator({ destroyOnReturn: false });
   try {
-    for await (const event of sseEvents(source, maxLineChars)) {
-      const step = translate(event);
-      if (step === 'end') {
-        complete = true;
-        return;
+    let ended = false;
+    while (!complete) {
+      const read = ended ? null : await reads.next();
+      if (read?.done) ended = true;
+      const events = read === null || read.done ? parser.rest() : parser.push(read.value as Buffer);
+      for (const event of events) {
+        const step = translate(event);
+        if (step === 'end') {
+          complete = true;
+          break;
+        }
+        if (step !== undefined) yield step;
       }
-      if (step !== undefined) yield step;
+      if (ended && !complete) break;
     }
   } catch (err) {
     throw toUpstreamFailure(err, signal);
   } finally {
-    if (complete) body.dump({ limit: DRAIN_LIMIT, signal: AbortSignal.timeout(DRAIN_TIMEOUT_MS) }).catch(ignore);
+    if (complete) drainBody(body, DRAIN_LIMIT, DRAIN_TIMEOUT_MS);
     else body.on('error', ignore).destroy(); // destroying emits an abort error that nobody else listens to
   }
+  if (complete) return;
   throw new UpstreamFailure({
     kind: 'connection',
     code: 'STREAM_TRUNCATED',

@@ -18,6 +18,7 @@ import {
 } from './provider-adapter';
 import { emotionInstruction } from './speech-fields';
 import { multipartBody } from './multipart';
+import { withRawJson } from '../common/http/sse-frame';
 import {
   isRecord,
   parseJsonBody,
@@ -97,7 +98,8 @@ function translateOpenAiEvent(event: SseEvent): StreamStep<ChatChunk> {
   const chunk = parseJsonBody(event.data);
   const failure = streamError(chunk);
   if (failure) throw failure;
-  return chunk;
+  // the text it came from, so the chunk can be framed for the client without serialising it again
+  return withRawJson(chunk, event.data);
 }
 
 /** Any OpenAI-compatible chat and TTS endpoint: chat requests go through as is, with the step's model. */

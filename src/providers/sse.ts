@@ -20,64 +20,134 @@ export interface SseEvent {
 }
 
 /**
- * Server-sent events from a byte stream: events split across chunks, CRLF / CR / LF line ends,
- * `:` comments, multi-line `data:` joined by `\n`. An unterminated last line is dropped (truncated).
- * A line, or an event's gathered data, longer than `maxChars` throws `response_too_large`.
+ * A synchronous server-sent events parser: `push` a chunk, get the events it completed (usually none or
+ * one per network read), with no async iterator or promise per line. Events split across chunks,
+ * CRLF / CR / LF line ends, `:` comments, multi-line `data:` joined by `\n`. A line, or an event's
+ * gathered data, longer than `maxChars` throws `response_too_large`. `finish` returns the complete
+ * lines of an event the server never closed with a blank line (lenient servers); an unterminated last
+ * line is dropped (truncated).
  */
+export class SseParser {
+  private readonly decoder = new TextDecoder();
+  // the unterminated line so far, in pieces: only new text is scanned, so a long line costs O(n), not O(n²)
+  private partial: string[] = [];
+  private partialChars = 0;
+  private dataChars = 0;
+  private skipLeadingLf = false;
+  private event = '';
+  private data: string[] = [];
+
+  constructor(private readonly maxChars = SSE_LINE_CAP) {}
+
+  push(chunk: Uint8Array | string): SseEvent[] {
+    let text = typeof chunk === 'string' ? chunk : this.decoder.decode(chunk, { stream: true });
+    if (this.skipLeadingLf && text.length > 0) {
+      if (text.charCodeAt(0) === 10) text = text.slice(1);
+      this.skipLeadingLf = false;
+    }
+    const events: SseEvent[] = [];
+    const length = text.length;
+    let start = 0;
+    for (let at = 0; at < length; at++) {
+      const code = text.charCodeAt(at);
+      if (code !== 10 && code !== 13) continue;
+      const piece = text.slice(start, at);
+      if (this.partialChars + piece.length > this.maxChars) throw tooLarge('SSE line', this.maxChars);
+      const line = this.partial.length > 0 ? this.partial.join('') + piece : piece;
+      if (this.partial.length > 0) {
+        this.partial = [];
+        this.partialChars = 0;
+      }
+      if (code === 13) {
+        if (at + 1 < length) {
+          if (text.charCodeAt(at + 1) === 10) at++;
+        } else this.skipLeadingLf = true; // a CR ending this chunk may be the first half of a CRLF split across chunks
+      }
+      start = at + 1;
+      this.line(line, events);
+    }
+    if (start < length) {
+      this.partialChars += length - start;
+      if (this.partialChars > this.maxChars) throw tooLarge('SSE line', this.maxChars);
+      this.partial.push(text.slice(start));
+    }
+    return events;
+  }
+
+  /** `finish` as a list (none or one event). */
+  rest(): SseEvent[] {
+    const last = this.finish();
+    return last ? [last] : [];
+  }
+
+  finish(): SseEvent | undefined {
+    if (this.data.length === 0) return undefined;
+    const event = { event: this.event || 'message', data: this.data.join('\n') };
+    this.data = [];
+    return event;
+  }
+
+  private line(line: string, events: SseEvent[]): void {
+    if (line === '') {
+      if (this.data.length > 0)
+        events.push({
+          event: this.event || 'message',
+          data: this.data.length === 1 ? this.data[0] : this.data.join('\n'),
+        });
+      this.event = '';
+      this.data = [];
+      this.dataChars = 0;
+      return;
+    }
+    // the common line first: `data: ...`
+    if (line.startsWith('data:')) {
+      const value = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5);
+      this.dataChars += value.length;
+      if (this.dataChars > this.maxChars) throw tooLarge('SSE event', this.maxChars);
+      this.data.push(value);
+      return;
+    }
+    if (line.charCodeAt(0) === 58) return; // `:` comment
+    const colon = line.indexOf(':');
+    const field = colon < 0 ? line : line.slice(0, colon);
+    let value = colon < 0 ? '' : line.slice(colon + 1);
+    if (value.startsWith(' ')) value = value.slice(1);
+    if (field === 'data') {
+      this.dataChars += value.length;
+      if (this.dataChars > this.maxChars) throw tooLarge('SSE event', this.maxChars);
+      this.data.push(value);
+    } else if (field === 'event') this.event = value;
+  }
+}
+
+/** Server-sent events from a byte stream (see SseParser). */
 export async function* sseEvents(
   source: AsyncIterable<Uint8Array | string>,
   maxChars = SSE_LINE_CAP,
 ): AsyncGenerator<SseEvent> {
-  const decoder = new TextDecoder();
-  const lineEnd = /\r\n|\r|\n/g;
-  // the unterminated line so far, in pieces: only new text is scanned, so a long line costs O(n), not O(n²)
-  let partial: string[] = [];
-  let partialChars = 0;
-  let dataChars = 0;
-  let skipLeadingLf = false;
-  let event = '';
-  let data: string[] = [];
-  for await (const chunk of source) {
-    let text = typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true });
-    if (skipLeadingLf && text.length > 0) {
-      if (text.startsWith('\n')) text = text.slice(1);
-      skipLeadingLf = false;
-    }
-    let start = 0;
-    lineEnd.lastIndex = 0;
-    for (let match = lineEnd.exec(text); match; match = lineEnd.exec(text)) {
-      const piece = text.slice(start, match.index);
-      if (partialChars + piece.length > maxChars) throw tooLarge('SSE line', maxChars);
-      const line = partial.length > 0 ? partial.join('') + piece : piece;
-      partial = [];
-      partialChars = 0;
-      start = lineEnd.lastIndex;
-      // a CR ending this chunk may be the first half of a CRLF split across chunks
-      if (match[0] === '\r' && start === text.length) skipLeadingLf = true;
-      if (line === '') {
-        if (data.length > 0) yield { event: event || 'message', data: data.join('\n') };
-        event = '';
-        data = [];
-        dataChars = 0;
-        continue;
-      }
-      if (line.startsWith(':')) continue;
-      const colon = line.indexOf(':');
-      const field = colon < 0 ? line : line.slice(0, colon);
-      let value = colon < 0 ? '' : line.slice(colon + 1);
-      if (value.startsWith(' ')) value = value.slice(1);
-      if (field === 'data') {
-        dataChars += value.length;
-        if (dataChars > maxChars) throw tooLarge('SSE event', maxChars);
-        data.push(value);
-      } else if (field === 'event') event = value;
-    }
-    if (start < text.length) {
-      partialChars += text.length - start;
-      if (partialChars > maxChars) throw tooLarge('SSE line', maxChars);
-      partial.push(text.slice(start));
-    }
-  }
-  // complete lines of an event the server never closed with a blank line still count (lenient servers)
-  if (data.length > 0) yield { event: event || 'message', data: data.join('\n') };
+  const parser = new SseParser(maxChars);
+  for await (const chunk of source) yield* parser.push(chunk);
+  const last = parser.finish();
+  if (last) yield last;
+}
+
+interface DrainableBody {
+  dump(options: { limit: number }): Promise<void>;
+  on(event: 'error', listener: () => void): DrainableBody;
+  destroy(): unknown;
+}
+
+const ignore = (): void => undefined;
+
+/**
+ * After a stream's end marker: the rest of the body (usually nothing) is read, up to `limit` bytes, so the
+ * socket returns to the pool; past `timeoutMs` it is destroyed. A plain timer, not AbortSignal.timeout:
+ * no signal, event target and weak reference per stream.
+ */
+export function drainBody(body: DrainableBody, limit: number, timeoutMs: number): void {
+  const timer = setTimeout(() => body.on('error', ignore).destroy(), timeoutMs);
+  body
+    .dump({ limit })
+    .catch(ignore)
+    .finally(() => clearTimeout(timer));
 }

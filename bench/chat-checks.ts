@@ -1,0 +1,246 @@
+import { Cell, Check, ms, pct, Rounds, Target } from './report';
+import type { WebhookStorm } from './webhook-storm';
+
+/** bench:chat's targets: the earlier issue's lines (kept so the change is visible) and issue 16's. */
+
+/** The earlier targets for the 2-core machine. */
+export const GOALS = {
+  oneStepVsBareAtC20: 0.45,
+  oneStepP99AtC20Ms: 15,
+  addedP50AtC1Ms: 0.5,
+  failoverVsOneStep: 0.8,
+  circuitOpenWithin: 0.1,
+  peakRssMb: 200,
+};
+
+/** Issue 16's targets (speed at incident time, streaming). */
+export const GOALS_16 = {
+  circuitOpenVsOneStep: 0.95,
+  failoverVsOneStep: 0.5,
+  streamVsBareStream: 0.5,
+  firstByteOverBareMs: 0.2,
+  oneStepVsBareChunked: 0.5,
+  oneStepP99AtC20Ms: 12,
+  addedP50AtC1Ms: 0.3,
+  peakRssMb: 200,
+  /** Per key per replica, plus the closing event. */
+  webhookDeliveries: 2,
+  /** BENCH_BASELINE: this build against the other within this share. */
+  baselineWithin: 0.05,
+};
+
+function find(cells: Cell[], target: Target, connections: number): Cell {
+  const cell = cells.find((c) => c.target === target && c.connections === connections);
+  if (!cell) throw new Error(`no measurement for ${target} at c=${connections}`);
+  return cell;
+}
+
+export const median = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+
+/** Per-round ratios of two round entries: their median, and the range it came from. */
+export function roundRatio(rounds: Rounds, top: string, bottom: string): { median: number; text: string } {
+  const a = rounds.rps[top] ?? [];
+  const b = rounds.rps[bottom] ?? [];
+  if (a.length === 0 || b.length === 0) throw new Error(`no rounds for ${top} / ${bottom}`);
+  const ratios = a.map((rps, i) => rps / b[i]);
+  const m = median(ratios);
+  return {
+    median: m,
+    text: `${pct(m)} (median of ${ratios.length} interleaved ${rounds.seconds} s rounds, ${pct(Math.min(...ratios))} to ${pct(Math.max(...ratios))}; median ${median(a).toFixed(0)} / ${median(b).toFixed(0)} req/s)`,
+  };
+}
+
+const cellRatio = (top: Cell, bottom: Cell): string =>
+  `${pct(top.result.rps / bottom.result.rps)} in the ${top.result.seconds.toFixed(0)} s cells below`;
+
+const atLeast = (name: string, r: { median: number; text: string }, goal: number, extra = ''): Check => ({
+  name,
+  value: `${r.text}${extra}`,
+  target: `>= ${pct(goal)}`,
+  pass: r.median >= goal,
+});
+
+/** The earlier targets, unchanged. */
+function earlierChecks(cells: Cell[], rounds: Rounds): Check[] {
+  const direct1 = find(cells, 'upstream direct', 1);
+  const bare20 = find(cells, 'bare proxy', 20);
+  const logged20 = find(cells, 'logged proxy', 20);
+  const loggedFailover20 = find(cells, 'logged failover', 20);
+  const one1 = find(cells, 'gateway one step', 1);
+  const one20 = find(cells, 'gateway one step', 20);
+  const failover20 = find(cells, 'gateway failover', 20);
+  const open20 = find(cells, 'gateway circuit open', 20);
+  const addedP50 = one1.result.p50 - direct1.result.p50;
+  const openVsOne = roundRatio(rounds, 'gateway circuit open', 'gateway one step');
+  const info = (name: string, top: string, bottom: string, a: Cell, b: Cell): Check => ({
+    name,
+    value: `${roundRatio(rounds, top, bottom).text}; ${cellRatio(a, b)}`,
+    target: '-',
+    pass: null,
+  });
+  return [
+    atLeast(
+      'one step vs bare proxy, req/s at c=20',
+      roundRatio(rounds, 'gateway one step', 'bare proxy'),
+      GOALS.oneStepVsBareAtC20,
+      `; ${cellRatio(one20, bare20)}`,
+    ),
+    info(
+      'logged proxy (bare proxy + the per-request work every request needs) vs bare proxy, req/s at c=20',
+      'logged proxy',
+      'bare proxy',
+      logged20,
+      bare20,
+    ),
+    info('one step vs logged proxy, req/s at c=20', 'gateway one step', 'logged proxy', one20, logged20),
+    {
+      name: 'one step p99 at c=20',
+      value: `${ms(one20.result.p99)} ms`,
+      target: `<= ${GOALS.oneStepP99AtC20Ms} ms`,
+      pass: one20.result.p99 <= GOALS.oneStepP99AtC20Ms,
+    },
+    {
+      name: 'added p50 at c=1 (one step - upstream direct)',
+      value: `${ms(addedP50)} ms (${ms(one1.result.p50)} - ${ms(direct1.result.p50)})`,
+      target: `<= ${GOALS.addedP50AtC1Ms} ms`,
+      pass: addedP50 <= GOALS.addedP50AtC1Ms,
+    },
+    atLeast(
+      'failover vs one step, req/s at c=20',
+      roundRatio(rounds, 'gateway failover', 'gateway one step'),
+      GOALS.failoverVsOneStep,
+      `; ${cellRatio(failover20, one20)}`,
+    ),
+    info(
+      'logged failover vs logged proxy (the same floor for a request that fails over), req/s at c=20',
+      'logged failover',
+      'logged proxy',
+      loggedFailover20,
+      logged20,
+    ),
+    {
+      name: 'circuit open vs one step, req/s at c=20',
+      value: `${openVsOne.text}; ${cellRatio(open20, one20)}`,
+      target: `within ${pct(GOALS.circuitOpenWithin)} (${pct(1 - GOALS.circuitOpenWithin)} to ${pct(1 + GOALS.circuitOpenWithin)})`,
+      pass: Math.abs(openVsOne.median - 1) <= GOALS.circuitOpenWithin,
+    },
+  ];
+}
+
+/** Median over rounds of (gateway first byte p50 - bare stream proxy first byte p50), in ms. */
+function firstByteOver(rounds: Rounds, top: string): { median: number; text: string } {
+  const a = rounds.firstByteP50[top] ?? [];
+  const b = rounds.firstByteP50['bare stream proxy first byte'] ?? [];
+  const over = a.map((x, i) => x - b[i]);
+  const m = median(over);
+  return {
+    median: m,
+    text: `${ms(m)} ms (median of ${over.length} rounds' p50 differences, ${ms(Math.min(...over))} to ${ms(Math.max(...over))}; median p50 ${ms(median(a))} - ${ms(median(b))} ms)`,
+  };
+}
+
+/** Issue 16's targets, then the earlier ones, then the peak RSS, the webhook storm, the baseline and the faults. */
+export function checks(cells: Cell[], rounds: Rounds, storm: WebhookStorm | null): Check[] {
+  const direct1 = find(cells, 'upstream direct', 1);
+  const one1 = find(cells, 'gateway one step', 1);
+  const one20 = find(cells, 'gateway one step', 20);
+  const stream20 = find(cells, 'gateway stream', 20);
+  const bareStream20 = find(cells, 'bare stream proxy', 20);
+  const chunked20 = find(cells, 'bare proxy chunked', 20);
+  const addedP50 = one1.result.p50 - direct1.result.p50;
+  const firstByte = firstByteOver(rounds, 'gateway stream first byte');
+  const peakRss = Math.max(...cells.filter((c) => c.target.startsWith('gateway')).map((c) => c.peakRssMb ?? 0));
+  const faults =
+    rounds.faults + cells.reduce((n, c) => n + c.result.non2xx + c.result.errors + c.result.headerMismatches, 0);
+  const list: Check[] = [
+    atLeast(
+      '[16] circuit open vs one step, req/s at c=20',
+      roundRatio(rounds, 'gateway circuit open', 'gateway one step'),
+      GOALS_16.circuitOpenVsOneStep,
+    ),
+    atLeast(
+      '[16] circuit open vs one step, req/s at c=1',
+      roundRatio(rounds, 'gateway circuit open c=1', 'gateway one step c=1'),
+      GOALS_16.circuitOpenVsOneStep,
+    ),
+    atLeast(
+      '[16] failover from a 500ing step vs one step, req/s at c=20',
+      roundRatio(rounds, 'gateway failover', 'gateway one step'),
+      GOALS_16.failoverVsOneStep,
+    ),
+    atLeast(
+      '[16] failover from a 500ing step vs one step, req/s at c=1',
+      roundRatio(rounds, 'gateway failover c=1', 'gateway one step c=1'),
+      GOALS_16.failoverVsOneStep,
+    ),
+    atLeast(
+      '[16] streaming one step vs bare streaming proxy, req/s at c=20',
+      roundRatio(rounds, 'gateway stream', 'bare stream proxy'),
+      GOALS_16.streamVsBareStream,
+      `; ${cellRatio(stream20, bareStream20)}`,
+    ),
+    {
+      name: '[16] streaming first byte at c=1, p50 over the bare streaming proxy',
+      value: firstByte.text,
+      target: `<= ${GOALS_16.firstByteOverBareMs} ms`,
+      pass: firstByte.median <= GOALS_16.firstByteOverBareMs,
+    },
+    atLeast(
+      '[16] one step vs bare proxy chunked-answer variant, req/s at c=20',
+      roundRatio(rounds, 'gateway one step', 'bare proxy chunked'),
+      GOALS_16.oneStepVsBareChunked,
+      `; ${cellRatio(one20, chunked20)}`,
+    ),
+    {
+      name: '[16] one step p99 at c=20',
+      value: `${ms(one20.result.p99)} ms`,
+      target: `<= ${GOALS_16.oneStepP99AtC20Ms} ms`,
+      pass: one20.result.p99 <= GOALS_16.oneStepP99AtC20Ms,
+    },
+    {
+      name: '[16] added p50 at c=1 (one step - upstream direct)',
+      value: `${ms(addedP50)} ms (${ms(one1.result.p50)} - ${ms(direct1.result.p50)})`,
+      target: `<= ${GOALS_16.addedP50AtC1Ms} ms`,
+      pass: addedP50 <= GOALS_16.addedP50AtC1Ms,
+    },
+    ...earlierChecks(cells, rounds),
+    {
+      name: 'peak gateway RSS under load (all gateway cells, streaming included)',
+      value: `${peakRss.toFixed(0)} MB`,
+      target: `<= ${GOALS_16.peakRssMb} MB`,
+      pass: peakRss <= GOALS_16.peakRssMb,
+    },
+  ];
+  if (storm)
+    list.push({
+      name: `[16] webhook deliveries to one subscriber during a ${storm.seconds} s open circuit at c=20 (1 key, ${storm.replicas} replica)`,
+      value: `${storm.total} (${storm.duringLoad} during the load, ${storm.served} requests served; closing event coalesced_count ${storm.coalescedCount ?? 'not received'})`,
+      target: `${GOALS_16.webhookDeliveries} (1 per key per replica + the closing event)`,
+      pass: storm.total === GOALS_16.webhookDeliveries && storm.coalescedCount !== null,
+    });
+  for (const [what, ours, theirs] of [
+    ['one step', 'gateway one step', 'baseline one step'],
+    ['streaming one step', 'gateway stream', 'baseline stream'],
+    ['failover', 'gateway failover', 'baseline failover'],
+  ] as const) {
+    if (!rounds.rps[theirs]) continue;
+    const r = roundRatio(rounds, ours, theirs);
+    list.push({
+      name: `BENCH_BASELINE: ${what} of this build vs the baseline build, req/s at c=20`,
+      value: r.text,
+      target: `within ${pct(GOALS_16.baselineWithin)}`,
+      pass: Math.abs(r.median - 1) <= GOALS_16.baselineWithin,
+    });
+  }
+  list.push({
+    name: 'every response 2xx with the expected x-svc-provider-used',
+    value: `${faults} non-2xx, socket errors or header mismatches`,
+    target: '0',
+    pass: faults === 0,
+  });
+  return list;
+}

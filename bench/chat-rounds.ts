@@ -1,0 +1,166 @@
+import { join } from 'node:path';
+import { bootGateway, CHAT_BODY, CHAT_PATH, MODES, STREAM_BODY } from './chat-modes';
+import type { BootedGateway, ModeName } from './chat-modes';
+import { isProxyUrl } from './chat-measure';
+import { measureFirstByte } from './first-byte';
+import { runLoad } from './load';
+import { LOGGED_PROXY_SECRET } from './logged-proxy';
+import { forkHelper } from './processes';
+import type { Forked } from './processes';
+import type { Rounds } from './report';
+import { log, Run, secondsFromEnv } from './run';
+import type { UpstreamUrls } from './upstream';
+
+/**
+ * Every ratio target in short interleaved rounds: the references and the gateway modes all running,
+ * each entry measured for ROUND_SECONDS in turn (the order rotating from round to round), so a slow
+ * spell of the shared host falls on both sides of a ratio. Entries are named `<target>` (c=20),
+ * `<target> c=1`, or `<target> first byte` (the time to the first SSE event at c=1).
+ */
+
+export const ROUNDS = Math.round(secondsFromEnv('BENCH_ROUNDS', 5));
+export const ROUND_SECONDS = secondsFromEnv('BENCH_ROUND_SECONDS', 3);
+const ROUND_WARMUP_SECONDS = secondsFromEnv('BENCH_WARMUP_SECONDS', 2);
+
+interface Spec {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  expectProvider: string;
+}
+
+interface Entry {
+  name: string;
+  spec: Spec;
+  connections: 1 | 20;
+  firstByte?: boolean;
+}
+
+const forkLogged = (urls: UpstreamUrls, databaseUrl: string, logFile: string, failingOver: boolean) =>
+  forkHelper(
+    join(__dirname, 'logged-proxy.js'),
+    [urls.ok, databaseUrl, logFile, ...(failingOver ? [urls.down] : [])],
+    isProxyUrl,
+  );
+
+/** The gateways of one build (this checkout's, or BENCH_BASELINE's), one per mode. */
+async function bootBuild(
+  run: Run,
+  urls: UpstreamUrls,
+  prefix: string,
+  modes: readonly ModeName[],
+  script?: string,
+): Promise<Record<string, BootedGateway>> {
+  const booted: Record<string, BootedGateway> = {};
+  for (const name of modes) booted[name] = await bootGateway(run, urls, name, { label: `${prefix}-${name}`, script });
+  return booted;
+}
+
+function gatewaySpec(booted: BootedGateway, name: ModeName, body = CHAT_BODY): Spec {
+  return {
+    url: `${booted.gateway.url}${CHAT_PATH}`,
+    headers: { authorization: `Bearer ${booted.secret}` },
+    body,
+    expectProvider: MODES[name].servedBy,
+  };
+}
+
+export async function interleavedRounds(
+  run: Run,
+  upstream: Forked<{ urls: UpstreamUrls }>,
+  baseline: string | null,
+): Promise<Rounds> {
+  const urls = upstream.ready.urls;
+  await run.checkpoint();
+  const fork = (mode: string[]): Promise<Forked<{ url: string }>> =>
+    forkHelper(join(__dirname, 'bare-proxy.js'), [urls.ok, ...mode], isProxyUrl).then((f) => run.track(f));
+  const bare = await fork([]);
+  const relay = await fork(['relay']);
+  const loggedDatabase = await run.createDatabase('logged-proxy-rounds');
+  const logged = run.track(await forkLogged(urls, loggedDatabase.url, join(run.tmp, 'logged-proxy-rounds.log'), false));
+  const failoverDatabase = await run.createDatabase('logged-failover-rounds');
+  const loggedFailover = run.track(
+    await forkLogged(urls, failoverDatabase.url, join(run.tmp, 'logged-failover-rounds.log'), true),
+  );
+  const modes = ['one-step', 'failover', 'circuit-open'] as const;
+  const ours = await bootBuild(run, urls, 'rounds', modes);
+  const theirs = baseline ? await bootBuild(run, urls, 'baseline', ['one-step', 'failover'], baseline) : null;
+  const bareSpec = (proxy: Forked<{ url: string }>, body: string): Spec => ({
+    url: `${proxy.ready.url}${CHAT_PATH}`,
+    headers: {},
+    body,
+    expectProvider: 'primary',
+  });
+  const loggedSpec = (proxy: Forked<{ url: string }>, expectProvider: string): Spec => ({
+    url: `${proxy.ready.url}${CHAT_PATH}`,
+    headers: { authorization: `Bearer ${LOGGED_PROXY_SECRET}` },
+    body: CHAT_BODY,
+    expectProvider,
+  });
+  const entries: Entry[] = [
+    { name: 'bare proxy', spec: bareSpec(bare, CHAT_BODY), connections: 20 },
+    { name: 'bare proxy chunked', spec: bareSpec(relay, CHAT_BODY), connections: 20 },
+    { name: 'bare stream proxy', spec: bareSpec(relay, STREAM_BODY), connections: 20 },
+    { name: 'logged proxy', spec: loggedSpec(logged, 'primary'), connections: 20 },
+    { name: 'logged failover', spec: loggedSpec(loggedFailover, 'backup'), connections: 20 },
+    { name: 'bare stream proxy first byte', spec: bareSpec(relay, STREAM_BODY), connections: 1, firstByte: true },
+  ];
+  const build = (prefix: string, booted: Record<string, BootedGateway>, withOpen: boolean): void => {
+    entries.push(
+      { name: `${prefix} one step`, spec: gatewaySpec(booted['one-step'], 'one-step'), connections: 20 },
+      { name: `${prefix} one step c=1`, spec: gatewaySpec(booted['one-step'], 'one-step'), connections: 1 },
+      { name: `${prefix} stream`, spec: gatewaySpec(booted['one-step'], 'one-step', STREAM_BODY), connections: 20 },
+      {
+        name: `${prefix} stream first byte`,
+        spec: gatewaySpec(booted['one-step'], 'one-step', STREAM_BODY),
+        connections: 1,
+        firstByte: true,
+      },
+      { name: `${prefix} failover`, spec: gatewaySpec(booted.failover, 'failover'), connections: 20 },
+      { name: `${prefix} failover c=1`, spec: gatewaySpec(booted.failover, 'failover'), connections: 1 },
+    );
+    if (withOpen)
+      entries.push(
+        { name: `${prefix} circuit open`, spec: gatewaySpec(booted['circuit-open'], 'circuit-open'), connections: 20 },
+        {
+          name: `${prefix} circuit open c=1`,
+          spec: gatewaySpec(booted['circuit-open'], 'circuit-open'),
+          connections: 1,
+        },
+      );
+  };
+  build('gateway', ours, true);
+  if (theirs) build('baseline', theirs, false);
+  log(`interleaved rounds: ${ROUNDS} x ${ROUND_SECONDS} s per entry (${entries.length} entries)`);
+
+  const rounds: Rounds = { seconds: ROUND_SECONDS, rps: {}, firstByteP50: {}, faults: 0 };
+  const once = async (entry: Entry, seconds: number, keep: boolean): Promise<void> => {
+    if (entry.firstByte) {
+      const result = await measureFirstByte(entry.spec.url, entry.spec.headers, entry.spec.body, seconds);
+      if (keep) (rounds.firstByteP50[entry.name] ??= []).push(result.p50);
+      rounds.faults += keep ? result.faults : 0;
+      return;
+    }
+    const result = await runLoad({ ...entry.spec, connections: entry.connections, seconds });
+    if (!keep) return;
+    (rounds.rps[entry.name] ??= []).push(result.rps);
+    rounds.faults += result.non2xx + result.errors + result.headerMismatches;
+  };
+  for (const entry of entries) await once(entry, ROUND_WARMUP_SECONDS, false);
+  for (let round = 0; round < ROUNDS; round++) {
+    const order = entries.map((_, i) => entries[(i + round) % entries.length]);
+    for (const entry of order) await once(entry, ROUND_SECONDS, true);
+    log(
+      `  round ${round + 1}: ${entries
+        .map((e) =>
+          e.firstByte
+            ? `${e.name} p50 ${rounds.firstByteP50[e.name][round].toFixed(2)} ms`
+            : `${e.name} ${rounds.rps[e.name][round].toFixed(0)}`,
+        )
+        .join(', ')} (req/s)`,
+    );
+  }
+  for (const booted of [...Object.values(ours), ...Object.values(theirs ?? {})]) await booted.gateway.stop();
+  for (const helper of [loggedFailover, logged, relay, bare]) await helper.stop();
+  return rounds;
+}

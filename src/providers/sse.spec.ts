@@ -1,0 +1,51 @@
+import { Readable } from 'node:stream';
+import { UpstreamFailure } from './provider-adapter';
+import { SseParser, sseEvents } from './sse';
+
+const all = (parser: SseParser, chunks: string[]): Array<{ event: string; data: string }> =>
+  chunks.flatMap((c) => parser.push(Buffer.from(c)));
+
+describe('SseParser', () => {
+  it('parses events split anywhere, with LF, CRLF and CR line ends, comments and multi-line data', () => {
+    const text = ': hi\r\ndata: {"a":1}\r\n\r\nevent: ping\rdata: x\rdata:y\r\rdata: é\n\n';
+    const expected = [
+      { event: 'message', data: '{"a":1}' },
+      { event: 'ping', data: 'x\ny' },
+      { event: 'message', data: 'é' },
+    ];
+    const bytes = Buffer.from(text);
+    for (let cut = 0; cut <= bytes.length; cut++) {
+      const parser = new SseParser();
+      expect([...parser.push(bytes.subarray(0, cut)), ...parser.push(bytes.subarray(cut))]).toEqual(expected);
+    }
+    // one byte at a time (a CR at the end of one chunk, its LF in the next)
+    const parser = new SseParser();
+    expect([...bytes].flatMap((b) => parser.push(Buffer.from([b])))).toEqual(expected);
+  });
+
+  it('returns several events of one read at once, and the unclosed event at the end', () => {
+    const parser = new SseParser();
+    expect(all(parser, ['data: 1\n\ndata: 2\n\ndata: 3\n'])).toEqual([
+      { event: 'message', data: '1' },
+      { event: 'message', data: '2' },
+    ]);
+    expect(parser.finish()).toEqual({ event: 'message', data: '3' });
+    expect(parser.finish()).toBeUndefined();
+  });
+
+  it('refuses a line or an event over the cap', () => {
+    expect(() => new SseParser(8).push('data: 0123456789')).toThrow(UpstreamFailure);
+    const parser = new SseParser(10);
+    parser.push('data: 1234\ndata: 1234\n');
+    expect(() => parser.push('data: 1234\n')).toThrow(UpstreamFailure);
+  });
+
+  it('sseEvents yields the same events from an async source', async () => {
+    const events = [];
+    for await (const event of sseEvents(Readable.from(['data: a\n', '\ndata: b\n']))) events.push(event);
+    expect(events).toEqual([
+      { event: 'message', data: 'a' },
+      { event: 'message', data: 'b' },
+    ]);
+  });
+});
