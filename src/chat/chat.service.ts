@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { sendJson } from '../common/http/send-json';
+import { sseChunkFrame } from '../common/http/sse-frame';
 import type { Primed, ProxiedCall } from '../failover/proxied-call';
 import { ChatChunk, ChatCompletion, ChatRequest, UpstreamFailure } from '../providers/provider-adapter';
 
@@ -41,17 +42,18 @@ export class ChatService {
         return { first: await rest.next(), rest };
       },
       {
-        open: () => {
+        open: (primed) => {
           provider = call.scope.served?.provider ?? '';
           res.statusCode = 200;
           res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
           res.setHeader('Cache-Control', 'no-cache');
           res.setHeader('X-Accel-Buffering', 'no');
-          res.flushHeaders();
+          // the headers go out with the first event, in one write; alone only when there is none
+          if (primed.first.done) res.flushHeaders();
         },
         write: (chunk) => {
           if (chunk.usage) call.bill({ usage: chunk.usage });
-          return send(`data: ${JSON.stringify({ ...chunk, provider })}\n\n`);
+          return send(sseChunkFrame(chunk, provider));
         },
         end: () => void res.end('data: [DONE]\n\n'),
         broke: (reason) => {
