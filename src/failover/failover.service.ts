@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DomainError } from '../common/errors/domain-error';
 import { GatewayConfig } from '../config/gateway-config';
-import { KIND_TRAITS, type Capability } from '../config/provider-kinds';
+import type { Capability } from '../config/provider-kinds';
 import type { AuthenticatedKey } from '../keys/key-directory';
 import { MetricsService } from '../metrics/metrics.service';
 import { modelIdsFor } from '../models/models';
@@ -12,41 +12,10 @@ import { CircuitRegistry } from './circuit-registry';
 import { EventsService } from './events.service';
 import { exhaustedHeaders, servedHeaders } from './failover-headers';
 import { FailoverScope, ScopeResult } from './failover-scope';
-import { CallContext, ProviderAdapter, UpstreamFailure } from '../providers/provider-adapter';
 import { StepQuotas } from '../quotas/step-quotas.service';
 import { secondsLeftInWindow } from '../quotas/window-counter';
-
-/** A chain step whose provider this gateway does not have (left out of the YAML for an empty api_key, or removed). */
-export interface UnconfiguredStep {
-  chainIndex: number;
-  provider: string;
-  model: string;
-  why: string;
-}
-
-/** e.g. `Step chain[0] (provider 'minimax', model 'speech-02-hd') was skipped: its provider is not configured (its api_key is empty).` */
-export function describeUnconfigured(steps: UnconfiguredStep[]): string {
-  return steps
-    .map(
-      (s) =>
-        `Step chain[${s.chainIndex}] (provider '${s.provider}', model '${s.model}') was skipped: its provider is not configured (${s.why}).`,
-    )
-    .join(' ');
-}
-
-/** One attempt on one step; for streams it resolves once the first chunk is in hand. */
-export type Attempt<T> = (adapter: ProviderAdapter, ctx: CallContext, step: PlannedStep) => Promise<T>;
-
-class StepTimeout extends Error {
-  constructor(readonly ms: number) {
-    super(`timeout after ${ms} ms`);
-    this.name = 'TimeoutError';
-  }
-}
-
-const upstreamMessage = (err: UpstreamFailure): string =>
-  (err.outcome.kind === 'http' || err.outcome.kind === 'provider_error' ? err.outcome.message : undefined) ??
-  err.message;
+import { Attempt, attemptWithTimeout, toFailure, upstreamMessage } from './step-attempt';
+import { describeUnconfigured, UnconfiguredStep, unconfiguredSteps } from './unconfigured-steps';
 
 /**
  * The failover core, the same for chat, speech, async speech and the speech stream: walk the
@@ -95,13 +64,7 @@ export class FailoverService {
 
   /** The key's steps of `capability` (as far as the provider's kind tells) whose provider is not configured on this gateway. */
   unconfiguredSteps(key: AuthenticatedKey, capability: Capability): UnconfiguredStep[] {
-    return key.chain.flatMap((step, chainIndex) => {
-      const why = this.gateway.whyNotConfigured(step.provider);
-      if (why === null) return [];
-      const leftOut = this.gateway.leftOut.find((p) => p.name === step.provider);
-      if (leftOut && !KIND_TRAITS[leftOut.kind].capabilities.includes(capability)) return [];
-      return [{ chainIndex, provider: step.provider, model: step.model, why }];
-    });
+    return unconfiguredSteps(this.gateway, key, capability);
   }
 
   /** The step a request would try first now: the first whose circuit is not open (what a stream announces before its first call). */
@@ -146,7 +109,7 @@ export class FailoverService {
       attempted += 1;
       const started = Date.now();
       try {
-        const value = await this.attemptWithTimeout(scope, adapter, step, attempt);
+        const value = await attemptWithTimeout(scope, adapter, step, attempt);
         const latency = Date.now() - started;
         scope.attempts.push({
           provider: step.provider,
@@ -195,7 +158,7 @@ export class FailoverService {
           });
           throw err;
         }
-        const failure = this.toFailure(err);
+        const failure = toFailure(err);
         const verdict = classify(failure.outcome, step.providerTimeoutMs);
         scope.attempts.push({
           provider: step.provider,
@@ -260,51 +223,10 @@ export class FailoverService {
     return Infinity;
   }
 
-  /** Runs one attempt under the step's timeout; the attempt's signal also fires when the client leaves. */
-  private attemptWithTimeout<T>(
-    scope: FailoverScope,
-    adapter: ProviderAdapter,
-    step: PlannedStep,
-    attempt: Attempt<T>,
-  ): Promise<T> {
-    const controller = new AbortController();
-    // kept after the attempt settles: a stream goes on reading through this signal after its first chunk
-    scope.onAbort((reason) => controller.abort(reason));
-    const ctx: CallContext = { model: step.model, signal: controller.signal, requestId: scope.requestId };
-    // a synchronous throw propagates from here as it is; one promise then settles by whichever comes
-    // first (a race of two plus a finally cost three more promises per attempt)
-    const pending = attempt(adapter, ctx, step);
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        const error = new StepTimeout(step.timeoutMs);
-        controller.abort(error);
-        reject(error);
-      }, step.timeoutMs);
-      pending.then(
-        (value) => {
-          clearTimeout(timer);
-          resolve(value);
-        },
-        // passed on as thrown: toFailure classifies whatever an adapter rejects with
-        (err: Error) => {
-          clearTimeout(timer);
-          reject(err);
-        },
-      );
-    });
-  }
-
-  private toFailure(err: unknown): UpstreamFailure {
-    if (err instanceof UpstreamFailure) return err;
-    if (err instanceof StepTimeout) return new UpstreamFailure({ kind: 'timeout', afterMs: err.ms });
-    this.logger.error({ err }, 'adapter threw an unexpected error');
-    return new UpstreamFailure({ kind: 'connection', message: (err as Error).message });
-  }
-
   /** A stream that broke after its first byte: the provider failed (breaker), the client gets an error event. */
   streamFailed(scope: FailoverScope, err: unknown): string {
     if (err instanceof DomainError) return err.code;
-    const verdict = classify(this.toFailure(err).outcome);
+    const verdict = classify(toFailure(err).outcome);
     const provider = scope.served?.provider;
     if (provider && verdict.breakerFailure) this.circuits.recordFailure(provider);
     scope.attempts.push({

@@ -3,7 +3,8 @@ import type { ServerResponse } from 'node:http';
 import { DomainError } from '../common/errors/domain-error';
 import type { AuthenticatedKey } from '../keys/key-directory';
 import { FailoverScope, type ScopeResult } from './failover-scope';
-import type { Attempt, FailoverService } from './failover.service';
+import type { FailoverService } from './failover.service';
+import type { Attempt } from './step-attempt';
 import { ChunkSink, openCall, Primed, ProxiedCall } from './proxied-call';
 
 const key = { id: 'pk_test', chain: [] } as unknown as AuthenticatedKey;

@@ -8,7 +8,8 @@ import type { TokenUsage } from '../providers/provider-adapter';
 import type { PlannedStep } from './chain';
 import { servedHeaders } from './failover-headers';
 import type { FailoverScope, ScopeResult } from './failover-scope';
-import type { Attempt, FailoverService } from './failover.service';
+import type { FailoverService } from './failover.service';
+import type { Attempt } from './step-attempt';
 
 /** nginx's status for a request whose client closed the connection first (usage records only). */
 export const CLIENT_CLOSED_REQUEST = 499;

@@ -1,0 +1,64 @@
+import { Logger } from '@nestjs/common';
+import type { CallContext, ProviderAdapter } from '../providers/provider-adapter';
+import { UpstreamFailure } from '../providers/provider-adapter';
+import type { PlannedStep } from './chain';
+import type { FailoverScope } from './failover-scope';
+
+/** One attempt on one step; for streams it resolves once the first chunk is in hand. */
+export type Attempt<T> = (adapter: ProviderAdapter, ctx: CallContext, step: PlannedStep) => Promise<T>;
+
+const logger = new Logger('FailoverService');
+
+class StepTimeout extends Error {
+  constructor(readonly ms: number) {
+    super(`timeout after ${ms} ms`);
+    this.name = 'TimeoutError';
+  }
+}
+
+/** What the provider said, for the message of a relayed client error. */
+export const upstreamMessage = (err: UpstreamFailure): string =>
+  (err.outcome.kind === 'http' || err.outcome.kind === 'provider_error' ? err.outcome.message : undefined) ??
+  err.message;
+
+/** Runs one attempt under the step's timeout; the attempt's signal also fires when the client leaves. */
+export function attemptWithTimeout<T>(
+  scope: FailoverScope,
+  adapter: ProviderAdapter,
+  step: PlannedStep,
+  attempt: Attempt<T>,
+): Promise<T> {
+  const controller = new AbortController();
+  // kept after the attempt settles: a stream goes on reading through this signal after its first chunk
+  scope.onAbort((reason) => controller.abort(reason));
+  const ctx: CallContext = { model: step.model, signal: controller.signal, requestId: scope.requestId };
+  // a synchronous throw propagates from here as it is; one promise then settles by whichever comes
+  // first (a race of two plus a finally cost three more promises per attempt)
+  const pending = attempt(adapter, ctx, step);
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      const error = new StepTimeout(step.timeoutMs);
+      controller.abort(error);
+      reject(error);
+    }, step.timeoutMs);
+    pending.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      // passed on as thrown: toFailure classifies whatever an adapter rejects with
+      (err: Error) => {
+        clearTimeout(timer);
+        reject(err);
+      },
+    );
+  });
+}
+
+/** Whatever an attempt threw, as the upstream failure the chain classifies (a step timeout is a timeout). */
+export function toFailure(err: unknown): UpstreamFailure {
+  if (err instanceof UpstreamFailure) return err;
+  if (err instanceof StepTimeout) return new UpstreamFailure({ kind: 'timeout', afterMs: err.ms });
+  logger.error({ err }, 'adapter threw an unexpected error');
+  return new UpstreamFailure({ kind: 'connection', message: (err as Error).message });
+}
