@@ -15,17 +15,8 @@ import { ask, forkHelper, rssMb, startGateway, watchRss } from './processes';
 import type { Forked, GatewayProcess } from './processes';
 import { writeSection } from './results-file';
 import { log, machine, Run, runBenchmark, secondsFromEnv } from './run';
-import {
-  EngineSpeed,
-  FirstAudio,
-  renderSpeechChecks,
-  renderSpeechResults,
-  SpeechFigures,
-  speechChecks,
-  Startup,
-  StreamsHeld,
-  SyncCell,
-} from './speech-report';
+import { EngineSpeed, FirstAudio, SpeechFigures, Startup, StreamsHeld, SyncCell } from './speech-figures';
+import { renderSpeechChecks, renderSpeechResults, speechChecks } from './speech-report';
 import type { SpeechUpstreamCounts } from './speech-upstream';
 import { StreamSession } from './ws-session';
 

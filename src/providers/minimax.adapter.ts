@@ -1,7 +1,5 @@
 import { adapterFactory, HttpProviderAdapter } from './http-adapter';
-import { Readable } from 'node:stream';
 import type { ResolvedProvider } from '../config/gateway-config';
-import { parseFirstMp3Frame } from '../audio/parse';
 import { outputShape } from '../audio/transcoder';
 import {
   AudioStream,
@@ -11,7 +9,6 @@ import {
   UpstreamFailure,
   UpstreamVoice,
   VoiceCloneCall,
-  SpeechOutput,
   VoiceDesignCall,
   VoiceInfo,
   VoiceOrigin,
@@ -19,18 +16,19 @@ import {
 } from './provider-adapter';
 import type { SpeechOptions } from './speech-fields';
 import { multipartBody } from './multipart';
+import { isRecord, readJsonBody, UpstreamClientOptions } from './http';
 import {
-  isRecord,
-  parseJsonBody,
-  readJsonBody,
-  relaySse,
-  SseEvent,
-  StreamStep,
-  UpstreamBody,
-  UpstreamClientOptions,
-  UpstreamResponse,
-  UPSTREAM_JSON_CAP,
-} from './http';
+  isJson,
+  mp3BitrateOf,
+  noAudio,
+  once,
+  replyAudio,
+  startingWith,
+  streamedAudio,
+  throwOnBaseResp,
+  throwOnVoiceReply,
+  wholeClipCap,
+} from './minimax-replies';
 
 /**
  * MiniMax system voices (T2A v2 reference, platform.minimax.io / platform.minimaxi.com "T2A V2" voice_id list,
@@ -83,109 +81,6 @@ export const MINIMAX_SAMPLE_RULES: VoiceSampleRules = {
   minSeconds: 10,
   maxSeconds: 300,
 };
-
-/** base_resp codes that blame the request (2013 invalid parameters, 1026 sensitive content), not the provider. */
-const REQUEST_FAULTS: ReadonlySet<number | string> = new Set([2013, 1026]);
-
-/** A voice call's base_resp: a request fault is a 400, anything else the provider's failure. */
-function throwOnVoiceReply(reply: Record<string, unknown>): void {
-  try {
-    throwOnBaseResp(reply);
-  } catch (err) {
-    const outcome = (err as UpstreamFailure).outcome;
-    if (outcome.kind === 'provider_error' && REQUEST_FAULTS.has(outcome.code)) {
-      throw new UpstreamFailure({
-        kind: 'http',
-        status: 400,
-        message: `${outcome.message ?? 'invalid request'} (MiniMax ${outcome.code})`,
-      });
-    }
-    throw err;
-  }
-}
-
-/** MiniMax answers HTTP 200 even for failures; `base_resp.status_code` (e.g. 1004 auth, 1002 rate limit) says so. */
-function throwOnBaseResp(reply: Record<string, unknown>): void {
-  const base = reply.base_resp;
-  if (!isRecord(base) || base.status_code === 0 || base.status_code === undefined) return;
-  const code =
-    typeof base.status_code === 'number' || typeof base.status_code === 'string' ? base.status_code : 'unknown';
-  const message = typeof base.status_msg === 'string' && base.status_msg ? base.status_msg : undefined;
-  throw new UpstreamFailure({
-    kind: 'provider_error',
-    code,
-    ...(message ? { message } : {}),
-    ...(REQUEST_FAULTS.has(code) ? { requestFault: true } : {}),
-  });
-}
-
-function hexAudio(value: unknown): Buffer | undefined {
-  if (typeof value !== 'string' || value === '') return undefined;
-  const bytes = Buffer.from(value, 'hex');
-  if (bytes.length * 2 !== value.length)
-    throw new UpstreamFailure({
-      kind: 'provider_error',
-      code: 'invalid_response',
-      message: 'MiniMax sent audio that is not hex',
-    });
-  return bytes;
-}
-
-const noAudio = (): UpstreamFailure =>
-  new UpstreamFailure({ kind: 'provider_error', code: 'no_audio', message: 'MiniMax finished without audio' });
-
-/** The whole clip from a non-streaming reply (`data.audio`, hex). */
-function replyAudio(reply: Record<string, unknown>): Buffer {
-  throwOnBaseResp(reply);
-  const audio = hexAudio(isRecord(reply.data) ? reply.data.audio : undefined);
-  if (!audio) throw noAudio();
-  return audio;
-}
-
-/**
- * Stream events: `status` 1 carries a hex chunk; `status` 2 (with `extra_info`) ends the stream and, unless
- * `exclude_aggregated_audio` took effect, repeats the whole clip, which is only used when no chunk came before.
- */
-async function* streamedAudio(body: UpstreamBody, signal: AbortSignal, maxLineChars: number): AsyncGenerator<Buffer> {
-  let emitted = false;
-  let wholeClip: Buffer | undefined;
-  const translate = (event: SseEvent): StreamStep<Buffer> => {
-    const reply = parseJsonBody(event.data);
-    throwOnBaseResp(reply);
-    const data = isRecord(reply.data) ? reply.data : {};
-    if (data.status === 2 || isRecord(reply.extra_info)) {
-      if (!emitted) wholeClip = hexAudio(data.audio);
-      return 'end';
-    }
-    const audio = hexAudio(data.audio);
-    if (audio) emitted = true;
-    return audio;
-  };
-  yield* relaySse(body, signal, translate, maxLineChars);
-  if (wholeClip) yield wholeClip;
-  else if (!emitted) throw noAudio();
-}
-
-/** The longest clip a reply may carry whole (hex in one JSON reply or one SSE event): the sync speech audio cap's default. */
-const WHOLE_CLIP_SECONDS = 1800;
-
-/** Bounds a MiniMax reply that may hold the whole clip in hex: that many seconds of 16-bit PCM in the requested shape. */
-export function wholeClipCap(output: SpeechOutput): number {
-  return Math.max(UPSTREAM_JSON_CAP, WHOLE_CLIP_SECONDS * output.sampleRate * output.channels * 2 * 2);
-}
-
-/** A one-chunk stream: the whole clip of a non-streaming reply. */
-const once = (chunk: Buffer): AsyncIterable<Buffer> => Readable.from([chunk]);
-
-/** Replays the chunk already read, then the rest. */
-async function* startingWith(first: Buffer, rest: AsyncIterator<Buffer>): AsyncGenerator<Buffer> {
-  try {
-    yield first;
-    for (let next = await rest.next(); !next.done; next = await rest.next()) yield next.value;
-  } finally {
-    await rest.return?.();
-  }
-}
 
 /** MiniMax T2A v2: the formats it makes natively (mp3, pcm, flac streamed; wav only whole) pass through as sent. */
 export class MiniMaxAdapter extends HttpProviderAdapter implements ProviderAdapter {
@@ -318,20 +213,6 @@ export class MiniMaxAdapter extends HttpProviderAdapter implements ProviderAdapt
       await this.http.json({ method: 'POST', path: `/get_voice${this.query}`, headers: this.headers, body, signal }),
     );
   }
-}
-
-/** MiniMax may encode at another bitrate than asked (e.g. 256 kbps is beyond MPEG-2 rates): the first frame says. */
-function mp3BitrateOf(first: Buffer): number | undefined {
-  try {
-    return parseFirstMp3Frame(first).bitrate;
-  } catch {
-    return undefined; // the first chunk held no whole frame: the request's bitrate stands
-  }
-}
-
-function isJson(response: UpstreamResponse): boolean {
-  const type = response.headers['content-type'];
-  return typeof type === 'string' && type.includes('application/json');
 }
 
 export const MiniMaxAdapterFactory = adapterFactory('minimax', (provider) => new MiniMaxAdapter(provider));

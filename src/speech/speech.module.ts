@@ -11,6 +11,7 @@ import { StreamTicketsRepository } from './stream/tickets/stream-tickets.reposit
 import { StreamTicketsService } from './stream/tickets/stream-tickets.service';
 import { SpeechTaskChunkEntity, SpeechTaskEntity, SpeechTaskResultEntity } from './tasks/speech-task.entity';
 import { SpeechTaskScheduler } from './tasks/speech-task.scheduler';
+import { SpeechTaskSweepsRepository } from './tasks/speech-task-sweeps.repository';
 import { SpeechTaskWorker } from './tasks/speech-task.worker';
 import { SpeechTasksController } from './tasks/speech-tasks.controller';
 import { SpeechTasksRepository } from './tasks/speech-tasks.repository';
@@ -38,6 +39,7 @@ import { VoicesModule } from '../voices/voices.module';
     TaskRunner,
     SpeechTaskWorker,
     SpeechTaskScheduler,
+    SpeechTaskSweepsRepository,
   ],
   exports: [SpeechService, SpeechTasksService],
 })

@@ -1,27 +1,20 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { DomainError, notFound } from '../common/errors/domain-error';
 import { newId, randomBase62 } from '../common/ids';
-import { GatewayConfig } from '../config/gateway-config';
 import { sniffAudioType } from '../consents/audio-type';
 import { ConsentsService } from '../consents/consents.service';
 import type { VoiceConsentDto } from '../consents/dto/voice-consent.dto';
-import { AdapterRegistry } from '../providers/adapter-registry';
-import { toUpstreamFailure } from '../providers/http';
-import { classify } from '../failover/chain';
-import { CircuitRegistry } from '../failover/circuit-registry';
-import type { ProviderAdapter, UpstreamVoice } from '../providers/provider-adapter';
+import type { UpstreamVoice } from '../providers/provider-adapter';
 import type { AuthenticatedKey } from '../keys/key-directory';
 import { CustomVoiceEntity } from './custom-voice.entity';
 import { CustomVoiceDirectory } from './custom-voice-directory';
 import { CustomVoicesRepository, NewCustomVoice } from './custom-voices.repository';
 import { CreateVoiceDto, CustomVoiceDeletedDto, CustomVoiceDto } from './dto/custom-voice.dto';
 import { checkSample, fileNameFor } from './voice-sample';
+import { VoiceUpstream } from './voice-upstream';
 
 /** The largest sample any provider takes (MiniMax: 20 MiB); each provider's own limit is checked after. */
 export const MAX_SAMPLE_BYTES = 20 * 1024 * 1024;
-/** Cloning uploads and analyses audio: allow more than a speech step's first byte. */
-const VOICE_CALL_TIMEOUT_MS = 60_000;
-const UPSTREAM_DELETE_TIMEOUT_MS = 10_000;
 /** What a designed voice reads for its trial clip when the SDK's `script_hint` is absent. */
 const DEFAULT_PREVIEW_TEXT = 'Hello! This is a preview of my new voice.';
 
@@ -35,8 +28,6 @@ export interface VoiceDesign {
   prompt: string;
   previewText: string;
 }
-
-type Creation = 'clone' | 'design';
 
 export const toVoiceDto = (row: CustomVoiceEntity): CustomVoiceDto => ({
   id: row.id,
@@ -61,15 +52,11 @@ const upstreamVoiceId = (): string => `svc${randomBase62(24)}`;
  */
 @Injectable()
 export class CustomVoicesService {
-  private readonly logger = new Logger(CustomVoicesService.name);
-
   constructor(
     private readonly repository: CustomVoicesRepository,
     private readonly directory: CustomVoiceDirectory,
     private readonly consents: ConsentsService,
-    private readonly adapters: AdapterRegistry,
-    private readonly circuits: CircuitRegistry,
-    private readonly gateway: GatewayConfig,
+    private readonly upstream: VoiceUpstream,
   ) {}
 
   /** `POST /v1/audio/voices`: a clone from `audio_sample`, or (SDK `type: prompt`) a design. */
@@ -118,7 +105,7 @@ export class CustomVoicesService {
       throw new DomainError('missing_field', "Missing required file 'audio_sample'.", { param: 'audio_sample' });
     // the consent gate comes first: no consent of this key, no upstream call
     const consent = await this.consentOf(key.id, form.consent);
-    const { provider, adapter } = this.providerFor(key, 'clone');
+    const { provider, adapter } = this.upstream.providerFor(key, 'clone');
     if (!adapter.cloneVoice) throw new Error(`${provider} cannot clone`);
     if (sample.size > MAX_SAMPLE_BYTES)
       throw new DomainError('file_too_large', 'The sample is larger than the 20 MiB limit.', { param: 'audio_sample' });
@@ -131,7 +118,7 @@ export class CustomVoicesService {
     const recording = await this.consentGate(consent.id, () => this.consents.recording(key.id, consent.id));
 
     const clone = adapter.cloneVoice.bind(adapter);
-    const made = await this.callUpstream(provider, 'clone', (signal) =>
+    const made = await this.upstream.call(provider, 'clone', (signal) =>
       clone(
         {
           voiceId: upstreamVoiceId(),
@@ -153,7 +140,7 @@ export class CustomVoicesService {
     const row = await this.store({ ...this.newRow(key, form.name, provider, made), consentId: consent.id });
     if (!row) {
       // the consent was deleted while the voice was being made: the voice must not outlive it
-      await this.removeUpstream(provider, made);
+      await this.upstream.remove(provider, made);
       throw consentNotFound(consent.id);
     }
     return toVoiceDto(row);
@@ -161,10 +148,10 @@ export class CustomVoicesService {
 
   /** Designs a voice from a description. No consent: nobody's real voice is reproduced (README, "Custom voices"). */
   async design(key: AuthenticatedKey, design: VoiceDesign): Promise<CustomVoiceDto> {
-    const { provider, adapter } = this.providerFor(key, 'design');
+    const { provider, adapter } = this.upstream.providerFor(key, 'design');
     if (!adapter.designVoice) throw new Error(`${provider} cannot design`);
     const designVoice = adapter.designVoice.bind(adapter);
-    const made = await this.callUpstream(provider, 'design', (signal) =>
+    const made = await this.upstream.call(provider, 'design', (signal) =>
       designVoice({ voiceId: upstreamVoiceId(), prompt: design.prompt, previewText: design.previewText }, signal),
     );
     const row = await this.store({
@@ -192,7 +179,7 @@ export class CustomVoicesService {
     const row = await this.repository.deleteOwned(keyId, id);
     if (!row) throw voiceNotFound(id);
     await this.directory.changed(id);
-    await this.removeUpstream(row.provider, {
+    await this.upstream.remove(row.provider, {
       voiceId: row.upstreamVoiceId,
       method: row.method,
       ...(row.upstreamConsentId ? { consentId: row.upstreamConsentId } : {}),
@@ -235,76 +222,6 @@ export class CustomVoicesService {
     } catch (err) {
       if (err instanceof DomainError && err.code === 'resource_not_found') throw consentNotFound(id);
       throw err;
-    }
-  }
-
-  /** The first speech provider of the key's chain that can make the voice and whose circuit is not open. */
-  private providerFor(key: AuthenticatedKey, creation: Creation): { provider: string; adapter: ProviderAdapter } {
-    const can = (adapter: ProviderAdapter | undefined): adapter is ProviderAdapter =>
-      creation === 'clone' ? !!adapter?.cloneVoice : !!adapter?.designVoice;
-    const capable = [...new Set(key.chain.map((step) => step.provider))]
-      .filter((name) => this.gateway.provider(name)?.capabilities.includes('speech'))
-      .flatMap((provider) => {
-        const adapter = this.adapters.get(provider);
-        return can(adapter) ? [{ provider, adapter }] : [];
-      });
-    if (capable.length === 0) {
-      const kinds = creation === 'clone' ? 'minimax or openai' : 'minimax';
-      throw new DomainError(
-        'voice_creation_not_supported',
-        `No speech provider in this key's chain can ${creation} voices (a ${kinds} provider can).`,
-      );
-    }
-    const available = capable.find((c) => this.circuits.isAvailable(c.provider));
-    if (!available) {
-      throw new DomainError(
-        'no_provider_available',
-        `Every provider that can ${creation} voices for this key is down (${capable.map((c) => c.provider).join(', ')}); retry later.`,
-      );
-    }
-    return available;
-  }
-
-  /** One upstream call; its failure becomes the documented error (the provider's refusal keeps its status). */
-  private async callUpstream<T>(
-    provider: string,
-    creation: Creation,
-    call: (signal: AbortSignal) => Promise<T>,
-  ): Promise<T> {
-    try {
-      return await call(AbortSignal.timeout(VOICE_CALL_TIMEOUT_MS));
-    } catch (err) {
-      const failure = toUpstreamFailure(err);
-      const { outcome } = failure;
-      if (outcome.kind === 'timeout') {
-        throw new DomainError(
-          'upstream_timeout',
-          `${provider} did not ${creation} the voice within ${VOICE_CALL_TIMEOUT_MS / 1000} s.`,
-        );
-      }
-      const verdict = classify(outcome);
-      const detail =
-        (outcome.kind === 'http' || outcome.kind === 'provider_error' ? outcome.message : undefined) ?? verdict.reason;
-      if (verdict.verdict === 'client_error') {
-        throw new DomainError('upstream_rejected', `${provider} rejected the voice: ${detail}`, {
-          status: outcome.kind === 'http' ? outcome.status : 400,
-        });
-      }
-      this.logger.warn(`${provider} failed to ${creation} a voice: ${verdict.reason}`);
-      throw new DomainError(
-        'voice_creation_failed',
-        `${provider} could not ${creation} the voice (${verdict.reason}); retry later.`,
-      );
-    }
-  }
-
-  /** Best effort: a voice left upstream cannot speak through this service any more, and MiniMax drops unused clones after 7 days. */
-  private async removeUpstream(provider: string, voice: UpstreamVoice): Promise<void> {
-    const adapter = this.adapters.get(provider);
-    try {
-      await adapter?.deleteVoice?.(voice, AbortSignal.timeout(UPSTREAM_DELETE_TIMEOUT_MS));
-    } catch (err) {
-      this.logger.warn(`could not delete voice ${voice.voiceId} at ${provider}: ${(err as Error).message}`);
     }
   }
 }

@@ -6,6 +6,7 @@ import { CustomVoiceDirectory } from './custom-voice-directory';
 import { CustomVoicesController } from './custom-voices.controller';
 import { CustomVoicesRepository } from './custom-voices.repository';
 import { CustomVoicesService } from './custom-voices.service';
+import { VoiceUpstream } from './voice-upstream';
 import { VoicesService } from './voices.service';
 
 /**
@@ -15,7 +16,7 @@ import { VoicesService } from './voices.service';
 @Module({
   imports: [ConsentsModule, TypeOrmModule.forFeature([CustomVoiceEntity])],
   controllers: [CustomVoicesController],
-  providers: [CustomVoicesRepository, CustomVoiceDirectory, CustomVoicesService, VoicesService],
+  providers: [CustomVoicesRepository, CustomVoiceDirectory, VoiceUpstream, CustomVoicesService, VoicesService],
   exports: [CustomVoicesService, CustomVoiceDirectory, VoicesService],
 })
 export class VoicesModule {}

@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import { JobQueue } from '../../database/job-queue';
-import { SpeechTasksRepository } from './speech-tasks.repository';
+import { SpeechTaskSweepsRepository } from './speech-task-sweeps.repository';
 import { enqueueTask } from './task-queue';
 
 /** Stalled tasks looked at per sweep. */
@@ -17,7 +17,7 @@ export class SpeechTaskScheduler {
   private sweeping: Promise<number> | null = null;
 
   constructor(
-    private readonly repository: SpeechTasksRepository,
+    private readonly repository: SpeechTaskSweepsRepository,
     private readonly queue: JobQueue,
   ) {}
 

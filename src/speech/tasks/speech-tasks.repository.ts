@@ -32,7 +32,7 @@ export const STALE_SECONDS = 30;
 /** Only the worker that holds the task may write for it (row-locked so a takeover cannot interleave). */
 const OWNED = `SELECT id FROM speech_tasks WHERE id = $1 AND worker_id = $2 AND status = 'processing' FOR UPDATE`;
 
-/** All SQL of async speech tasks. Every write of a worker is conditioned on still holding the task. */
+/** The SQL of async speech tasks, sweeps aside. Every write of a worker is conditioned on still holding the task. */
 @Injectable()
 export class SpeechTasksRepository {
   constructor(
@@ -267,42 +267,6 @@ export class SpeechTasksRepository {
       [id, part],
     );
     return row?.data ?? null;
-  }
-
-  /** Tasks whose job may be lost: processing with a dead worker, or queued and untouched for a while (they are touched now). */
-  async stalled(limit: number): Promise<string[]> {
-    const rows = await this.rows<{ id: string }>(
-      `WITH s AS (
-         SELECT id, status FROM speech_tasks
-         WHERE (status = 'processing' AND heartbeat_at < now() - make_interval(secs => $1))
-            OR (status = 'queued' AND COALESCE(heartbeat_at, created_at) < now() - make_interval(secs => $1))
-         ORDER BY created_at LIMIT $2),
-       touched AS (UPDATE speech_tasks t SET heartbeat_at = now() FROM s WHERE t.id = s.id AND s.status = 'queued')
-       SELECT id FROM s`,
-      [STALE_SECONDS, limit],
-    );
-    return rows.map((r) => r.id);
-  }
-
-  /** Retention: completed tasks past expires_at lose their file and their text, and become expired. */
-  async expireCompleted(): Promise<number> {
-    const rows = await this.rows(
-      `WITH expired AS (UPDATE speech_tasks SET status = 'expired', job = jsonb_set(job, '{text}', '""'), plan = '[]'::jsonb
-                        WHERE status = 'completed' AND expires_at <= now() RETURNING id),
-       gone AS (DELETE FROM speech_task_results r USING expired e WHERE r.task_id = e.id)
-       SELECT id FROM expired`,
-      [],
-    );
-    return rows.length;
-  }
-
-  /** Chunks of failed tasks are never assembled (a safety net: failing deletes them already). */
-  async purgeFailedChunks(): Promise<void> {
-    await this.rows(
-      `WITH gone AS (DELETE FROM speech_task_chunks c USING speech_tasks t WHERE c.task_id = t.id AND t.status IN ('failed', 'expired') RETURNING 1)
-       SELECT count(*) FROM gone`,
-      [],
-    );
   }
 
   /** Every statement here ends in a SELECT or RETURNING, so the driver hands back rows. */

@@ -1,0 +1,95 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { DomainError } from '../common/errors/domain-error';
+import { GatewayConfig } from '../config/gateway-config';
+import { AdapterRegistry } from '../providers/adapter-registry';
+import { toUpstreamFailure } from '../providers/http';
+import { classify } from '../failover/chain';
+import { CircuitRegistry } from '../failover/circuit-registry';
+import type { ProviderAdapter, UpstreamVoice } from '../providers/provider-adapter';
+import type { AuthenticatedKey } from '../keys/key-directory';
+
+/** Cloning uploads and analyses audio: allow more than a speech step's first byte. */
+const VOICE_CALL_TIMEOUT_MS = 60_000;
+const UPSTREAM_DELETE_TIMEOUT_MS = 10_000;
+
+/** How a custom voice is made. */
+export type Creation = 'clone' | 'design';
+
+/** The provider side of custom voices: the provider that makes a key's voice, the call to it, removal there. */
+@Injectable()
+export class VoiceUpstream {
+  // these lines log under the custom voice service's name, as operators know them
+  private readonly logger = new Logger('CustomVoicesService');
+
+  constructor(
+    private readonly adapters: AdapterRegistry,
+    private readonly circuits: CircuitRegistry,
+    private readonly gateway: GatewayConfig,
+  ) {}
+
+  /** The first speech provider of the key's chain that can make the voice and whose circuit is not open. */
+  providerFor(key: AuthenticatedKey, creation: Creation): { provider: string; adapter: ProviderAdapter } {
+    const can = (adapter: ProviderAdapter | undefined): adapter is ProviderAdapter =>
+      creation === 'clone' ? !!adapter?.cloneVoice : !!adapter?.designVoice;
+    const capable = [...new Set(key.chain.map((step) => step.provider))]
+      .filter((name) => this.gateway.provider(name)?.capabilities.includes('speech'))
+      .flatMap((provider) => {
+        const adapter = this.adapters.get(provider);
+        return can(adapter) ? [{ provider, adapter }] : [];
+      });
+    if (capable.length === 0) {
+      const kinds = creation === 'clone' ? 'minimax or openai' : 'minimax';
+      throw new DomainError(
+        'voice_creation_not_supported',
+        `No speech provider in this key's chain can ${creation} voices (a ${kinds} provider can).`,
+      );
+    }
+    const available = capable.find((c) => this.circuits.isAvailable(c.provider));
+    if (!available) {
+      throw new DomainError(
+        'no_provider_available',
+        `Every provider that can ${creation} voices for this key is down (${capable.map((c) => c.provider).join(', ')}); retry later.`,
+      );
+    }
+    return available;
+  }
+
+  /** One upstream call; its failure becomes the documented error (the provider's refusal keeps its status). */
+  async call<T>(provider: string, creation: Creation, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    try {
+      return await call(AbortSignal.timeout(VOICE_CALL_TIMEOUT_MS));
+    } catch (err) {
+      const failure = toUpstreamFailure(err);
+      const { outcome } = failure;
+      if (outcome.kind === 'timeout') {
+        throw new DomainError(
+          'upstream_timeout',
+          `${provider} did not ${creation} the voice within ${VOICE_CALL_TIMEOUT_MS / 1000} s.`,
+        );
+      }
+      const verdict = classify(outcome);
+      const detail =
+        (outcome.kind === 'http' || outcome.kind === 'provider_error' ? outcome.message : undefined) ?? verdict.reason;
+      if (verdict.verdict === 'client_error') {
+        throw new DomainError('upstream_rejected', `${provider} rejected the voice: ${detail}`, {
+          status: outcome.kind === 'http' ? outcome.status : 400,
+        });
+      }
+      this.logger.warn(`${provider} failed to ${creation} a voice: ${verdict.reason}`);
+      throw new DomainError(
+        'voice_creation_failed',
+        `${provider} could not ${creation} the voice (${verdict.reason}); retry later.`,
+      );
+    }
+  }
+
+  /** Best effort: a voice left upstream cannot speak through this service any more, and MiniMax drops unused clones after 7 days. */
+  async remove(provider: string, voice: UpstreamVoice): Promise<void> {
+    const adapter = this.adapters.get(provider);
+    try {
+      await adapter?.deleteVoice?.(voice, AbortSignal.timeout(UPSTREAM_DELETE_TIMEOUT_MS));
+    } catch (err) {
+      this.logger.warn(`could not delete voice ${voice.voiceId} at ${provider}: ${(err as Error).message}`);
+    }
+  }
+}
