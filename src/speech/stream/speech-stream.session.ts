@@ -1,5 +1,4 @@
 import { Logger } from '@nestjs/common';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { WebSocket } from 'ws';
 import { toDomainError } from '../../common/errors/domain-error';
 import { DomainError } from '../../common/errors/domain-error';
@@ -7,13 +6,14 @@ import type { PlannedStep } from '../../failover/chain';
 import type { FailoverService } from '../../failover/failover.service';
 import { openCall } from '../../failover/proxied-call';
 import type { AuthenticatedKey } from '../../keys/key-directory';
-import { openEncoder, type StreamEncoder } from '../../audio/pool/pool-jobs';
 import { audioTooLong, minimumAudioSeconds } from '../audio-cap';
-import { ASYNC_TEXT_LIMIT, characterCount, SYNC_TEXT_LIMIT, SpeechJob, toSpeechJob } from '../speech-job';
+import { ASYNC_TEXT_LIMIT, characterCount, SpeechJob } from '../speech-job';
 import type { SpeechService } from '../speech.service';
-import { ExtraInfo, SUCCESS, taskFailed } from './stream-replies';
+import { SUCCESS, taskFailed } from './stream-replies';
+import { StreamAudioOut, type Turn } from './stream-audio-out';
 import { textPieces } from './text-pieces';
 import { ClientMessage, parseClientMessage, TaskStartMessage } from './stream-messages';
+import { outOfOrder, streamJob, type StreamState } from './stream-order';
 
 export interface StreamLimits {
   idleMs: number;
@@ -25,34 +25,17 @@ export interface StreamLimits {
   maxAudioSeconds: number;
 }
 
-/** `starting`: task_start received and being checked; text may already arrive and waits for it. */
-type State = 'idle' | 'starting' | 'started' | 'finishing' | 'closed';
-
 /** The fastest `speed` a task may ask for: the estimate's assumption while task_start is still being checked. */
 const FASTEST_SPEED = 2;
 
 /** Text received and not yet spoken, at most: a client sending faster than synthesis gets text_too_long, not an unbounded queue. */
 export const MAX_QUEUED_CHARS = ASYNC_TEXT_LIMIT;
 
-/** The text of one `task_continue`: its audio ends with one `is_final` message, and its usage is recorded under its own request id. */
-interface Turn {
-  /** `<trace_id>_<n>` for the n-th task_continue: every usage record of its pieces has this id. */
-  requestId: string;
-  characters: number;
-  /** Pieces not yet spoken: the chunks of the last one are held back so the last is known. */
-  piecesLeft: number;
-  /** Audio bytes sent for this text, and seconds of audio made for it. */
-  bytes: number;
-  seconds: number;
-}
-
 /** One WebSocket connection speaking MiniMax's event protocol (decisions §7). */
 export class SpeechStreamSession {
   private readonly logger = new Logger('SpeechStream');
-  private state: State = 'idle';
+  private state: StreamState = 'idle';
   private job: SpeechJob | null = null;
-  /** pcm and flac only, made when the first audio arrives and dropped when the task ends: a held stream costs no encoder. */
-  private encoder: StreamEncoder | null = null;
   /** Seconds of audio this task has produced, and the least its queued text will still make: both count against the cap. */
   private audioSeconds = 0;
   private promisedSeconds = 0;
@@ -62,17 +45,12 @@ export class SpeechStreamSession {
   private work: Promise<void> = Promise.resolve();
   private idleTimer: NodeJS.Timeout | null = null;
   private readonly inFlight = new Set<AbortController>();
-  private pendingBytes = Buffer.alloc(0);
+  private readonly audio: StreamAudioOut;
   private queuedChars = 0;
   /** `task_continue` messages received so far: the number in each one's request id. */
   private turns = 0;
   /** Turns queued or being spoken: the one running is the task's last once task_finish came and this is 1. */
   private queuedTurns = 0;
-  /**
-   * The newest audio of a turn's last piece, not yet sent: a chunk is known to be its turn's last only when the
-   * piece ends, and `is_final` goes on that chunk (with MiniMax's `extra_info`).
-   */
-  private held: { audio: Buffer; turn: Turn } | null = null;
 
   constructor(
     private readonly ws: WebSocket,
@@ -88,6 +66,18 @@ export class SpeechStreamSession {
     private readonly failover: FailoverService,
     private readonly limits: StreamLimits,
   ) {
+    this.audio = new StreamAudioOut({
+      ws,
+      highWaterBytes: limits.highWaterBytes,
+      stalledMs: limits.stalledMs,
+      closed: () => this.state === 'closed',
+      job: () => this.job,
+      served: () => this.step,
+      keyGone: () => (this.currentKey() ? null : this.revoked()),
+      send: (message) => this.send(message),
+      close: (code, reason, terminate) => this.close(code, reason, terminate),
+      touch: () => this.touch(),
+    });
     ws.on('message', (data, isBinary) => this.onMessage(data as Buffer, isBinary));
     ws.on('close', () => this.onClose());
     this.send({ event: 'connected_success' });
@@ -96,7 +86,7 @@ export class SpeechStreamSession {
 
   /** Server shutdown: close with 1001 and a reason. */
   shutdown(): void {
-    this.releaseHeld();
+    this.audio.releaseHeld();
     this.close(1001, 'server shutting down');
   }
 
@@ -117,23 +107,15 @@ export class SpeechStreamSession {
     } catch (err) {
       return this.fail(err, 1008);
     }
+    const refused = outOfOrder(message.event, this.state);
+    if (refused) return this.fail(refused, 1008);
     switch (message.event) {
       case 'task_start':
-        if (this.state !== 'idle')
-          return this.fail(
-            new DomainError('invalid_value', 'task_start was already sent on this connection.', { param: 'event' }),
-            1008,
-          );
         // set now, not when the start is done: a second task_start right behind the first is refused too
         this.state = 'starting';
         this.work = this.work.then(() => this.start(message.body)).catch((err: unknown) => this.fail(err, 1008));
         return;
       case 'task_continue':
-        if (!this.accepting)
-          return this.fail(
-            new DomainError('invalid_value', 'Send task_start before task_continue.', { param: 'event' }),
-            1008,
-          );
         if (this.queuedChars + message.body.text.length > MAX_QUEUED_CHARS) {
           const tooMuch = `More than ${MAX_QUEUED_CHARS} characters are waiting to be spoken: send text no faster than the audio comes back.`;
           return this.fail(new DomainError('text_too_long', tooMuch, { param: 'text' }), 1008);
@@ -145,32 +127,14 @@ export class SpeechStreamSession {
         this.enqueue(message.body.text);
         return;
       case 'task_finish':
-        if (!this.accepting)
-          return this.fail(
-            new DomainError('invalid_value', 'Send task_start before task_finish.', { param: 'event' }),
-            1008,
-          );
         this.state = 'finishing';
         this.work = this.work.then(() => this.finish()).catch((err: unknown) => this.fail(err, 1011));
         return;
     }
   }
 
-  /** Text and task_finish are taken once task_start was received (they wait for its checks). */
-  private get accepting(): boolean {
-    return this.state === 'starting' || this.state === 'started';
-  }
-
   private async start(body: TaskStartMessage): Promise<void> {
-    // every field of task_start but the text: MiniMax's optional fields go to a MiniMax step as sent
-    const job = toSpeechJob({ ...body, text: ' ' }, SYNC_TEXT_LIMIT);
-    if (job.output.format === 'wav') {
-      throw new DomainError(
-        'invalid_value',
-        'wav cannot be streamed (its header needs the length): use mp3, pcm or flac.',
-        { param: 'audio_setting.format' },
-      );
-    }
+    const job = streamJob(body);
     // checks the model and the entry voice now, so a bad task_start fails before any text arrives; the chain is the key's as it is now
     this.planned = await this.speech.route(this.key(), job);
     this.job = job;
@@ -234,7 +198,7 @@ export class SpeechStreamSession {
       this.audioSeconds += seconds;
       turn.seconds += seconds;
       if (this.audioSeconds > limit) throw audioTooLong(limit, 'of this stream task');
-      return relay ? this.deliver(bytes, turn) : this.emitPcm(bytes, turn);
+      return relay ? this.audio.deliver(bytes, turn) : this.audio.pcm(bytes, turn);
     };
     const controller = new AbortController();
     this.inFlight.add(controller);
@@ -258,117 +222,18 @@ export class SpeechStreamSession {
     }
   }
 
-  /** Raw s16le from the provider → the session's one continuous pcm or FLAC encoder → hex audio messages. */
-  private async emitPcm(bytes: Buffer, turn: Turn): Promise<void> {
-    if (!this.job || this.state === 'closed') return;
-    const { format, sampleRate, channels, bitrate } = this.job.output;
-    this.encoder ??= openEncoder({ format: format === 'flac' ? 'flac' : 'pcm', sampleRate, channels, bitrate });
-    const encoder = this.encoder;
-    const frame = 2 * this.job.output.channels;
-    const all = Buffer.concat([this.pendingBytes, bytes]);
-    const usable = all.length - (all.length % frame);
-    this.pendingBytes = all.subarray(usable);
-    if (usable === 0) return;
-    const samples = new Int16Array(all.buffer.slice(all.byteOffset, all.byteOffset + usable));
-    await this.deliver(await encoder.push(samples), turn);
-  }
-
-  /**
-   * Audio goes out as it is made, except in a turn's last piece: there each chunk waits for the next one (or for
-   * the end of the piece), so the turn's last chunk is known and carries `is_final`.
-   */
-  private async deliver(audio: Buffer, turn: Turn): Promise<void> {
-    if (audio.length === 0) return;
-    if (turn.piecesLeft > 1) return this.sendAudio(audio, turn, false);
-    // the older chunk goes first: a failure or shutdown while it waits for the client must not send this one before it
-    const previous = this.held;
-    this.held = null;
-    if (previous) await this.sendAudio(previous.audio, previous.turn, false);
-    this.held = { audio, turn };
-  }
-
-  /**
-   * The end of one task_continue's audio: the held chunk, with `is_final` and MiniMax's `extra_info`. When it is
-   * the task's last text and task_finish came, the encoder's tail (FLAC's last block) joins it. A text that made
-   * no audio (only spaces, say) still gets its `is_final` message, with empty audio: MiniMax's clients wait for it.
-   */
+  /** The end of one task_continue's audio (`is_final`); the task's last text also ends its encoder. */
   private async endTurn(turn: Turn): Promise<void> {
     if (!this.job || this.state === 'closed') return;
-    const held = this.held?.turn === turn ? this.held.audio : Buffer.alloc(0);
-    this.held = null;
-    const taskEnds = this.state === 'finishing' && this.queuedTurns === 1;
-    const tail = taskEnds ? await this.endEncoder() : Buffer.alloc(0);
-    await this.sendAudio(Buffer.concat([held, tail]), turn, true);
+    await this.audio.endTurn(turn, this.state === 'finishing' && this.queuedTurns === 1);
   }
 
-  /** The encoder's last bytes (FLAC's last, short block); the encoder is gone after. */
-  private async endEncoder(): Promise<Buffer> {
-    const encoder = this.encoder;
-    this.encoder = null;
-    return encoder ? await encoder.end() : Buffer.alloc(0);
-  }
-
-  /**
-   * After the last turn. Its `is_final` went out before task_finish arrived, so the encoder may still hold
-   * FLAC's last block: it follows in one more audio message (is_final false), then task_finished.
-   */
+  /** After the last turn: the encoder's tail (when task_finish came after the last is_final), then task_finished. */
   private async finish(): Promise<void> {
     if (!this.job) return;
-    const tail = await this.endEncoder();
-    if (tail.length > 0) await this.sendAudio(tail, null, false);
+    await this.audio.endTask();
     this.send({ event: 'task_finished' });
     this.close(1000, 'task finished');
-  }
-
-  /** Waits while the client's buffer is full; a client that stops reading is closed, not buffered without bound. */
-  private async sendAudio(audio: Buffer, turn: Turn | null, isFinal: boolean): Promise<void> {
-    if (audio.length === 0 && !isFinal) return;
-    const started = Date.now();
-    while (this.ws.bufferedAmount > this.limits.highWaterBytes && this.state !== 'closed') {
-      if (Date.now() - started > this.limits.stalledMs) {
-        // a close frame would only queue behind the unread audio: drop the connection and its buffers now
-        this.close(1008, 'client is not reading', true);
-        throw new DomainError('invalid_value', 'The client stopped reading audio.');
-      }
-      await sleep(10);
-    }
-    // a key deleted meanwhile gets no more audio, whether or not its client sends another message
-    if (!this.currentKey()) throw this.revoked();
-    this.touch();
-    this.sendNow(audio, turn, isFinal);
-  }
-
-  /** A task cut short (failure, shutdown) still delivers the audio it held back, not as the final message. */
-  private releaseHeld(): void {
-    if (this.held && this.state !== 'closed' && this.currentKey()) this.sendNow(this.held.audio, this.held.turn, false);
-    this.held = null;
-  }
-
-  private sendNow(audio: Buffer, turn: Turn | null, isFinal: boolean): void {
-    const served = this.step;
-    if (turn) turn.bytes += audio.length;
-    this.send({
-      event: 'task_continued',
-      request_id: turn?.requestId ?? null,
-      data: { audio: audio.toString('hex') },
-      is_final: isFinal,
-      ...(isFinal && turn && this.job ? { extra_info: this.extraInfo(turn, this.job) } : {}),
-      provider: served?.provider ?? null,
-      fallback_level: served?.level ?? null,
-    });
-  }
-
-  private extraInfo(turn: Turn, job: SpeechJob): ExtraInfo {
-    const { format, sampleRate, channels, bitrate } = job.output;
-    return {
-      audio_length: Math.round(turn.seconds * 1000),
-      audio_sample_rate: sampleRate,
-      audio_size: turn.bytes,
-      audio_format: format,
-      audio_channel: channels,
-      usage_characters: turn.characters,
-      ...(format === 'mp3' ? { bitrate } : {}),
-    };
   }
 
   /** The key as it is now; a deleted key throws key_revoked (the stream ends with 1008). */
@@ -389,7 +254,7 @@ export class SpeechStreamSession {
       this.logger.error({ err, request_id: this.requestId }, `stream ${this.sessionId} failed`);
     // a client mistake is 1008; an upstream failure after the task started is 1011
     const closeCode = error.status >= 500 ? 1011 : code;
-    this.releaseHeld();
+    this.audio.releaseHeld();
     if (this.ws.readyState === this.ws.OPEN)
       this.ws.send(JSON.stringify(taskFailed(this.sessionId, this.requestId, error)));
     this.close(closeCode, error.code);
@@ -408,7 +273,7 @@ export class SpeechStreamSession {
     this.state = 'closed';
     if (this.idleTimer) clearTimeout(this.idleTimer);
     for (const controller of this.inFlight) controller.abort();
-    this.dropEncoder();
+    this.audio.drop();
     if (terminate) this.ws.terminate();
     else this.ws.close(code, reason.slice(0, 120));
   }
@@ -419,12 +284,7 @@ export class SpeechStreamSession {
       this.state = 'closed';
       for (const controller of this.inFlight) controller.abort();
     }
-    this.dropEncoder();
-  }
-
-  private dropEncoder(): void {
-    this.encoder?.release();
-    this.encoder = null;
+    this.audio.drop();
   }
 
   private touch(): void {

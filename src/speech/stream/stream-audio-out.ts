@@ -1,0 +1,170 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { WebSocket } from 'ws';
+import { DomainError } from '../../common/errors/domain-error';
+import type { PlannedStep } from '../../failover/chain';
+import { openEncoder, type StreamEncoder } from '../../audio/pool/pool-jobs';
+import type { SpeechJob } from '../speech-job';
+import type { ExtraInfo } from './stream-replies';
+
+/** The text of one `task_continue`: its audio ends with one `is_final` message, and its usage is recorded under its own request id. */
+export interface Turn {
+  /** `<trace_id>_<n>` for the n-th task_continue: every usage record of its pieces has this id. */
+  requestId: string;
+  characters: number;
+  /** Pieces not yet spoken: the chunks of the last one are held back so the last is known. */
+  piecesLeft: number;
+  /** Audio bytes sent for this text, and seconds of audio made for it. */
+  bytes: number;
+  seconds: number;
+}
+
+/** What the audio side needs of its session. */
+export interface AudioOutSession {
+  readonly ws: WebSocket;
+  readonly highWaterBytes: number;
+  readonly stalledMs: number;
+  closed(): boolean;
+  /** The task's job (its output settings), once task_start was accepted. */
+  job(): SpeechJob | null;
+  /** The step serving the task (named on every audio message). */
+  served(): PlannedStep | null;
+  /** null when the key was deleted meanwhile: that key gets no more audio. */
+  keyGone(): DomainError | null;
+  send(message: { event: string } & Record<string, unknown>): void;
+  close(code: number, reason: string, terminate?: boolean): void;
+  touch(): void;
+}
+
+/**
+ * A stream's audio on its way out: pcm through the task's one continuous pcm or FLAC encoder (mp3 relayed as it
+ * is), each turn's last chunk held back so it carries `is_final` and MiniMax's `extra_info`, and a client that
+ * stops reading closed instead of buffered without bound.
+ */
+export class StreamAudioOut {
+  /** pcm and flac only, made when the first audio arrives and dropped when the task ends: a held stream costs no encoder. */
+  private encoder: StreamEncoder | null = null;
+  private pendingBytes = Buffer.alloc(0);
+  /**
+   * The newest audio of a turn's last piece, not yet sent: a chunk is known to be its turn's last only when the
+   * piece ends, and `is_final` goes on that chunk (with MiniMax's `extra_info`).
+   */
+  private held: { audio: Buffer; turn: Turn } | null = null;
+
+  constructor(private readonly session: AudioOutSession) {}
+
+  /** Raw s16le from the provider → the task's one continuous pcm or FLAC encoder → hex audio messages. */
+  async pcm(bytes: Buffer, turn: Turn): Promise<void> {
+    const job = this.session.job();
+    if (!job || this.session.closed()) return;
+    const { format, sampleRate, channels, bitrate } = job.output;
+    this.encoder ??= openEncoder({ format: format === 'flac' ? 'flac' : 'pcm', sampleRate, channels, bitrate });
+    const encoder = this.encoder;
+    const frame = 2 * channels;
+    const all = Buffer.concat([this.pendingBytes, bytes]);
+    const usable = all.length - (all.length % frame);
+    this.pendingBytes = all.subarray(usable);
+    if (usable === 0) return;
+    const samples = new Int16Array(all.buffer.slice(all.byteOffset, all.byteOffset + usable));
+    await this.deliver(await encoder.push(samples), turn);
+  }
+
+  /**
+   * Audio goes out as it is made, except in a turn's last piece: there each chunk waits for the next one (or for
+   * the end of the piece), so the turn's last chunk is known and carries `is_final`.
+   */
+  async deliver(audio: Buffer, turn: Turn): Promise<void> {
+    if (audio.length === 0) return;
+    if (turn.piecesLeft > 1) return this.sendAudio(audio, turn, false);
+    // the older chunk goes first: a failure or shutdown while it waits for the client must not send this one before it
+    const previous = this.held;
+    this.held = null;
+    if (previous) await this.sendAudio(previous.audio, previous.turn, false);
+    this.held = { audio, turn };
+  }
+
+  /**
+   * The end of one task_continue's audio: the held chunk, with `is_final` and MiniMax's `extra_info`. When it is
+   * the task's last text (`taskEnds`), the encoder's tail (FLAC's last block) joins it. A text that made no audio
+   * (only spaces, say) still gets its `is_final` message, with empty audio: MiniMax's clients wait for it.
+   */
+  async endTurn(turn: Turn, taskEnds: boolean): Promise<void> {
+    const held = this.held?.turn === turn ? this.held.audio : Buffer.alloc(0);
+    this.held = null;
+    const tail = taskEnds ? await this.endEncoder() : Buffer.alloc(0);
+    await this.sendAudio(Buffer.concat([held, tail]), turn, true);
+  }
+
+  /** After the last turn, whose `is_final` went out before task_finish: the encoder's last block, if any (is_final false). */
+  async endTask(): Promise<void> {
+    const tail = await this.endEncoder();
+    if (tail.length > 0) await this.sendAudio(tail, null, false);
+  }
+
+  /** A task cut short (failure, shutdown) still delivers the audio it held back, not as the final message. */
+  releaseHeld(): void {
+    if (this.held && !this.session.closed() && !this.session.keyGone())
+      this.sendNow(this.held.audio, this.held.turn, false);
+    this.held = null;
+  }
+
+  /** The encoder's worker slot goes back at once (the task ended or the connection went). */
+  drop(): void {
+    this.encoder?.release();
+    this.encoder = null;
+  }
+
+  /** The encoder's last bytes (FLAC's last, short block); the encoder is gone after. */
+  private async endEncoder(): Promise<Buffer> {
+    const encoder = this.encoder;
+    this.encoder = null;
+    return encoder ? await encoder.end() : Buffer.alloc(0);
+  }
+
+  /** Waits while the client's buffer is full; a client that stops reading is closed, not buffered without bound. */
+  private async sendAudio(audio: Buffer, turn: Turn | null, isFinal: boolean): Promise<void> {
+    if (audio.length === 0 && !isFinal) return;
+    const { ws, highWaterBytes, stalledMs } = this.session;
+    const started = Date.now();
+    while (ws.bufferedAmount > highWaterBytes && !this.session.closed()) {
+      if (Date.now() - started > stalledMs) {
+        // a close frame would only queue behind the unread audio: drop the connection and its buffers now
+        this.session.close(1008, 'client is not reading', true);
+        throw new DomainError('invalid_value', 'The client stopped reading audio.');
+      }
+      await sleep(10);
+    }
+    // a key deleted meanwhile gets no more audio, whether or not its client sends another message
+    const gone = this.session.keyGone();
+    if (gone) throw gone;
+    this.session.touch();
+    this.sendNow(audio, turn, isFinal);
+  }
+
+  private sendNow(audio: Buffer, turn: Turn | null, isFinal: boolean): void {
+    const served = this.session.served();
+    const job = this.session.job();
+    if (turn) turn.bytes += audio.length;
+    this.session.send({
+      event: 'task_continued',
+      request_id: turn?.requestId ?? null,
+      data: { audio: audio.toString('hex') },
+      is_final: isFinal,
+      ...(isFinal && turn && job ? { extra_info: extraInfo(turn, job) } : {}),
+      provider: served?.provider ?? null,
+      fallback_level: served?.level ?? null,
+    });
+  }
+}
+
+function extraInfo(turn: Turn, job: SpeechJob): ExtraInfo {
+  const { format, sampleRate, channels, bitrate } = job.output;
+  return {
+    audio_length: Math.round(turn.seconds * 1000),
+    audio_sample_rate: sampleRate,
+    audio_size: turn.bytes,
+    audio_format: format,
+    audio_channel: channels,
+    usage_characters: turn.characters,
+    ...(format === 'mp3' ? { bitrate } : {}),
+  };
+}
