@@ -1,5 +1,6 @@
 import { DataSource } from 'typeorm';
-import { RecordsRetention } from '../src/usage/records-retention';
+import { UsageRetention } from '../src/usage/usage-retention';
+import { EventsRetention } from '../src/webhooks/events-retention';
 import { startApp, TestApp } from './support/app';
 import { isolatedDatabase } from './support/receiver';
 
@@ -34,13 +35,13 @@ describe('records retention', () => {
     await record('req_recent', '59 minutes');
     await record('req_new', '0 seconds');
 
-    const { usage } = await t.app.get(RecordsRetention).apply();
+    const usage = await t.app.get(UsageRetention).apply();
     expect(usage).toBe(2);
     expect(await ids(`SELECT request_id AS id FROM usage_records ORDER BY usage_records.id`)).toEqual([
       'req_recent',
       'req_new',
     ]);
-    expect((await t.app.get(RecordsRetention).apply()).usage).toBe(0);
+    expect(await t.app.get(UsageRetention).apply()).toBe(0);
   });
 
   it('deletes events past SVC_EVENT_RETENTION once the webhook fan-out has passed them', async () => {
@@ -55,7 +56,7 @@ describe('records retention', () => {
     await event('evt_recent_handled', 10, '1 hour');
     await event('evt_old_waiting', 2 ** 40, '3 hours');
 
-    const { events } = await t.app.get(RecordsRetention).apply();
+    const events = await t.app.get(EventsRetention).apply();
     expect(events).toBe(1);
     expect(await ids(`SELECT id FROM gateway_events ORDER BY id`)).toEqual(['evt_old_waiting', 'evt_recent_handled']);
   });

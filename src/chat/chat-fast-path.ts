@@ -161,8 +161,7 @@ export class ChatFastPath {
     const call: ProxiedCall = openHttpCall(this.failover, req, res, key, 'chat');
     try {
       let body: unknown = req.body;
-      for (const pipe of this.app.getGlobalPipes())
-        body = (await pipe.transform(body, BODY_METADATA)) as unknown;
+      for (const pipe of this.app.getGlobalPipes()) body = (await pipe.transform(body, BODY_METADATA)) as unknown;
       await this.chat.respond(call, parseChatRequest(body), res);
       call.succeeded();
     } catch (err) {

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, Repository } from 'typeorm';
 import { BatchOutcome, BulkColumn, bulkInsert, insertBatch } from '../database/bulk-insert';
+import { maintenanceQuery } from '../database/maintenance-query';
 import { pgPoolOf } from '../database/pg-pool';
 import { UsageRecordEntity } from './usage-record.entity';
 
@@ -79,5 +80,18 @@ export class UsageRecordsRepository {
       .orderBy('r.id', oldestFirst ? 'ASC' : 'DESC')
       .limit(limit)
       .getMany();
+  }
+
+  /** Deletes up to `batch` of the oldest records past `retentionSeconds` (its own, longer deadline: no request waits for it). */
+  async deleteExpired(retentionSeconds: number, batch: number): Promise<number> {
+    // ids grow with time: the oldest rows come first, and a sweep with nothing to delete reads one index entry
+    const { rowCount } = await maintenanceQuery(
+      pgPoolOf(this.dataSource),
+      `DELETE FROM usage_records WHERE id IN (
+         SELECT id FROM (SELECT id, created_at FROM usage_records ORDER BY id LIMIT ${Math.floor(batch)}) oldest
+          WHERE created_at < now() - make_interval(secs => $1))`,
+      [retentionSeconds],
+    );
+    return rowCount ?? 0;
   }
 }

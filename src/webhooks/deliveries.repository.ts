@@ -2,6 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { newId } from '../common/ids';
+import { maintenanceQuery } from '../database/maintenance-query';
+import { pgPoolOf } from '../database/pg-pool';
 import { deliveryBody, SourceEvent } from './payload';
 import type { WebhookEventType } from './signature';
 import { isUnstorableText, storableText } from './storable-text';
@@ -271,5 +273,18 @@ export class DeliveriesRepository {
       [limit, overdueSeconds],
     );
     return rows.map((r) => r.id);
+  }
+
+  /** Deletes up to `batch` events past `retentionSeconds` that the fan-out has passed (its own, longer deadline). */
+  async deleteExpiredEvents(retentionSeconds: number, batch: number): Promise<number> {
+    const { rowCount } = await maintenanceQuery(
+      pgPoolOf(this.dataSource),
+      `DELETE FROM gateway_events WHERE id IN (
+         SELECT e.id FROM gateway_events e, webhook_fanout_state s
+          WHERE s.id = 1 AND e.created_at < now() - make_interval(secs => $1) AND (e.txid, e.id) <= (s.cursor_txid, s.cursor_id)
+          LIMIT ${Math.floor(batch)})`,
+      [retentionSeconds],
+    );
+    return rowCount ?? 0;
   }
 }

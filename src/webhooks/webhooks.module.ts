@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { EnvironmentVariables } from '../config/env.schema';
 import { DeliveriesRepository } from './deliveries.repository';
+import { EventsRetention } from './events-retention';
 import { WebhookDeliveryWorker } from './delivery.worker';
 import { DatabaseEndpoint } from '../database/database-endpoint';
 import { SecretBox } from './secret-box';
@@ -40,6 +41,7 @@ import { WebhooksService } from './webhooks.service';
     WebhooksService,
     WebhookDeliveryWorker,
     WebhookFanout,
+    EventsRetention,
   ],
 })
 export class WebhooksModule {}
