@@ -4,17 +4,22 @@ import type { BootedGateway } from './chat-modes';
 import { isUrls } from './chat-measure';
 import { runLoad } from './load';
 import { forkHelper } from './processes';
+import { writeSection } from './results-file';
 import { log, machine, runBenchmark, secondsFromEnv } from './run';
+import { projectRoot } from '../src/common/paths';
 
 /**
  * `npm run bench:chat-ab`: this build against another (`BENCH_BASELINE`, a checkout's root or its built
  * `dist/src/main.js`) on the gateway's hot paths only — one step at c=20 and c=1, streaming one step at
  * c=20 — alternating A, B, B, A… in short cells for many rounds, so that a slow spell of the shared host
- * falls on both builds. Prints each round and the median of the per-round ratios, for "within 5 %" checks
- * of a change; writes nothing. Env: BENCH_AB_ROUNDS (12), BENCH_AB_SECONDS (4), BENCH_AB_CASES (e.g.
- * `one step c=20`; comma-separated names, default all).
+ * falls on both builds. Prints each round and the median of the per-round ratios, for "no regression over
+ * 5 %" checks of a change, and writes them to bench/results.md (BENCH_NO_WRITE=1: print only).
+ * Env: BENCH_AB_ROUNDS (12), BENCH_AB_SECONDS (4), BENCH_AB_CASES (comma-separated case names, e.g.
+ * `one step c=20`; default all), BENCH_BASELINE_LABEL (how the file names the baseline, e.g. its commit;
+ * never a machine path).
  */
 
+const RESULTS_FILE = join(projectRoot(), 'bench/results.md');
 const ROUNDS = Math.round(secondsFromEnv('BENCH_AB_ROUNDS', 12));
 const SECONDS = secondsFromEnv('BENCH_AB_SECONDS', 4);
 
@@ -88,5 +93,24 @@ runBenchmark('bench:chat-ab', async (run) => {
         `median ${median(rps['this build']).toFixed(0)} / ${median(rps.baseline).toFixed(0)} req/s)`,
     );
   }
-  process.stdout.write(`\n${lines.join('\n')}\n(${cores} cores, ${new Date().toISOString()})\n`);
+  const date = new Date().toISOString();
+  process.stdout.write(`\n${lines.join('\n')}\n(${cores} cores, ${date})\n`);
+  if (process.env.BENCH_NO_WRITE === '1') return;
+  writeSection(
+    RESULTS_FILE,
+    'chat-ab',
+    [
+      '## Chat A/B: this build against a baseline build',
+      '',
+      'Written by `npm run bench:chat-ab` (bench/chat-ab.ts): one-step gateways of both builds side by side, each case',
+      `measured in alternating ${SECONDS} s cells (A B, then B A) for ${ROUNDS} rounds; the ratio is the median of the per-round ratios.`,
+      '',
+      `- Date: ${date}`,
+      `- Cores (\`nproc\`): ${cores} (${cpu})`,
+      `- Node: ${process.version}`,
+      `- Baseline: ${process.env.BENCH_BASELINE_LABEL ?? 'the build named by BENCH_BASELINE'}`,
+      '',
+      ...lines.map((line) => `- ${line}`),
+    ].join('\n'),
+  );
 });

@@ -5,7 +5,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
  * rewrites only its own section, so `npm run bench:speech` keeps the chat figures and vice versa.
  */
 
-export const SECTIONS = ['chat', 'speech', 'event-lock', 'availability', 'memory'] as const;
+export const SECTIONS = ['chat', 'chat-ab', 'speech', 'event-lock', 'availability', 'memory'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 const HEADER = `# Benchmark results
