@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { projectRoot } from '../src/common/paths';
 import { runLoad, type LoadResult } from './load';
-import { forkHelper, startGateway, type GatewayProcess } from './processes';
+import { forkHelper, startGateway, type GatewayProcess, BENCH_ADMIN_TOKEN, gatewayEnv } from './processes';
 import { renderTargetTable, writeSection, type TargetRow } from './results-file';
 import { log, machine, Run, runBenchmark, secondsFromEnv } from './run';
 import type { UpstreamUrls } from './upstream';
@@ -19,7 +19,7 @@ import type { UpstreamUrls } from './upstream';
 const ROOT = projectRoot();
 const GATEWAY_SCRIPT = join(ROOT, 'dist/src/main.js');
 const RESULTS_FILE = join(ROOT, 'bench/results.md');
-const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
+const ADMIN_TOKEN = BENCH_ADMIN_TOKEN;
 const CHAT_MODEL = 'bench-model';
 const CHAT_BODY = JSON.stringify({ model: CHAT_MODEL, messages: [{ role: 'user', content: 'hi' }] });
 const PROSE = 'The lighthouse keeper climbed the stairs before dawn and checked the lamp once more. ';
@@ -138,15 +138,7 @@ async function benchmark(run: Run): Promise<void> {
     await startGateway({
       script: GATEWAY_SCRIPT,
       logFile: join(run.tmp, 'gateway-availability.log'),
-      env: {
-        DATABASE_URL: database.url,
-        PORT: '0',
-        HOST: '127.0.0.1',
-        LOG_LEVEL: 'info',
-        SVC_ADMIN_TOKEN: ADMIN_TOKEN,
-        SVC_CONFIG: config,
-        SVC_DEMO_KEY: 'false',
-      },
+      env: gatewayEnv(database.url, config),
     }),
   );
   const key = async (name: string, chain: object[]): Promise<string> => {

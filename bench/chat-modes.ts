@@ -1,7 +1,7 @@
 import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { projectRoot } from '../src/common/paths';
-import { startGateway } from './processes';
+import { startGateway, BENCH_ADMIN_TOKEN, gatewayEnv } from './processes';
 import type { GatewayProcess } from './processes';
 import type { Target } from './report';
 import { log, Run } from './run';
@@ -10,7 +10,7 @@ import type { UpstreamUrls } from './upstream';
 /** The gateway set-ups bench:chat measures, and how one is booted (its own process and database). */
 
 export const GATEWAY_SCRIPT = join(projectRoot(), 'dist/src/main.js');
-export const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
+export const ADMIN_TOKEN = BENCH_ADMIN_TOKEN;
 export const MODEL = 'bench-model';
 export const CHAT_PATH = '/v1/chat/completions';
 export const CHAT_BODY = JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'hi' }] });
@@ -123,18 +123,11 @@ export async function bootGateway(
       // BENCH_NODE_ARGS: extra node flags for the gateway, to try one (e.g. a V8 heap setting) against the same run's references
       nodeArgs: [...(process.env.BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean), ...(options.nodeArgs ?? [])],
       logFile: join(run.tmp, `gateway-${label}.log`),
-      env: {
-        DATABASE_URL: database.url,
-        PORT: '0',
-        HOST: '127.0.0.1',
-        LOG_LEVEL: 'info',
-        SVC_ADMIN_TOKEN: ADMIN_TOKEN,
-        SVC_CONFIG: config,
-        SVC_DEMO_KEY: 'false',
+      env: gatewayEnv(database.url, config, {
         SVC_BREAKER_COOLDOWN_MS: '600000',
         ...mode.env,
         ...options.env,
-      },
+      }),
     }),
   );
   const created = await fetch(`${gateway.url}/v1/admin/keys`, {

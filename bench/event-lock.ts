@@ -5,7 +5,7 @@ import { Client } from 'pg';
 import { projectRoot } from '../src/common/paths';
 import { runLoad } from './load';
 import type { LoadResult } from './load';
-import { forkHelper, startGateway } from './processes';
+import { forkHelper, startGateway, BENCH_ADMIN_TOKEN, gatewayEnv } from './processes';
 import { renderTargetTable, writeSection } from './results-file';
 import type { TargetRow } from './results-file';
 import { log, machine, Run, runBenchmark, secondsFromEnv } from './run';
@@ -21,7 +21,7 @@ import type { UpstreamUrls } from './upstream';
 const ROOT = projectRoot();
 const GATEWAY_SCRIPT = join(ROOT, 'dist/src/main.js');
 const RESULTS_FILE = join(ROOT, 'bench/results.md');
-const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
+const ADMIN_TOKEN = BENCH_ADMIN_TOKEN;
 const CHAT_PATH = '/v1/chat/completions';
 const CHAT_BODY = JSON.stringify({ model: 'bench-model', messages: [{ role: 'user', content: 'hi' }] });
 const CONNECTIONS = 20;
@@ -72,18 +72,11 @@ async function measureWindow(run: Run, urls: UpstreamUrls, window: string): Prom
     await startGateway({
       script: GATEWAY_SCRIPT,
       logFile: join(run.tmp, `${label}.log`),
-      env: {
-        DATABASE_URL: database.url,
-        PORT: '0',
-        HOST: '127.0.0.1',
-        LOG_LEVEL: 'info',
-        SVC_ADMIN_TOKEN: ADMIN_TOKEN,
-        SVC_CONFIG: config,
-        SVC_DEMO_KEY: 'false',
+      env: gatewayEnv(database.url, config, {
         // every request really tries the 500ing primary first, then fails over
         SVC_BREAKER_THRESHOLD: '1000000000',
         SVC_FAILOVER_EVENT_WINDOW: window,
-      },
+      }),
     }),
   );
   const created = await fetch(`${gateway.url}/v1/admin/keys`, {

@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { projectRoot } from '../src/common/paths';
-import { rssMb, startGateway } from './processes';
+import { rssMb, startGateway, BENCH_ADMIN_TOKEN } from './processes';
 import { renderTargetTable, writeSection } from './results-file';
 import type { TargetRow } from './results-file';
 import { log, machine, Run, runBenchmark, secondsFromEnv } from './run';
@@ -18,7 +18,7 @@ import { log, machine, Run, runBenchmark, secondsFromEnv } from './run';
 const ROOT = projectRoot();
 const GATEWAY_SCRIPT = join(ROOT, 'dist/src/main.js');
 const RESULTS_FILE = join(ROOT, 'bench/results.md');
-const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
+const ADMIN_TOKEN = BENCH_ADMIN_TOKEN;
 const SETTLE_SECONDS = secondsFromEnv('BENCH_SETTLE_SECONDS', 10);
 /** What the README promises for a gateway with its audio workers, idle after speech, with a PostgreSQL server. */
 const TARGET_SERVER_MB = 300;

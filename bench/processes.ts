@@ -96,6 +96,30 @@ export interface GatewayLaunch {
   bootTimeoutMs?: number;
 }
 
+/** The admin token of every benchmark's gateways. */
+export const BENCH_ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
+
+/**
+ * The environment of a benchmark's gateway: its own database and gateway YAML, a free port on loopback,
+ * info logs, the bench's admin token, no demo key; `extra` adds or overrides.
+ */
+export function gatewayEnv(
+  databaseUrl: string,
+  config: string,
+  extra: Record<string, string> = {},
+): Record<string, string> {
+  return {
+    DATABASE_URL: databaseUrl,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'info',
+    SVC_ADMIN_TOKEN: BENCH_ADMIN_TOKEN,
+    SVC_CONFIG: config,
+    SVC_DEMO_KEY: 'false',
+    ...extra,
+  };
+}
+
 const BANNER = /Gateway listening on (http:\/\/\S+)/;
 const BOOT_POLL_MS = 100;
 

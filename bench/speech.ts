@@ -11,7 +11,7 @@ import { parseFlacStreamInfo, parseWavHeader, pcmFrameCount, scanMp3Frames } fro
 import { cpuBetween, Roles, snapshot, waitForQuiet } from './cpu';
 import { percentile, runLoad } from './load';
 import type { LoadSpec } from './load';
-import { ask, forkHelper, rssMb, startGateway, watchRss } from './processes';
+import { ask, forkHelper, rssMb, startGateway, watchRss, BENCH_ADMIN_TOKEN, gatewayEnv } from './processes';
 import type { Forked, GatewayProcess } from './processes';
 import { writeSection } from './results-file';
 import { log, machine, Run, runBenchmark, secondsFromEnv } from './run';
@@ -30,7 +30,7 @@ import { StreamSession } from './ws-session';
 
 const ROOT = projectRoot();
 const RESULTS_FILE = join(ROOT, 'bench/results.md');
-const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
+const ADMIN_TOKEN = BENCH_ADMIN_TOKEN;
 const MODEL = 'speech-02-hd';
 const VOICE = 'male-qn-qingse';
 const SPEECH_PATH = '/v1/audio/speech';
@@ -117,15 +117,7 @@ async function bootGateway(run: Run, label: string, upstreamUrl: string): Promis
     await startGateway({
       script: gatewayScript,
       logFile: join(run.tmp, `gateway-${label}.log`),
-      env: {
-        DATABASE_URL: database.url,
-        PORT: '0',
-        HOST: '127.0.0.1',
-        LOG_LEVEL: 'info',
-        SVC_ADMIN_TOKEN: ADMIN_TOKEN,
-        SVC_CONFIG: config,
-        SVC_DEMO_KEY: 'false',
-      },
+      env: gatewayEnv(database.url, config),
     }),
   );
   const createKey = async (name: string, chain: Array<{ provider: string; model: string }>): Promise<string> => {
