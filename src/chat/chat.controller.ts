@@ -18,10 +18,10 @@ export class ChatController {
    * OpenAI-compatible chat completions through the key's failover chain. Every response carries
    * x-svc-provider-used, x-svc-is-fallback, x-svc-fallback-level, x-svc-request-id, and
    * x-svc-fallback-alert when a failover happened.
-   *
-   * Plain requests (exactly this path, a JSON body) never reach this handler: ChatFastPath serves them with
-   * the same steps. It serves the rest: a query string, another content type, an empty body.
    */
+  // Plain requests (exactly this path, a JSON body) never reach this handler: ChatFastPath serves them with the
+  // same steps. It serves the rest: a query string, another content type, an empty body. (A line comment, so the
+  // API document does not show it.)
   @Post()
   @HttpCode(200)
   @Proxied('chat')
