@@ -1,43 +1,18 @@
 import type { FakeOpenAiMode, ModeOptions } from './fakes/fake-openai';
-import { startApp, TestApp } from './support/app';
-import {
-  CHAT_PATH,
-  chatBody,
-  modelsSent,
-  parseSse,
-  ProviderPool,
-  REQUEST_ID,
-  servedAlert,
-  streamChat,
-} from './support/failover';
+import { CHAT_PATH, chatBody, modelsSent, REQUEST_ID, servedAlert, streamChat } from './support/failover';
+import { useStreamFailoverApp } from './support/stream-failover-app';
+
+// After the first byte, to Anthropic, and when no step can serve: failover-stream-errors.e2e-spec.ts.
 
 /** `stream: true` chat completions: failover before the first byte only, explicit errors after it. */
 describe('streaming chat completion failover', () => {
-  let pool: ProviderPool;
-  let t: TestApp;
-
-  beforeAll(async () => {
-    pool = await ProviderPool.start('fo-stream', 50, { anthropic: { 'claude-fallback': {}, 'claude-breaks': {} } });
-    t = await startApp({ gateway: pool.gateway, env: { SVC_BREAKER_COOLDOWN_MS: '1000' } });
-  });
-  afterAll(async () => {
-    await t?.close();
-    await pool?.close();
-  });
-
-  const twoStepKey = async (label: string, timeoutMs?: number) => {
-    const [a, b] = pool.take(2);
-    const key = await t.createKey(label, [
-      { provider: a.name, model: 'm-a', ...(timeoutMs ? { timeout_ms: timeoutMs } : {}) },
-      { provider: b.name, model: 'm-b' },
-    ]);
-    return { a, b, key };
-  };
+  const s = useStreamFailoverApp('fo-stream');
+  const { twoStepKey } = s;
 
   it('streams from the entry step with the failover headers, the provider on every chunk and [DONE]', async () => {
     const { a, b, key } = await twoStepKey('stream entry');
 
-    const res = await streamChat(t, key.secret, chatBody('m-a'));
+    const res = await streamChat(s.t, key.secret, chatBody('m-a'));
 
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
@@ -60,7 +35,7 @@ describe('streaming chat completion failover', () => {
     a.fake.chunkDelayMs = 150;
 
     const started = Date.now();
-    const res = await fetch(`${t.url}${CHAT_PATH}`, {
+    const res = await fetch(`${s.t.url}${CHAT_PATH}`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' },
       body: JSON.stringify(chatBody('m-a', { stream: true })),
@@ -96,7 +71,7 @@ describe('streaming chat completion failover', () => {
       const { a, b, key } = await twoStepKey(`stream failover ${reason}`);
       a.fake.setMode(mode, options);
 
-      const res = await streamChat(t, key.secret, chatBody('m-a'));
+      const res = await streamChat(s.t, key.secret, chatBody('m-a'));
 
       expect(res.status).toBe(200);
       expect(res.headers.get('x-svc-provider-used')).toBe(b.name);
@@ -120,7 +95,7 @@ describe('streaming chat completion failover', () => {
     const { a, b, key } = await twoStepKey('stream refused');
     a.fake.setMode('refuse');
 
-    const res = await streamChat(t, key.secret, chatBody('m-a'));
+    const res = await streamChat(s.t, key.secret, chatBody('m-a'));
 
     expect(res.status).toBe(200);
     expect(res.headers.get('x-svc-provider-used')).toBe(b.name);
@@ -136,7 +111,7 @@ describe('streaming chat completion failover', () => {
     const { a, b, key } = await twoStepKey('slow first byte', 300);
     a.fake.setMode('slowFirstByte', { delayMs: 5000 });
 
-    const res = await streamChat(t, key.secret, chatBody('m-a'));
+    const res = await streamChat(s.t, key.secret, chatBody('m-a'));
 
     expect(res.status).toBe(200);
     expect(res.headers.get('x-svc-provider-used')).toBe(b.name);
@@ -153,7 +128,7 @@ describe('streaming chat completion failover', () => {
     const { a, b, key } = await twoStepKey('stream hang', 300);
     a.fake.setMode('hang');
 
-    const res = await streamChat(t, key.secret, chatBody('m-a'));
+    const res = await streamChat(s.t, key.secret, chatBody('m-a'));
 
     expect(res.status).toBe(200);
     expect(res.headers.get('x-svc-provider-used')).toBe(b.name);
@@ -165,7 +140,7 @@ describe('streaming chat completion failover', () => {
     const { a, b, key } = await twoStepKey('slow but started', 300);
     a.fake.chunkDelayMs = 150;
 
-    const res = await streamChat(t, key.secret, chatBody('m-a'));
+    const res = await streamChat(s.t, key.secret, chatBody('m-a'));
 
     expect(res.totalMs).toBeGreaterThan(300);
     expect(res.headers.get('x-svc-provider-used')).toBe(a.name);
@@ -183,7 +158,7 @@ describe('streaming chat completion failover', () => {
       const { a, b, key } = await twoStepKey(`stream rejected ${status}`);
       a.fake.setMode(mode, { message: `${a.name} says no (${status})` });
 
-      const res = await streamChat(t, key.secret, chatBody('m-a'));
+      const res = await streamChat(s.t, key.secret, chatBody('m-a'));
 
       expect(res.status).toBe(status);
       expect(res.headers.get('content-type')).toMatch(/^application\/json/);
@@ -198,144 +173,4 @@ describe('streaming chat completion failover', () => {
       expect(b.fake.count()).toBe(0);
     },
   );
-
-  it('ends the stream with an error event and no [DONE] when the upstream drops after the first chunk, without failing over', async () => {
-    const { a, b, key } = await twoStepKey('drop after first chunk');
-    a.fake.setMode('dropAfterFirstChunk');
-
-    const res = await streamChat(t, key.secret, chatBody('m-a'));
-
-    expect(res.status).toBe(200);
-    expect(res.headers.get('x-svc-provider-used')).toBe(a.name);
-    expect(res.events).not.toContain('[DONE]');
-    expect(res.events.length).toBe(2);
-    expect(res.events[0]).toMatchObject({ object: 'chat.completion.chunk', provider: a.name });
-    expect(res.events[1]).toEqual({
-      error: { message: expect.any(String), type: expect.any(String), param: null, code: expect.any(String) },
-      provider: a.name,
-    });
-    expect(res.text.trimEnd().endsWith('}')).toBe(true);
-    expect(b.fake.count()).toBe(0);
-  });
-
-  it('ends the stream with an error event when the upstream closes without [DONE]', async () => {
-    const { a, b, key } = await twoStepKey('end without done');
-    a.fake.setMode('endWithoutDone');
-
-    const res = await streamChat(t, key.secret, chatBody('m-a'));
-
-    expect(res.status).toBe(200);
-    expect(res.content).toBe(a.fake.replyFor('m-a'));
-    expect(res.events).not.toContain('[DONE]');
-    expect(res.events[res.events.length - 1]).toMatchObject({
-      error: { message: expect.any(String), code: expect.any(String) },
-    });
-    expect(b.fake.count()).toBe(0);
-  });
-
-  it('streams a failover to an Anthropic step as chat.completion.chunks ending in [DONE]', async () => {
-    const [a] = pool.take(1);
-    const claude = pool.anthropic('claude-fallback');
-    const key = await t.createKey('stream to anthropic', [
-      { provider: a.name, model: 'gpt-4o-mini' },
-      { provider: claude.name, model: 'claude-3-5-haiku-latest' },
-    ]);
-    a.fake.setMode('error500', { status: 503 });
-
-    const res = await streamChat(t, key.secret, chatBody('gpt-4o-mini'));
-
-    expect(res.status).toBe(200);
-    expect(res.headers.get('x-svc-provider-used')).toBe(claude.name);
-    expect(JSON.parse(res.headers.get('x-svc-fallback-alert') ?? 'null')).toEqual(
-      servedAlert(a.name, 'HTTP 503', claude.name, 1),
-    );
-    expect(res.events[res.events.length - 1]).toBe('[DONE]');
-    for (const chunk of res.events.slice(0, -1))
-      expect(chunk).toMatchObject({
-        object: 'chat.completion.chunk',
-        model: 'claude-3-5-haiku-latest',
-        provider: claude.name,
-      });
-    expect(res.content).toBe(claude.fake.replyFor('claude-3-5-haiku-latest'));
-    expect(claude.fake.requests.map((r) => ({ path: r.path, model: r.model, stream: r.stream }))).toEqual([
-      { path: '/v1/messages', model: 'claude-3-5-haiku-latest', stream: true },
-    ]);
-  });
-
-  it('ends an Anthropic stream that reports an error after it started with an error event and no [DONE]', async () => {
-    const claude = pool.anthropic('claude-breaks');
-    const [b] = pool.take(1);
-    const key = await t.createKey('anthropic breaks', [
-      { provider: claude.name, model: 'claude-sonnet' },
-      { provider: b.name, model: 'm-b' },
-    ]);
-    claude.fake.setMode('errorMidStream');
-
-    const res = await streamChat(t, key.secret, chatBody('claude-sonnet'));
-
-    expect(res.status).toBe(200);
-    expect(res.headers.get('x-svc-provider-used')).toBe(claude.name);
-    expect(res.events).not.toContain('[DONE]');
-    expect(res.events[0]).toMatchObject({ object: 'chat.completion.chunk', provider: claude.name });
-    expect(res.events[res.events.length - 1]).toMatchObject({
-      error: { message: expect.stringContaining(claude.name), type: 'upstream_error' },
-      provider: claude.name,
-    });
-    expect(b.fake.count()).toBe(0);
-  });
-
-  it('closes the upstream connection when the client disconnects mid-stream, and calls no fallback', async () => {
-    const { a, b, key } = await twoStepKey('client leaves');
-    a.fake.chunkDelayMs = 200;
-    const controller = new AbortController();
-
-    const res = await fetch(`${t.url}${CHAT_PATH}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' },
-      body: JSON.stringify(chatBody('m-a', { stream: true })),
-      signal: controller.signal,
-    });
-    const reader = res.body!.getReader();
-    const first = await reader.read();
-    expect(parseSse(new TextDecoder().decode(first.value))[0]).toMatchObject({ provider: a.name });
-    controller.abort();
-
-    // the reply has several more chunks 200 ms apart: the upstream sees its answer cut short
-    await a.fake.waitUntil(() => a.fake.requests[0]?.closedEarly === true, 1000);
-    expect(a.fake.count(CHAT_PATH)).toBe(1);
-    expect(b.fake.count()).toBe(0);
-  });
-
-  it('answers 502 all_providers_failed as JSON with the request id and the alert when every step fails before the first byte', async () => {
-    const { a, b, key } = await twoStepKey('stream all fail');
-    a.fake.setMode('error500', { status: 503 });
-    b.fake.setMode('rate429');
-
-    const res = await streamChat(t, key.secret, chatBody('m-a'));
-
-    expect(res.status).toBe(502);
-    expect(JSON.parse(res.text)).toEqual({
-      error: { message: expect.any(String), type: 'upstream_error', param: null, code: 'all_providers_failed' },
-    });
-    expect(res.headers.get('x-svc-request-id')).toMatch(REQUEST_ID);
-    expect(JSON.parse(res.headers.get('x-svc-fallback-alert') ?? 'null')).toMatchObject({
-      exhausted_provider: b.name,
-      fallback_level: 1,
-    });
-    expect(b.fake.requests.map((r) => r.model)).toEqual(['m-b']);
-  });
-
-  it('answers 400 model_not_supported to a stream for a model no step serves', async () => {
-    const { a, b, key } = await twoStepKey('stream unknown model');
-
-    const res = await streamChat(t, key.secret, chatBody('m-z'));
-
-    expect(res.status).toBe(400);
-    expect(JSON.parse(res.text).error).toMatchObject({
-      code: 'model_not_supported',
-      param: 'model',
-      type: 'invalid_request_error',
-    });
-    expect(a.fake.count() + b.fake.count()).toBe(0);
-  });
 });

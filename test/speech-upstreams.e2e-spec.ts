@@ -22,20 +22,19 @@ const pitchOf = (bytes: Buffer, format: AudioFormat, contentType: string): numbe
   audioFacts(bytes, format, contentType).frequency;
 
 /**
- * Synchronous speech served by the upstream speech adapters against real HTTP fakes: MiniMax, OpenAI and
- * ElevenLabs as chain steps (with voice_map), and failover from a failing MiniMax with the x-svc-* headers.
+ * Synchronous speech served by the upstream speech adapters against real HTTP fakes: OpenAI and ElevenLabs as chain
+ * steps (with voice_map), and failover from a failing MiniMax with the x-svc-* headers. MiniMax as the entry step:
+ * speech-upstreams-minimax.e2e-spec.ts.
  * Provider names are unique to this file: circuits are shared by every test file of the run.
  */
 describe('synchronous speech through upstream providers', () => {
   let t: TestApp;
-  let minimax: FakeMiniMax;
   let failing: FakeMiniMax;
   let openai: FakeOpenAi;
   let eleven: FakeElevenLabs;
 
   beforeAll(async () => {
-    [minimax, failing, openai, eleven] = await Promise.all([
-      startFakeMiniMax({ name: 'su-minimax' }),
+    [failing, openai, eleven] = await Promise.all([
       startFakeMiniMax({ name: 'su-minimax-failing' }),
       startFakeOpenAi({ name: 'su-openai' }),
       startFakeElevenLabs({ name: 'su-eleven' }),
@@ -46,7 +45,6 @@ describe('synchronous speech through upstream providers', () => {
       [
         'providers:',
         '  - { name: espeak, kind: espeak }',
-        provider('su-minimax', 'minimax', minimax.url),
         // one failing upstream, one provider name (and so one circuit) per way of failing
         provider('su-mm-http', 'minimax', failing.url),
         provider('su-mm-base', 'minimax', failing.url),
@@ -63,76 +61,12 @@ describe('synchronous speech through upstream providers', () => {
   });
   afterAll(async () => {
     await t.close();
-    await Promise.all([minimax.close(), failing.close(), openai.close(), eleven.close()]);
+    await Promise.all([failing.close(), openai.close(), eleven.close()]);
   });
   beforeEach(() => {
-    for (const fake of [minimax, failing, openai, eleven]) fake.reset();
-    for (const log of [minimax.urls, failing.urls, eleven.urls]) log.length = 0;
+    for (const fake of [failing, openai, eleven]) fake.reset();
+    for (const log of [failing.urls, eleven.urls]) log.length = 0;
     failing.errorAsEvent = false;
-  });
-
-  describe('MiniMax as the entry step', () => {
-    let secret: string;
-    beforeAll(async () => {
-      secret = (
-        await t.createKey('minimax', [
-          { provider: 'su-minimax', model: MODEL, voice_map: { narrator: 'English_Graceful_Lady' } },
-        ])
-      ).secret;
-    });
-
-    it.each([
-      ['mp3', 44100, 2, 'audio/mpeg', true],
-      ['pcm', 16000, 1, 'audio/L16;rate=16000;channels=1', true],
-      ['flac', 22050, 2, 'audio/flac', true],
-      // MiniMax makes WAV only whole: asked without streaming, answered as one hex clip
-      ['wav', 24000, 1, 'audio/wav', false],
-    ] as const)(
-      'relays %s at %i Hz, %i channel(s), asking MiniMax for exactly that (streamed: %s)',
-      async (format, rate, channels, contentType, streamed) => {
-        const res = await speak(t, secret, {
-          model: MODEL,
-          text: TEXT,
-          voice_setting: { voice_id: 'narrator', speed: 1.5, vol: 2, pitch: -3 },
-          audio_setting: { format, sample_rate: rate, channel: channels, bitrate: 64000 },
-        });
-        expect(res.status).toBe(200);
-        expect(res.headers.get('content-type')).toBe(contentType);
-        expect(failoverHeaders(res.headers)).toEqual({
-          provider: 'su-minimax',
-          isFallback: 'false',
-          level: '0',
-          alert: null,
-        });
-        expect(audioFacts(res.bytes, format, contentType)).toMatchObject({ sampleRate: rate, channels });
-        if (format === 'mp3')
-          expect(res.headers.get('x-svc-audio-bitrate')).toBe(String(parseFirstMp3Frame(res.bytes).bitrate));
-
-        expect(minimax.requests).toHaveLength(1);
-        const sent = minimax.requests[0];
-        expect(sent.path).toBe(T2A);
-        expect(sent.headers.authorization).toBe('Bearer k');
-        expect(sent.body).toMatchObject({
-          model: MODEL,
-          text: TEXT,
-          stream: streamed,
-          voice_setting: { voice_id: 'English_Graceful_Lady', speed: 1.5, vol: 2, pitch: -3 },
-          audio_setting: { format, sample_rate: rate, channel: channels, bitrate: 64000 },
-        });
-        if (streamed) expect(sent.body).toMatchObject({ stream_options: { exclude_aggregated_audio: true } });
-      },
-    );
-
-    it('passes a MiniMax system voice through unmapped', async () => {
-      const res = await speak(t, secret, {
-        model: MODEL,
-        text: TEXT,
-        voice_setting: { voice_id: 'female-shaonv' },
-        audio_setting: { format: 'pcm', sample_rate: 8000 },
-      });
-      expect(res.status).toBe(200);
-      expect(minimax.requests[0].body).toMatchObject({ voice_setting: { voice_id: 'female-shaonv' } });
-    });
   });
 
   describe('failover from a failing MiniMax to the next speech step', () => {
