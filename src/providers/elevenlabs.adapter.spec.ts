@@ -3,7 +3,8 @@ import { audioFacts, collectAudio, TONE_HZ, toneSeconds } from '../../test/fakes
 import type { ResolvedProvider } from '../config/gateway-config';
 import { contentTypeFor } from '../audio/encoders';
 import { classify } from '../failover/chain';
-import { SpeechCall, SpeechFormat, SpeechOutput } from './provider-adapter';
+import { SpeechCall, SpeechOutput } from './provider-adapter';
+import { formatMatrix } from '../../test/support/audio';
 import { ElevenLabsAdapter, ElevenLabsAdapterFactory, elevenLabsPcmRate } from './elevenlabs.adapter';
 import { outcomeOf } from '../../test/support/upstream-outcome';
 
@@ -62,11 +63,8 @@ describe('ElevenLabsAdapter against a real streaming TTS server', () => {
     await fake.close();
   });
 
-  const formats: SpeechFormat[] = ['mp3', 'wav', 'pcm', 'flac'];
   // 22050 is streamed natively, 32000 is resampled down from pcm_44100
-  const matrix = formats.flatMap((format) =>
-    [22050, 32000].flatMap((sampleRate) => [1, 2].map((channels) => [format, sampleRate, channels] as const)),
-  );
+  const matrix = formatMatrix([22050, 32000]);
 
   it.each(matrix)(
     'returns %s at %i Hz with %i channel(s), exactly as requested',

@@ -3,7 +3,8 @@ import { audioFacts, collectAudio, TONE_HZ, toneSeconds } from '../../test/fakes
 import type { ResolvedProvider } from '../config/gateway-config';
 import { contentTypeFor } from '../audio/encoders';
 import { classify } from '../failover/chain';
-import { SpeechCall, SpeechFormat, SpeechOutput } from './provider-adapter';
+import { SpeechCall, SpeechOutput } from './provider-adapter';
+import { formatMatrix } from '../../test/support/audio';
 import { MiniMaxAdapter, MiniMaxAdapterFactory } from './minimax.adapter';
 import { outcomeOf } from '../../test/support/upstream-outcome';
 
@@ -54,10 +55,7 @@ describe('MiniMaxAdapter against a real T2A v2 server', () => {
     await fake.close();
   });
 
-  const formats: SpeechFormat[] = ['mp3', 'wav', 'pcm', 'flac'];
-  const matrix = formats.flatMap((format) =>
-    [16000, 44100].flatMap((sampleRate) => [1, 2].map((channels) => [format, sampleRate, channels] as const)),
-  );
+  const matrix = formatMatrix([16000, 44100]);
 
   it.each(matrix)(
     'returns %s at %i Hz with %i channel(s), exactly as requested',

@@ -3,7 +3,8 @@ import { audioFacts, collectAudio, TONE_HZ, toneSeconds } from '../../test/fakes
 import type { ResolvedProvider } from '../config/gateway-config';
 import { contentTypeFor, mp3Bitrate } from '../audio/encoders';
 import { decodePcm16le } from '../audio/pcm';
-import { SpeechCall, SpeechFormat, SpeechOutput } from './provider-adapter';
+import { SpeechCall, SpeechOutput } from './provider-adapter';
+import { formatMatrix } from '../../test/support/audio';
 import { OpenAiAdapter, OpenAiAdapterFactory } from './openai.adapter';
 import { outcomeOf } from '../../test/support/upstream-outcome';
 
@@ -53,10 +54,7 @@ describe('OpenAiAdapter speech against a real OpenAI-compatible server', () => {
     await fake.close();
   });
 
-  const formats: SpeechFormat[] = ['mp3', 'wav', 'pcm', 'flac'];
-  const matrix = formats.flatMap((format) =>
-    [16000, 44100].flatMap((sampleRate) => [1, 2].map((channels) => [format, sampleRate, channels] as const)),
-  );
+  const matrix = formatMatrix([16000, 44100]);
 
   it.each(matrix)(
     'transcodes 24 kHz pcm into %s at %i Hz with %i channel(s), exactly as requested',

@@ -23,3 +23,11 @@ export function tinyWav(samples = 1600, sampleRate = 16000): Buffer {
 /** Bytes that are no audio format at all (a PNG signature and padding), whatever the file is called. */
 export const notAudio = (): Buffer =>
   Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(64, 0x41)]);
+
+/** Every output format at each of `sampleRates`, mono and stereo: the cases an adapter must return exactly as asked. */
+export const formatMatrix = (
+  sampleRates: readonly number[],
+): Array<readonly ['mp3' | 'wav' | 'pcm' | 'flac', number, 1 | 2]> =>
+  (['mp3', 'wav', 'pcm', 'flac'] as const).flatMap((format) =>
+    sampleRates.flatMap((sampleRate) => ([1, 2] as const).map((channels) => [format, sampleRate, channels] as const)),
+  );
