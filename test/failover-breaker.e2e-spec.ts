@@ -414,6 +414,14 @@ describe('provider circuit breaker', () => {
         `${a.name} healthy after the second probe`,
       );
       expect(a.fake.count(MODELS_PATH)).toBe(2);
+      // the event is stored in the background, after the state row: wait for it, then check it is the only one
+      await eventually(
+        () => eventsWhere(t, "type = 'provider_recovered' AND provider = $1", [a.name]),
+        (rows) => rows.length > 0,
+        2000,
+        'provider_recovered row after the second probe',
+      );
+      await sleep(500);
       expect(await eventsWhere(t, "type = 'provider_recovered' AND provider = $1", [a.name])).toHaveLength(1);
     },
     PROBE_TEST_TIMEOUT_MS,
