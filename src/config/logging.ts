@@ -1,7 +1,7 @@
 import type { Params } from 'nestjs-pino';
 import type { Options } from 'pino-http';
 import { destination, stdSerializers } from 'pino';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { EnvironmentVariables } from './env.schema';
 import { requestIdOf } from '../common/http/request-id';
 import { REDACTED, scrubUrl } from '../common/http/scrub-url';
@@ -37,16 +37,29 @@ export function httpLoggerOptions(env: EnvironmentVariables): Options {
     level: env.LOG_LEVEL,
     genReqId: (req: IncomingMessage) => requestIdOf(req),
     customAttributeKeys: { reqId: 'request_id' },
+    // the serializers get the raw objects: pino's wrapped ones copy every request field and every response
+    // header first, only for these few to be kept
+    wrapSerializers: false,
     serializers: {
       err: errWithoutParameters,
       // only these headers are written, the credential as a marker: a serializer is much cheaper than pino's redact paths
-      req: (req: { id: string; method: string; url: string; headers: Record<string, unknown> }) => ({
+      req: (req: IncomingMessage & { id?: unknown; originalUrl?: string }) => ({
         id: req.id,
         method: req.method,
-        url: scrubUrl(req.url),
+        url: scrubUrl(req.originalUrl ?? req.url),
         headers: {
           'user-agent': req.headers['user-agent'],
           authorization: req.headers.authorization === undefined ? undefined : REDACTED,
+        },
+      }),
+      // the response headers kept: what it was, how long, and who served it (why a fallback happened is in the usage record's attempts)
+      res: (res: ServerResponse) => ({
+        statusCode: res.statusCode,
+        headers: {
+          'content-type': res.getHeader('content-type'),
+          'content-length': res.getHeader('content-length'),
+          'x-svc-provider-used': res.getHeader('x-svc-provider-used'),
+          'x-svc-fallback-level': res.getHeader('x-svc-fallback-level'),
         },
       }),
     },
