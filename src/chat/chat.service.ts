@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
-import { sendJson } from '../common/http/send-json';
-import { sseChunkFrame } from '../common/http/sse-frame';
+import { sendJsonText } from '../common/http/send-json';
+import { jsonWithProvider, sseChunkFrame } from '../common/http/sse-frame';
 import type { Primed, ProxiedCall } from '../failover/proxied-call';
 import { ChatChunk, ChatCompletion, ChatRequest, UpstreamFailure } from '../providers/provider-adapter';
 
@@ -22,7 +22,7 @@ export class ChatService {
       adapter.chat ? adapter.chat({ ...request, model: ctx.model }, ctx) : Promise.reject(notSupported()),
     );
     call.bill({ usage: completion.usage });
-    sendJson(res, 200, { ...completion, provider: call.scope.served?.provider });
+    sendJsonText(res, 200, jsonWithProvider(completion, call.scope.served?.provider ?? ''));
     call.succeeded();
   }
 

@@ -83,8 +83,8 @@ export class FailoverService {
     scope.requestedModel = model;
     const failures: Array<{ provider: string; reason: string; level: number }> = [];
     let attempted = 0;
-    /** When the soonest skipped step is served again (whole seconds): the Retry-After of a 503. */
-    let retryAfter = Infinity;
+    /** The steps skipped, for the Retry-After of a 503 when no step was tried (worked out only then). */
+    let skipped: Array<{ step: PlannedStep; skip: string | null }> | null = null;
     for (const step of planned) {
       const adapter = this.adapters.get(step.provider);
       const skip = !adapter
@@ -95,7 +95,7 @@ export class FailoverService {
             ? 'usage cap reached'
             : null;
       if (skip || !adapter) {
-        retryAfter = Math.min(retryAfter, this.secondsUntilServed(step, skip));
+        (skipped ??= []).push({ step, skip });
         scope.attempts.push({
           provider: step.provider,
           model: step.model,
@@ -199,6 +199,8 @@ export class FailoverService {
     );
     const why = unconfigured.length > 0 ? ` ${describeUnconfigured(unconfigured)}` : '';
     if (attempted === 0) {
+      // when the soonest skipped step is served again (whole seconds)
+      const retryAfter = Math.min(...(skipped ?? []).map(({ step, skip }) => this.secondsUntilServed(step, skip)));
       if (Number.isFinite(retryAfter)) headers['Retry-After'] = String(retryAfter);
       throw new DomainError(
         'no_provider_available',

@@ -114,9 +114,13 @@ export class ProxiedCall {
 
   private async relay<C, P extends Primed<C>>(primed: P, sink: ChunkSink<C, P>): Promise<void> {
     try {
-      if (!primed.first.done) await sink.write(primed.first.value);
-      for (let next = await primed.rest.next(); !next.done && !this.aborted; next = await primed.rest.next())
-        await sink.write(next.value);
+      // a write that did not have to wait returns nothing: no await (a microtask per chunk) for it
+      let wait = primed.first.done ? undefined : sink.write(primed.first.value);
+      if (wait) await wait;
+      for (let next = await primed.rest.next(); !next.done && !this.aborted; next = await primed.rest.next()) {
+        wait = sink.write(next.value);
+        if (wait) await wait;
+      }
       // an upstream may end early without an error when the client leaves (the offline engine does)
       if (this.aborted) return this.finish(CLIENT_CLOSED_REQUEST);
       await sink.end?.();

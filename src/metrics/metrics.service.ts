@@ -3,7 +3,7 @@ import type { NextFunction, Request, Response } from 'express';
 import type { ServerResponse } from 'node:http';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { currentAudioPool } from '../audio/pool/pool-jobs';
-import { RequestCounter, RequestLabel, RouteLike } from './request-counter';
+import { PairCounter, RequestCounter, RequestLabel, RouteLike } from './request-counter';
 
 /** Outcomes of one webhook delivery attempt, as the delivery worker records it. */
 export type DeliveryStatus = 'succeeded' | 'pending' | 'failed';
@@ -32,7 +32,7 @@ export class MetricsService {
   private readonly requests = new RequestCounter();
   private readonly upstreamSeconds: Histogram<'provider' | 'outcome'>;
   private readonly upstreamChildren = new Map<string, { ok: LatencyChild; error: LatencyChild }>();
-  private readonly failovers: Counter<'from' | 'to'>;
+  private readonly failovers = new PairCounter('from', 'to');
   private readonly deliveries: Counter<'outcome'>;
   private readonly sessions: Gauge;
   private readonly taskSeconds: Histogram<'outcome'>;
@@ -59,11 +59,15 @@ export class MetricsService {
       buckets: UPSTREAM_BUCKETS,
       registers,
     });
-    this.failovers = new Counter({
+    const failovers = this.failovers;
+    new Counter<'from' | 'to'>({
       name: 'svc_failovers_total',
       help: 'Requests served by a fallback step, by the provider that failed last (from) and the one that served (to).',
       labelNames: ['from', 'to'],
       registers,
+      collect() {
+        failovers.exportTo(this);
+      },
     });
     this.deliveries = new Counter({
       name: 'svc_webhook_deliveries_total',
@@ -137,7 +141,7 @@ export class MetricsService {
   }
 
   failover(from: string | null, to: string): void {
-    this.failovers.inc({ from: from ?? 'none', to });
+    this.failovers.count(from ?? 'none', to);
   }
 
   webhookAttempt(status: DeliveryStatus): void {

@@ -88,3 +88,36 @@ export class RequestCounter {
 }
 
 const methodLabel = (method: string): string => (KNOWN_METHODS.has(method) ? method : 'OTHER');
+
+/**
+ * Counts by two label values (a failover's `from` and `to`) in plain numbers, like RequestCounter: after
+ * a pair's first count, two map lookups and an increment; prom-client reads them at scrape time.
+ */
+export class PairCounter<A extends string, B extends string> {
+  private readonly cells = new Map<string, Map<string, { labels: Record<A | B, string>; n: number }>>();
+
+  constructor(
+    private readonly first: A,
+    private readonly second: B,
+  ) {}
+
+  count(a: string, b: string): void {
+    let byB = this.cells.get(a);
+    if (!byB) {
+      byB = new Map();
+      this.cells.set(a, byB);
+    }
+    let cell = byB.get(b);
+    if (!cell) {
+      cell = { labels: { [this.first]: a, [this.second]: b } as Record<A | B, string>, n: 0 };
+      byB.set(b, cell);
+    }
+    cell.n += 1;
+  }
+
+  /** Copies the numbers into the prom-client counter (its collect() callback, at scrape time). */
+  exportTo(counter: Counter<A | B>): void {
+    counter.reset();
+    for (const byB of this.cells.values()) for (const cell of byB.values()) counter.inc(cell.labels, cell.n);
+  }
+}

@@ -134,33 +134,55 @@ export async function readCapped(body: AsyncIterable<Buffer>, cap: number): Prom
 }
 
 /**
- * A 2xx JSON body, read up to `cap` bytes: a declared or actual length over it destroys the body (the
+ * A 2xx body's text, read up to `cap` bytes: a declared or actual length over it destroys the body (the
  * socket is not worth keeping) and throws `response_too_large`; a transport fault becomes an UpstreamFailure.
+ * Read by events, not an async iterator (a promise per chunk).
  */
+export function readBodyText(
+  response: UpstreamResponse,
+  signal: AbortSignal,
+  cap = UPSTREAM_JSON_CAP,
+): Promise<string> {
+  const { body } = response;
+  const declared = Number(response.headers['content-length']);
+  if (declared > cap) {
+    body.on('error', ignore).destroy();
+    return Promise.reject(tooLarge('JSON reply', cap));
+  }
+  return new Promise<string>((resolve, reject) => {
+    const parts: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size <= cap) {
+        parts.push(chunk);
+        return;
+      }
+      body.off('data', onData).on('error', ignore).destroy();
+      reject(tooLarge('JSON reply', cap));
+    };
+    body.on('data', onData);
+    body.once('end', () => resolve((parts.length === 1 ? parts[0] : Buffer.concat(parts)).toString('utf8')));
+    body.once('error', (err) => reject(toUpstreamFailure(err, signal)));
+    // closed with neither an end nor an error (destroyed without a reason): a connection fault, not a wait forever
+    body.once('close', () =>
+      reject(
+        toUpstreamFailure(
+          Object.assign(new Error('upstream body closed early'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }),
+          signal,
+        ),
+      ),
+    );
+  });
+}
+
+/** A 2xx JSON object body, read up to `cap` bytes (see readBodyText). */
 export async function readJsonBody(
   response: UpstreamResponse,
   signal: AbortSignal,
   cap = UPSTREAM_JSON_CAP,
 ): Promise<Record<string, unknown>> {
-  const { body } = response;
-  const declared = Number(response.headers['content-length']);
-  if (declared > cap) {
-    body.on('error', ignore).destroy();
-    throw tooLarge('JSON reply', cap);
-  }
-  const parts: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of body) {
-      size += (chunk as Buffer).length;
-      if (size > cap) break; // leaving the loop destroys the body
-      parts.push(chunk as Buffer);
-    }
-  } catch (err) {
-    throw toUpstreamFailure(err, signal);
-  }
-  if (size > cap) throw tooLarge('JSON reply', cap);
-  return parseJsonBody(Buffer.concat(parts).toString('utf8'));
+  return parseJsonBody(await readBodyText(response, signal, cap));
 }
 
 export function parseJsonBody(text: string): Record<string, unknown> {

@@ -22,6 +22,7 @@ import { withRawJson } from '../common/http/sse-frame';
 import {
   isRecord,
   parseJsonBody,
+  readBodyText,
   relaySse,
   requireBaseUrl,
   SseEvent,
@@ -113,17 +114,20 @@ export class OpenAiAdapter extends HttpProviderAdapter implements ProviderAdapte
     this.official = new URL(requireBaseUrl(provider)).hostname === 'api.openai.com';
   }
 
-  chat(request: ChatRequest, ctx: CallContext): Promise<ChatCompletion> {
+  async chat(request: ChatRequest, ctx: CallContext): Promise<ChatCompletion> {
     // stream_options is refused by OpenAI on a non-streaming call
     const { stream: _stream, stream_options: _streamOptions, ...rest } = request;
     const body = JSON.stringify({ ...rest, model: ctx.model });
-    return this.http.json({
+    const response = await this.http.request({
       method: 'POST',
       path: '/chat/completions',
       headers: this.headers,
       body,
       signal: ctx.signal,
     });
+    const text = await readBodyText(response, ctx.signal);
+    // the text it came from, so the answer can be written without serialising the completion again
+    return withRawJson(parseJsonBody(text), text);
   }
 
   async chatStream(request: ChatRequest, ctx: CallContext): Promise<AsyncIterable<ChatChunk>> {

@@ -23,6 +23,16 @@ describe('SseParser', () => {
     expect([...bytes].flatMap((b) => parser.push(Buffer.from([b])))).toEqual(expected);
   });
 
+  it('drops a byte-order mark at the start of the stream only, even split across reads', () => {
+    const bytes = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('data: \ufeffa\n\n')]);
+    for (let cut = 0; cut <= 3; cut++) {
+      const parser = new SseParser();
+      expect([...parser.push(bytes.subarray(0, cut)), ...parser.push(bytes.subarray(cut))]).toEqual([
+        { event: 'message', data: '\ufeffa' },
+      ]);
+    }
+  });
+
   it('returns several events of one read at once, and the unclosed event at the end', () => {
     const parser = new SseParser();
     expect(all(parser, ['data: 1\n\ndata: 2\n\ndata: 3\n'])).toEqual([

@@ -6,7 +6,11 @@ import type { ServerResponse } from 'node:http';
  * also answer outside Express (the chat fast path).
  */
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
+  sendJsonText(res, status, JSON.stringify(body));
+}
+
+/** `sendJson` of a body already serialised. */
+export function sendJsonText(res: ServerResponse, status: number, text: string): void {
   res.statusCode = status;
   if (!res.hasHeader('content-type')) res.setHeader('Content-Type', 'application/json; charset=utf-8');
   res.setHeader('Content-Length', String(Buffer.byteLength(text)));

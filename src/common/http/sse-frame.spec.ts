@@ -1,4 +1,4 @@
-import { RAW_JSON, sseChunkFrame, withRawJson } from './sse-frame';
+import { jsonWithProvider, rawJsonOf, sseChunkFrame, withRawJson } from './sse-frame';
 
 const parsed = (text: string): object => withRawJson(JSON.parse(text) as object, text);
 /** What the frame's JSON means, whichever way it was made. */
@@ -35,9 +35,27 @@ describe('sseChunkFrame', () => {
     expect(sseChunkFrame(notObject, 'p')).toBe('data: {"id":"x","provider":"p"}\n\n');
   });
 
-  it('keeps the text out of JSON.stringify', () => {
+  it('keeps the text out of JSON.stringify and out of a copy (which may be changed)', () => {
     const chunk = parsed('{"id":"x"}');
-    expect((chunk as Record<symbol, unknown>)[RAW_JSON]).toBe('{"id":"x"}');
+    expect(rawJsonOf(chunk)).toBe('{"id":"x"}');
     expect(JSON.stringify(chunk)).toBe('{"id":"x"}');
+    const copy = { ...chunk, id: 'y' };
+    expect(rawJsonOf(copy)).toBeUndefined();
+    expect(sseChunkFrame(copy, 'p')).toBe('data: {"id":"y","provider":"p"}\n\n');
+  });
+});
+
+describe('jsonWithProvider', () => {
+  it('appends the provider to a kept body, surrounding white space and line breaks included', () => {
+    const text = '{\n  "id": "c1",\n  "choices": []\n}\n';
+    const body = jsonWithProvider(parsed(text), 'primary');
+    expect(body).toBe('{\n  "id": "c1",\n  "choices": []\n,"provider":"primary"}');
+    expect(JSON.parse(body)).toEqual({ id: 'c1', choices: [], provider: 'primary' });
+  });
+
+  it('serialises the copy when the text cannot take the field', () => {
+    expect(jsonWithProvider({ id: 'x' }, 'p')).toBe('{"id":"x","provider":"p"}');
+    expect(JSON.parse(jsonWithProvider(parsed('{"id":"x","provider":"up"}'), 'p'))).toEqual({ id: 'x', provider: 'p' });
+    expect(jsonWithProvider(withRawJson({ id: 'x' }, '[1]'), 'p')).toBe('{"id":"x","provider":"p"}');
   });
 });
