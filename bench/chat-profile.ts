@@ -64,6 +64,27 @@ Then, on a slower 2-core machine (its bare proxy did 7,700 req/s where the first
    The batch INSERTs are now named statements, so PostgreSQL parses and plans them once per connection (about
    50 µs of its CPU per batch, measured on a 6-row event INSERT).
 
+10. **Session 10: what was left per request (profile of one step at c=20, µs per request under the
+   profiler).** The request log line's serializers copied every request field and every response header
+   before keeping a few (\`getHeaders\` 2.5, pino's stringify 5.4): they now read the raw request and response
+   (\`wrapSerializers: false\`; the line keeps content type and length, provider and fallback level). The
+   completion was copied with \`provider\` and serialised again (\`sendJson\` 4.5, \`complete\` 3.8): it is now
+   written from the upstream's text with the field appended, as stream chunks are. The upstream body was read
+   through an async iterator (1.7): now by events. SSE decoding, the coalescer's condition key (JSON.stringify,
+   2.0 on a failover), the failover counter's label hashing (1.3) and the circuit view read on every request past
+   an open circuit (for a Retry-After needed only when no step is tried) went too. Measured against the build
+   before them in one run (\`npm run bench:chat-ab\`, 10 interleaved 4 s rounds): one step c=20 107.9 %, c=1
+   101.6 %, streaming c=20 110.5 %. What remains above 2 µs: the upstream reply's JSON.parse (7.4), the
+   AbortController of an attempt (4.7, the upstream call's cancel), the async hooks of the request context
+   (nestjs-pino's AsyncLocalStorage: about 8 over all promises), prom-client's histogram (3.0), the request body's
+   parse and checks (7.5), the key's SHA-256 (2.5).
+11. **Circuit open against one step.** Profiled side by side under the same alternating load (two gateways,
+   eight rounds), the circuit-open gateway's busy time per request was 225 µs against one step's 231: what it
+   adds (the alert header 1.3 µs, the window count 0.9, a usage row with two attempts 0.5) is within the noise.
+   Alternating only these two gateways, the circuit-open share of one step was 93 % (median of 24 rounds of
+   4 s, 79 % to 109 %) and 91 to 106 % in 10 s cells; the full run's figure (Targets) is lower, and moved from
+   99 % to 78 % between two runs of the same build.
+
 Still open, and why: a failover request makes two upstream calls, each a socket write and read that the
 kernel charges to this process, plus its event's INSERT, so on this machine it costs about 1.7 times a
 one-step request however lean the JavaScript; 80 % of one step is out of reach without not calling the
@@ -89,20 +110,28 @@ therefore taken from interleaved rounds (above).
 export const STREAM_PROFILE_NOTE = `### Streaming profile
 
 \`npm run bench:chat -- --profile=stream\` (the one-step gateway answering \`stream: true\` at c=20, 8 s, on a
-busy 2-core machine: 1,140 req/s under the profiler), the top three costs of the busy main thread:
+busy 2-core machine: 1,140 req/s under the profiler), the top three costs of the busy main thread, and what was done:
 
 1. **The client writes (about a third).** The response head went out in a write of its own
-   (\`res.flushHeaders()\` in the chat service: \`writeUtf8String\`, 13 to 15 %), before the first event's
-   \`writev\`; then one \`writev\` per upstream read and one for \`[DONE]\` (18 %). The bare streaming proxy sends its
-   head with the first event. Fix (in src/chat/chat.service.ts, being rewritten by another change): write the
-   first chunk instead of flushing the head alone (\`res.flushHeaders()\` only when the stream has no first chunk).
+   (\`res.flushHeaders()\`: \`writeUtf8String\`, 13 to 15 %), before the first event's \`writev\`; then one
+   \`writev\` per upstream read and one for \`[DONE]\` (18 %). Now the head goes out with the first event, as the
+   bare streaming proxy sends it (src/chat/chat.service.ts: \`res.flushHeaders()\` only for a stream with no
+   first chunk). Counted with \`strace -c\` at c=20 afterwards: 2.2 write calls and 2.2 reads per streamed
+   answer, against the bare streaming proxy's 3.0 and 2.0, so the socket work is no longer where it loses.
 2. **undici's upstream read (about 20 %) and what the gateway wrapped around it (about 9 %).** Every network read went
    through three async-generator layers (body iterator, \`sseEvents\`, \`relaySse\`) with a promise per line, and
    every stream's drain after \`[DONE]\` made an \`AbortSignal.timeout\`. Now: a synchronous \`SseParser\`
-   (src/providers/sse.ts) and one relay loop per body (src/providers/http.ts \`relaySse\`), the drain bounded by a
-   plain timer.
+   (src/providers/sse.ts, decoding with a StringDecoder: a TextDecoder cost about 1 µs more per stream) and one
+   relay loop per body (src/providers/http.ts \`relaySse\`), the drain bounded by a plain timer; a chunk whose
+   write did not have to wait is not awaited (src/failover/proxied-call.ts). A hand-written iterator in place
+   of the relay's async generator (one promise a chunk instead of three) measured 100.5 % of the generator in
+   12 interleaved rounds and was not kept.
 3. **Garbage collection (about 8 %) and each chunk's JSON round trip (about 4 %).** Each event was parsed, copied
    with \`provider\` and serialised again. The OpenAI adapter now keeps the event's text on the chunk
    (\`withRawJson\`) and \`sseChunkFrame(chunk, provider)\` (src/common/http/sse-frame.ts) appends the provider to
-   that text; the chat service is to call it in place of \`JSON.stringify({ ...chunk, provider })\`.
+   that text. Each event is still parsed once: that is how a mid-stream \`error\` event, the usage and a
+   malformed event are seen (the bare proxy passes bytes it never reads).
+
+Corking the answer for the events of one upstream read (one write for them and the end marker) measured
+97.7 % of not corking in 10 interleaved rounds and was not kept.
 `;

@@ -13,12 +13,55 @@ import type { UpstreamUrls } from './upstream';
 
 /**
  * Every ratio target in short interleaved rounds: the references and the gateway modes all running,
- * each entry measured for ROUND_SECONDS in turn (the order rotating from round to round), so a slow
- * spell of the shared host falls on both sides of a ratio. Entries are named `<target>` (c=20),
- * `<target> c=1`, or `<target> first byte` (the time to the first SSE event at c=1).
+ * each entry measured for ROUND_SECONDS in turn, so a slow spell of the shared host falls on both sides
+ * of a ratio. The two sides of each target ratio are measured back to back (or one entry apart), and
+ * every other round runs the order backwards, so a drift of the host's speed within a round favours
+ * neither side. Entries are named `<target>` (c=20), `<target> c=1`, or `<target> first byte` (the time
+ * to the first SSE event at c=1).
  */
 
-export const ROUNDS = Math.round(secondsFromEnv('BENCH_ROUNDS', 5));
+/**
+ * The order of a round: each target's two sides next to each other (circuit open and streaming beside
+ * what they are compared with, failover one entry from one step; a baseline build's entry beside this
+ * build's); names absent from a run (the baseline's without BENCH_BASELINE) are left out.
+ */
+const ROUND_ORDER = [
+  'bare proxy',
+  'bare proxy chunked',
+  'gateway one step',
+  'gateway circuit open',
+  'gateway failover',
+  'baseline failover',
+  'logged failover',
+  'logged proxy',
+  'baseline one step',
+  'bare stream proxy',
+  'gateway stream',
+  'baseline stream',
+  'bare stream proxy first byte',
+  'gateway stream first byte',
+  'baseline stream first byte',
+  'upstream direct c=1',
+  'gateway one step c=1',
+  'gateway circuit open c=1',
+  'gateway failover c=1',
+  'baseline failover c=1',
+  'baseline one step c=1',
+];
+
+/** The entries in ROUND_ORDER, forwards on even rounds and backwards on odd ones. */
+export function roundOrder<T extends { name: string }>(entries: T[], round: number): T[] {
+  const rank = (name: string): number => {
+    const at = ROUND_ORDER.indexOf(name);
+    if (at < 0) throw new Error(`no place in the round order for ${name}`);
+    return at;
+  };
+  const sorted = [...entries].sort((a, b) => rank(a.name) - rank(b.name));
+  return round % 2 === 0 ? sorted : sorted.reverse();
+}
+
+// even: as many rounds forwards as backwards
+export const ROUNDS = Math.round(secondsFromEnv('BENCH_ROUNDS', 6));
 export const ROUND_SECONDS = secondsFromEnv('BENCH_ROUND_SECONDS', 3);
 const ROUND_WARMUP_SECONDS = secondsFromEnv('BENCH_WARMUP_SECONDS', 2);
 
@@ -26,7 +69,8 @@ interface Spec {
   url: string;
   headers: Record<string, string>;
   body: string;
-  expectProvider: string;
+  /** The x-svc-provider-used every answer must carry (none for the upstream itself). */
+  expectProvider?: string;
 }
 
 interface Entry {
@@ -98,6 +142,11 @@ export async function interleavedRounds(
     expectProvider,
   });
   const entries: Entry[] = [
+    {
+      name: 'upstream direct c=1',
+      spec: { url: `${urls.ok}/chat/completions`, headers: { authorization: 'Bearer x' }, body: CHAT_BODY },
+      connections: 1,
+    },
     { name: 'bare proxy', spec: bareSpec(bare, CHAT_BODY), connections: 20 },
     { name: 'bare proxy chunked', spec: bareSpec(relay, CHAT_BODY), connections: 20 },
     { name: 'bare stream proxy', spec: bareSpec(relay, STREAM_BODY), connections: 20 },
@@ -133,7 +182,7 @@ export async function interleavedRounds(
   if (theirs) build('baseline', theirs, false);
   log(`interleaved rounds: ${ROUNDS} x ${ROUND_SECONDS} s per entry (${entries.length} entries)`);
 
-  const rounds: Rounds = { seconds: ROUND_SECONDS, rps: {}, firstByteP50: {}, faults: 0 };
+  const rounds: Rounds = { seconds: ROUND_SECONDS, rps: {}, firstByteP50: {}, p50: {}, faults: 0 };
   const once = async (entry: Entry, seconds: number, keep: boolean): Promise<void> => {
     if (entry.firstByte) {
       const result = await measureFirstByte(entry.spec.url, entry.spec.headers, entry.spec.body, seconds);
@@ -144,18 +193,20 @@ export async function interleavedRounds(
     const result = await runLoad({ ...entry.spec, connections: entry.connections, seconds });
     if (!keep) return;
     (rounds.rps[entry.name] ??= []).push(result.rps);
+    (rounds.p50[entry.name] ??= []).push(result.p50);
     rounds.faults += result.non2xx + result.errors + result.headerMismatches;
   };
   for (const entry of entries) await once(entry, ROUND_WARMUP_SECONDS, false);
   for (let round = 0; round < ROUNDS; round++) {
-    const order = entries.map((_, i) => entries[(i + round) % entries.length]);
-    for (const entry of order) await once(entry, ROUND_SECONDS, true);
+    for (const entry of roundOrder(entries, round)) await once(entry, ROUND_SECONDS, true);
     log(
       `  round ${round + 1}: ${entries
         .map((e) =>
           e.firstByte
             ? `${e.name} p50 ${rounds.firstByteP50[e.name][round].toFixed(2)} ms`
-            : `${e.name} ${rounds.rps[e.name][round].toFixed(0)}`,
+            : e.connections === 1
+              ? `${e.name} ${rounds.rps[e.name][round].toFixed(0)} (p50 ${rounds.p50[e.name][round].toFixed(2)} ms)`
+              : `${e.name} ${rounds.rps[e.name][round].toFixed(0)}`,
         )
         .join(', ')} (req/s)`,
     );

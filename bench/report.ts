@@ -63,6 +63,8 @@ export interface Rounds {
   seconds: number;
   rps: Record<string, number[]>;
   firstByteP50: Record<string, number[]>;
+  /** Each entry's p50 latency (ms) per round, for the c=1 latency targets. */
+  p50: Record<string, number[]>;
   /** Non-2xx responses, socket errors and header mismatches over all rounds. */
   faults: number;
 }
@@ -143,12 +145,14 @@ Written by \`npm run bench:chat\` (bench/chat.ts).
 - Each target that writes to PostgreSQL starts after a CHECKPOINT, so the writes of the target before are not
   flushed while it is measured
 - Targets marked [16] are issue 16's (the others are the earlier targets, kept so the change is visible); the
-  c=1 ratios and the first byte (request sent to the first SSE event, one keep-alive connection) come from the
-  same interleaved rounds; the webhook figure counts deliveries to one subscriber of a circuit-open gateway
+  c=1 ratios, the first byte (request sent to the first SSE event, one keep-alive connection) and the added p50
+  (the one-step gateway's p50 at c=1 less the upstream's own, measured just before it) come from the same
+  interleaved rounds, as medians of per-round differences; the webhook figure counts deliveries to one subscriber of a circuit-open gateway
   loaded at c=20 for one \`SVC_FAILOVER_EVENT_WINDOW\` (BENCH_WEBHOOK_SECONDS, default 30 s)
-- The req/s ratio targets are the median of per-round ratios from interleaved short rounds at c=20 (every target
-  running at once, measured one after another in each round, the order rotating), so a slow spell of the shared
-  host falls on both sides of a ratio; the ratio of the longer cells in the tables is shown beside it
+- The req/s ratio targets are the median of per-round ratios from interleaved short rounds (every target
+  running at once, measured one after another in each round, the two sides of each ratio back to back or one
+  entry apart, every other round in the reverse order), so a slow spell of the shared host falls on both sides
+  of a ratio; the ratio of the longer cells in the tables is shown beside it
 - Latency percentiles are computed from every response's own time (sub-millisecond), nearest rank
 - On a shared VM absolute figures move by tens of percent between runs; the targets compare cells of the same run
 
