@@ -13,6 +13,7 @@ import {
   ProviderPool,
   REQUEST_ID,
   sleep,
+  storedEvents,
   streamChat,
 } from './support/failover';
 
@@ -227,7 +228,10 @@ describe('provider circuit breaker', () => {
       }
       await sleep(1000);
       expect(a.fake.count(MODELS_PATH)).toBe(1);
-      expect(await eventsWhere(t, "type = 'provider_recovered' AND provider = $1", [a.name])).toHaveLength(1);
+      // the event is stored in the background, after the state row
+      expect(
+        await storedEvents(t, "type = 'provider_recovered' AND provider = $1", [a.name], 'provider_recovered row'),
+      ).toHaveLength(1);
     },
     PROBE_TEST_TIMEOUT_MS,
   );
@@ -415,14 +419,14 @@ describe('provider circuit breaker', () => {
       );
       expect(a.fake.count(MODELS_PATH)).toBe(2);
       // the event is stored in the background, after the state row: wait for it, then check it is the only one
-      await eventually(
-        () => eventsWhere(t, "type = 'provider_recovered' AND provider = $1", [a.name]),
-        (rows) => rows.length > 0,
-        2000,
-        'provider_recovered row after the second probe',
-      );
-      await sleep(500);
-      expect(await eventsWhere(t, "type = 'provider_recovered' AND provider = $1", [a.name])).toHaveLength(1);
+      expect(
+        await storedEvents(
+          t,
+          "type = 'provider_recovered' AND provider = $1",
+          [a.name],
+          'provider_recovered row after the second probe',
+        ),
+      ).toHaveLength(1);
     },
     PROBE_TEST_TIMEOUT_MS,
   );

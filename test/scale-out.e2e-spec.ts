@@ -194,7 +194,13 @@ describe('two replicas over one database', () => {
     expect(answers.map((r) => [r.status, r.headers['x-svc-provider-used'], r.headers['x-svc-fallback-level']])).toEqual(
       Array(24).fill([200, 'echo', '1']),
     );
-    const stored = await eventIds(`type = 'failover' AND key_id = $1`, [key.id]);
+    // each event is stored before its answer only within the bounded wait of decisions §8: wait for all 24
+    const stored = await eventually(
+      () => eventIds(`type = 'failover' AND key_id = $1`, [key.id]),
+      (ids) => ids.length >= 24,
+      5000,
+      '24 failover events stored',
+    );
     expect(stored).toHaveLength(24);
     for (const path of paths) await receiver.waitFor(path, stored.length, 45000);
     await sleep(3000);

@@ -4,7 +4,7 @@ import { parseGatewayConfig } from '../src/config/gateway-config';
 import { UsageWriter } from '../src/usage/usage.writer';
 import { startFakeMiniMax, FakeMiniMax } from './fakes/fake-minimax';
 import { startApp, TestApp } from './support/app';
-import { eventually, sleep } from './support/failover';
+import { eventually, sleep, storedEvents } from './support/failover';
 import { refusedUpgrade, StreamClient, type StreamMessage } from './support/ws-client';
 
 const START = { event: 'task_start', model: 'speech-02-hd', voice_setting: { voice_id: 'en-us' } };
@@ -235,14 +235,12 @@ describe('speech WebSocket stream', () => {
     expect(minimax.count('/v1/t2a_v2')).toBeGreaterThan(0);
     minimax.setMode('ok');
     // one failover happened, so one event: the pinned later calls serve at level 1 without failing over again
-    const db = t.app.get(DataSource);
-    const events = await db.query<Array<{ data: { exhausted_provider: string; active_provider: string } }>>(
-      `SELECT data FROM gateway_events WHERE key_id = $1 AND type = 'failover'`,
-      [key.id],
-    );
+    // stored in the background past the bounded wait of decisions §8: wait for it, then check it is the only one
+    const events = await storedEvents(t, "key_id = $1 AND type = 'failover'", [key.id], 'the stream failover event');
     expect(events.map((e) => e.data)).toEqual([
       expect.objectContaining({ exhausted_provider: 'ws-minimax', active_provider: 'espeak' }),
     ]);
+    const db = t.app.get(DataSource);
     const levels = (): Promise<number[]> =>
       db
         .query<

@@ -143,7 +143,7 @@ describe('async speech tasks across a crash of the service', () => {
     expect(task.characters_done).toBe(text.length);
 
     // every chunk synthesised after the kill is one that was not stored before it, each exactly once (usage records cannot be hidden by ON CONFLICT)
-    await sleep(1500); // the usage writer flushes every 500 ms
+    await sleep(1500); // the usage writer flushes every 100 ms: many flushes, retries included
     const prefix = `req_${id}_`;
     const afterKill = (
       await db.query<{ request_id: string; status: number }>(

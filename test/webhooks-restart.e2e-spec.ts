@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client } from 'pg';
 import request from 'supertest';
 import { FakeOpenAi, startFakeOpenAi } from './fakes/fake-openai';
 import { ADMIN_TOKEN } from './support/app';
@@ -44,6 +45,19 @@ describe('webhook deliveries across a SIGKILL', () => {
     rmSync(dir, { recursive: true, force: true });
     await db?.drop();
   });
+
+  const storedRows = async (requestId: string): Promise<number> => {
+    const client = new Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      const { rowCount } = await client.query(`SELECT 1 FROM gateway_events WHERE data->>'request_id' = $1`, [
+        requestId,
+      ]);
+      return rowCount ?? 0;
+    } finally {
+      await client.end();
+    }
+  };
 
   const start = async (): Promise<string> => {
     const service = spawnService({
@@ -107,9 +121,16 @@ describe('webhook deliveries across a SIGKILL', () => {
       'first attempt recorded',
     );
 
-    // second event: stored before its response; the process dies right after it
+    // second event: stored before its response within the bounded wait of decisions §8 (in the background past
+    // it, so the test waits for the row); the process dies right after it is stored
     const second = await auth(request(url).post(CHAT_PATH)).send(chatBody('m-a'));
     expect(second.status).toBe(200);
+    await eventually(
+      () => storedRows(second.headers['x-svc-request-id']),
+      (n) => n === 1,
+      5000,
+      'second failover event stored',
+    );
     await kill();
 
     receiver.respond('/crash', [], 200);

@@ -236,6 +236,27 @@ export async function eventsWhere(t: TestApp, sql: string, params: unknown[]): P
     );
 }
 
+/**
+ * Events stored in the background (a failover's past the bounded wait of decisions §8, a recovery's always):
+ * waits until `sql` matches at least one row, then `settleMs` more so that a second (wrong) row would show too.
+ */
+export async function storedEvents(
+  t: TestApp,
+  sql: string,
+  params: unknown[],
+  what: string,
+  settleMs = 300,
+): Promise<GatewayEventRow[]> {
+  await eventually(
+    () => eventsWhere(t, sql, params),
+    (rows) => rows.length > 0,
+    5000,
+    what,
+  );
+  await sleep(settleMs);
+  return eventsWhere(t, sql, params);
+}
+
 export interface HealthEntry {
   provider: string;
   status: string;

@@ -26,7 +26,8 @@ export function spawnService(env: Record<string, string | undefined>): ServicePr
   };
   child.stdout.on('data', onData);
   child.stderr.on('data', onData);
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  // 'close', not 'exit': the child's stdout and stderr are read to their end first (its last log block included)
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
   return {
     child,
     output: () => text,
