@@ -165,6 +165,7 @@ export function checks(cells: Cell[], rounds: Rounds, storm: WebhookStorm | null
   const stream20 = find(cells, 'gateway stream', 20);
   const bareStream20 = find(cells, 'bare stream proxy', 20);
   const chunked20 = find(cells, 'bare proxy chunked', 20);
+  const loggedStream20 = find(cells, 'logged stream proxy', 20);
   const added = addedP50(rounds, cells);
   const firstByte = firstByteOver(rounds, 'gateway stream first byte');
   const peakRss = Math.max(...cells.filter((c) => c.target.startsWith('gateway')).map((c) => c.peakRssMb ?? 0));
@@ -197,6 +198,18 @@ export function checks(cells: Cell[], rounds: Rounds, storm: WebhookStorm | null
       GOALS_16.streamVsBareStream,
       `; ${cellRatio(stream20, bareStream20)}`,
     ),
+    {
+      name: 'logged stream proxy (bare stream proxy + the per-request work every streamed request needs) vs bare stream proxy, req/s at c=20',
+      value: `${roundRatio(rounds, 'logged stream proxy', 'bare stream proxy').text}; ${cellRatio(loggedStream20, bareStream20)}`,
+      target: '-',
+      pass: null,
+    },
+    {
+      name: 'streaming one step vs logged stream proxy, req/s at c=20',
+      value: `${roundRatio(rounds, 'gateway stream', 'logged stream proxy').text}; ${cellRatio(stream20, loggedStream20)}`,
+      target: '-',
+      pass: null,
+    },
     {
       name: '[16] streaming first byte at c=1, p50 over the bare streaming proxy',
       value: firstByte.text,

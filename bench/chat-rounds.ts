@@ -37,6 +37,7 @@ const ROUND_ORDER = [
   'baseline one step',
   'bare stream proxy',
   'gateway stream',
+  'logged stream proxy',
   'baseline stream',
   'bare stream proxy first byte',
   'gateway stream first byte',
@@ -152,6 +153,7 @@ export async function interleavedRounds(
     { name: 'bare stream proxy', spec: bareSpec(relay, STREAM_BODY), connections: 20 },
     { name: 'logged proxy', spec: loggedSpec(logged, 'primary'), connections: 20 },
     { name: 'logged failover', spec: loggedSpec(loggedFailover, 'backup'), connections: 20 },
+    { name: 'logged stream proxy', spec: { ...loggedSpec(logged, 'primary'), body: STREAM_BODY }, connections: 20 },
     { name: 'bare stream proxy first byte', spec: bareSpec(relay, STREAM_BODY), connections: 1, firstByte: true },
   ];
   const build = (prefix: string, booted: Record<string, BootedGateway>, withOpen: boolean): void => {

@@ -124,17 +124,21 @@ async function references(run: Run, upstream: Forked<{ urls: UpstreamUrls }>): P
     const logged = run.track(
       await forkLogged(urls, database.url, join(run.tmp, `${target.replace(' ', '-')}.log`), failingOver),
     );
-    cells.push(
-      ...(await measure(run, upstream, {
-        target,
-        url: `${logged.ready.url}${CHAT_PATH}`,
-        headers: { authorization: `Bearer ${LOGGED_PROXY_SECRET}` },
-        body: CHAT_BODY,
-        expectProvider: failingOver ? 'backup' : 'primary',
-        pid: logged.child.pid,
-        database: database.name,
-      })),
-    );
+    const subject = {
+      target,
+      url: `${logged.ready.url}${CHAT_PATH}`,
+      headers: { authorization: `Bearer ${LOGGED_PROXY_SECRET}` },
+      body: CHAT_BODY,
+      expectProvider: failingOver ? 'backup' : 'primary',
+      pid: logged.child.pid,
+      database: database.name,
+    };
+    cells.push(...(await measure(run, upstream, subject)));
+    if (!failingOver) {
+      log('logged stream proxy');
+      await run.checkpoint();
+      cells.push(...(await measure(run, upstream, { ...subject, target: 'logged stream proxy', body: STREAM_BODY })));
+    }
     await logged.stop();
   }
   return cells;

@@ -8,6 +8,8 @@ import { Pool } from 'undici';
 import { newRequestId } from '../src/common/ids';
 import { bulkInsert } from '../src/database/bulk-insert';
 import { DEFAULT_UPSTREAM_CONNECTIONS } from '../src/providers/http';
+import { SseParser } from '../src/providers/sse';
+import { sseChunkFrame, withRawJson } from '../src/common/http/sse-frame';
 import { hashSecret } from '../src/keys/key-directory';
 import { listenOnLoopback, readBody } from './bare-proxy';
 
@@ -24,6 +26,9 @@ import { listenOnLoopback, readBody } from './bare-proxy';
  * to the failing upstream first (its error body read, a warning logged), then to the answering one, and
  * its failover event is stored before the answer is sent (decisions §8), events of concurrent requests
  * sharing an INSERT (at most two in flight, as the gateway does); the answer carries the alert header.
+ *
+ * Asked for `stream: true` (without a failing upstream), it is the logged stream proxy: the same per-request
+ * work around the bare stream proxy's relay, each event parsed and sent on with `provider` (relayStream).
  */
 
 export const LOGGED_PROXY_SECRET = 'sk-bench-logged-proxy';
@@ -140,7 +145,12 @@ async function main(): Promise<void> {
         res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":{"code":"invalid_api_key"}}');
         return;
       }
-      const body = JSON.stringify({ ...(JSON.parse(raw.toString('utf8')) as Record<string, unknown>), model: MODEL });
+      const parsed = JSON.parse(raw.toString('utf8')) as Record<string, unknown>;
+      const body = JSON.stringify({ ...parsed, model: MODEL });
+      if (parsed.stream === true && !failing) {
+        await relayStream(res, body, requestId, key.id, started);
+        return;
+      }
       const attempts: unknown[] = [];
       if (failing) {
         const failed = await call(failing, body);
@@ -186,6 +196,48 @@ async function main(): Promise<void> {
       if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' });
       res.end(`logged proxy: ${(err as Error).message}`);
     }
+  };
+
+  /**
+   * A streaming request (the logged stream proxy): the upstream's events passed on as they arrive, each parsed
+   * (for its usage and a mid-stream error, as any gateway must) and sent with `provider` appended to its text;
+   * one write per upstream read; the usage record batched when the stream ends.
+   */
+  const relayStream = async (
+    res: ServerResponse,
+    body: string,
+    requestId: string,
+    keyId: string,
+    started: number,
+  ): Promise<void> => {
+    const answer = await call(serving, body);
+    res.writeHead(answer.statusCode, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      'x-svc-provider-used': serving.name,
+      'x-svc-is-fallback': 'false',
+      'x-svc-fallback-level': '0',
+    });
+    const parser = new SseParser();
+    let usage: unknown = null;
+    for await (const chunk of answer.body) {
+      let out = '';
+      for (const event of parser.push(chunk as Buffer)) {
+        if (event.data === '[DONE]') {
+          out += 'data: [DONE]\n\n';
+          continue;
+        }
+        const parsedChunk = JSON.parse(event.data) as Record<string, unknown>;
+        if (parsedChunk.error) throw new Error('the upstream stream failed');
+        if (parsedChunk.usage) usage = parsedChunk.usage;
+        out += sseChunkFrame(withRawJson(parsedChunk, event.data), serving.name);
+      }
+      if (out) res.write(out);
+    }
+    res.end();
+    const latency = Date.now() - started;
+    const attempts = [{ provider: serving.name, model: MODEL, level: 0, outcome: 'ok', latency_ms: latency, usage }];
+    records.push([requestId, keyId, serving.name, MODEL, answer.statusCode, latency, attempts]);
   };
 
   const server = createServer((req, res) => void relay(req, res));

@@ -9,6 +9,7 @@ export const TARGETS = [
   'bare stream proxy',
   'logged proxy',
   'logged failover',
+  'logged stream proxy',
   'gateway one step',
   'gateway failover',
   'gateway circuit open',
@@ -136,7 +137,9 @@ Written by \`npm run bench:chat\` (bench/chat.ts).
   bench/logged-proxy.ts), for information: about the most a gateway that logs, authenticates and records can reach;
   *logged failover* = the logged proxy sending each request to the 500ing upstream first (error body read, a warning
   logged), then to the answering one, its failover event stored before the answer (decisions §8; concurrent events
-  share an INSERT, at most two in flight) and the alert header added: the same floor for a request that fails over
+  share an INSERT, at most two in flight) and the alert header added: the same floor for a request that fails over;
+  *logged stream proxy* = the logged proxy answering the streaming request: the bare stream proxy's relay with the
+  same per-request work, each event parsed (usage, a mid-stream error) and sent on with \`provider\` appended
 - Gateway: \`node dist/src/main.js\`, \`LOG_LEVEL=info\` (JSON logs written to a file), proxy-key auth, usage records,
   x-svc-* headers, a fresh PostgreSQL database per gateway process; one gateway process per mode
 - Modes: *one step* = chain \`[primary]\`; *failover* = chain \`[primary, backup]\`, primary always answers 500,

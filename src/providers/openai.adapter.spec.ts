@@ -77,6 +77,13 @@ describe('OpenAiAdapter against a real OpenAI-compatible server', () => {
     expect(fake.connectionsAccepted).toBe(1);
   });
 
+  it('leaves stream and stream_options out of a non-streaming call (OpenAI refuses stream_options there), the rest in order', async () => {
+    await adapter.chat({ ...request, stream: false, stream_options: { include_usage: true }, user: 'u-1' }, ctx());
+    const [sent] = fake.requests;
+    expect(sent.body).toEqual({ ...request, model: 'gpt-4o-mini', user: 'u-1' });
+    expect(Object.keys(sent.body as object)).toEqual(['model', 'messages', 'temperature', 'user']);
+  });
+
   it('maps a 500 to an http outcome the core fails over on', async () => {
     fake.setMode('error500');
     const outcome = await outcomeOf(() => adapter.chat(request, ctx()));

@@ -115,9 +115,9 @@ export class OpenAiAdapter extends HttpProviderAdapter implements ProviderAdapte
   }
 
   async chat(request: ChatRequest, ctx: CallContext): Promise<ChatCompletion> {
-    // stream_options is refused by OpenAI on a non-streaming call
-    const { stream: _stream, stream_options: _streamOptions, ...rest } = request;
-    const body = JSON.stringify({ ...rest, model: ctx.model });
+    // stream_options is refused by OpenAI on a non-streaming call: undefined fields are left out of the JSON
+    // (one copy, where a rest pattern and a spread made two)
+    const body = JSON.stringify({ ...request, model: ctx.model, stream: undefined, stream_options: undefined });
     const response = await this.http.request({
       method: 'POST',
       path: '/chat/completions',
