@@ -65,6 +65,12 @@ export function roundOrder<T extends { name: string }>(entries: T[], round: numb
 export const ROUNDS = Math.round(secondsFromEnv('BENCH_ROUNDS', 6));
 export const ROUND_SECONDS = secondsFromEnv('BENCH_ROUND_SECONDS', 3);
 const ROUND_WARMUP_SECONDS = secondsFromEnv('BENCH_WARMUP_SECONDS', 2);
+/**
+ * Unmeasured load before each measured cell of a round: a process idle for the rest of the round (tens of
+ * seconds) starts its cell warm, whatever entry ran before it (the forward rounds had measured circuit open
+ * at c=1 10 points below the reverse ones).
+ */
+const CELL_WARMUP_SECONDS = secondsFromEnv('BENCH_CELL_WARMUP_SECONDS', 1);
 
 interface Spec {
   url: string;
@@ -200,7 +206,10 @@ export async function interleavedRounds(
   };
   for (const entry of entries) await once(entry, ROUND_WARMUP_SECONDS, false);
   for (let round = 0; round < ROUNDS; round++) {
-    for (const entry of roundOrder(entries, round)) await once(entry, ROUND_SECONDS, true);
+    for (const entry of roundOrder(entries, round)) {
+      if (CELL_WARMUP_SECONDS > 0) await once(entry, CELL_WARMUP_SECONDS, false);
+      await once(entry, ROUND_SECONDS, true);
+    }
     log(
       `  round ${round + 1}: ${entries
         .map((e) =>

@@ -154,8 +154,10 @@ Written by \`npm run bench:chat\` (bench/chat.ts).
   loaded at c=20 for one \`SVC_FAILOVER_EVENT_WINDOW\` (BENCH_WEBHOOK_SECONDS, default 30 s)
 - The req/s ratio targets are the median of per-round ratios from interleaved short rounds (every target
   running at once, measured one after another in each round, the two sides of each ratio back to back or one
-  entry apart, every other round in the reverse order), so a slow spell of the shared host falls on both sides
-  of a ratio; the ratio of the longer cells in the tables is shown beside it
+  entry apart, every other round in the reverse order, each cell after 1 s of unmeasured load:
+  BENCH_CELL_WARMUP_SECONDS), so a slow spell of the shared host falls on both sides of a ratio and no process
+  is measured cold after idling through the rest of the round; the ratio of the longer cells in the tables is
+  shown beside it
 - Latency percentiles are computed from every response's own time (sub-millisecond), nearest rank
 - On a shared VM absolute figures move by tens of percent between runs; the targets compare cells of the same run
 
