@@ -7,9 +7,6 @@ import {
 } from '@nestjs/common/constants';
 import { ApplicationConfig } from '@nestjs/core';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import { PinoLogger } from 'nestjs-pino';
-import { storage, Store } from 'nestjs-pino/storage';
-import { pinoHttp } from 'pino-http';
 import type { HttpLogger } from 'pino-http';
 import { authenticateProxyKey } from '../auth/auth.guard';
 import { dropUnreadBody } from '../auth/credential-before-body';
@@ -18,7 +15,7 @@ import { renderError } from '../common/errors/api-error.filter';
 import { toDomainError } from '../common/errors/domain-error';
 import { isPlainJson, jsonBody, readPlainJson } from '../common/http/json-body';
 import { assignRequestId } from '../common/http/request-id';
-import { httpLoggerOptions } from '../config/logging';
+import { requestLineWriter } from '../config/logging';
 import { EnvironmentVariables } from '../config/env.schema';
 import { FailoverInterceptor } from '../failover/failover.interceptor';
 import { FailoverService } from '../failover/failover.service';
@@ -61,20 +58,22 @@ const sameClasses = (instances: readonly object[], classes: readonly Type<unknow
 @Injectable()
 export class ChatFastPath {
   private readonly logger = new Logger('ApiErrorFilter');
-  /** Made on first use: nestjs-pino sets the root logger when the application initialises. */
-  private httpLogger: HttpLogger | null = null;
+  /** The request line's writer (made on first use: nestjs-pino sets the root logger when the application initialises). */
+  private readonly requestLine: () => HttpLogger;
   /** The route's own enhancers are what the fast path replays (read once: decorators do not change). */
   private readonly routeReplayed = ChatFastPath.routeEnhancersReplayed();
 
   constructor(
-    private readonly env: EnvironmentVariables,
+    env: EnvironmentVariables,
     private readonly keys: KeyDirectory,
     private readonly rateLimiter: RateLimiter,
     private readonly failover: FailoverService,
     private readonly chat: ChatService,
     private readonly metrics: MetricsService,
     private readonly app: ApplicationConfig,
-  ) {}
+  ) {
+    this.requestLine = requestLineWriter(env);
+  }
 
   /** The plain case, while the pipeline is the one replayed: exact path, a JSON body that is there. */
   takes(req: IncomingMessage): boolean {
@@ -149,8 +148,8 @@ export class ChatFastPath {
         renderError(toDomainError(err) ?? err, req, res, this.logger);
         return;
       }
-      this.requestLogger()(req, res);
-      storage.run(new Store(req.log), () => void this.serve(req, res, key));
+      this.requestLine()(req, res);
+      void this.serve(req, res, key);
     };
     // plain UTF-8 JSON is read directly (raw-body, as body-parser would); anything else by body-parser itself
     if (isPlainJson(req)) readPlainJson(req, bodyRead);
@@ -168,10 +167,5 @@ export class ChatFastPath {
       call.failed(err);
       renderError(err, req, res, this.logger);
     }
-  }
-
-  private requestLogger(): HttpLogger {
-    this.httpLogger ??= pinoHttp({ ...httpLoggerOptions(this.env), logger: PinoLogger.root });
-    return this.httpLogger;
   }
 }

@@ -2,6 +2,7 @@ import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } fro
 import { Interval } from '@nestjs/schedule';
 import { newRequestId } from '../common/ids';
 import { EnvironmentVariables } from '../config/env.schema';
+import { requestFields } from '../config/logging';
 import { PgChangeFeed } from '../database/pg-change-feed';
 import { AdapterRegistry } from '../providers/adapter-registry';
 import { BreakerStore } from './breaker.store';
@@ -94,14 +95,18 @@ export class CircuitRegistry implements OnApplicationBootstrap, OnApplicationShu
     this.queue(provider, mirror, 'success', statusChanged);
   }
 
-  recordFailure(provider: string): void {
+  /** A failure of `provider` (seen by request `requestId`, named on the line if it opens the circuit). */
+  recordFailure(provider: string, requestId?: string): void {
     const mirror = this.mirror(provider);
     const { state, tripped } = this.breaker.recordFailure(mirror.state, Date.now());
     if (state === mirror.state) return;
     const statusChanged = state.status !== mirror.state.status;
     mirror.state = state;
     if (tripped)
-      this.logger.warn(`circuit of ${provider} opened after ${state.consecutiveFailures} consecutive failures`);
+      this.logger.warn(
+        requestId === undefined ? {} : requestFields(requestId),
+        `circuit of ${provider} opened after ${state.consecutiveFailures} consecutive failures`,
+      );
     this.queue(provider, mirror, 'failure', statusChanged);
   }
 

@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DomainError } from '../common/errors/domain-error';
 import { GatewayConfig } from '../config/gateway-config';
+import { requestFields } from '../config/logging';
 import type { Capability } from '../config/provider-kinds';
 import type { AuthenticatedKey } from '../keys/key-directory';
 import { MetricsService } from '../metrics/metrics.service';
@@ -158,7 +159,7 @@ export class FailoverService {
           });
           throw err;
         }
-        const failure = toFailure(err);
+        const failure = toFailure(err, scope.requestId);
         const verdict = classify(failure.outcome, step.providerTimeoutMs);
         scope.attempts.push({
           provider: step.provider,
@@ -186,8 +187,11 @@ export class FailoverService {
             },
           );
         }
-        if (verdict.breakerFailure) this.circuits.recordFailure(step.provider);
-        this.logger.warn(`${step.provider} failed for ${scope.requestId} (${verdict.reason}); trying the next step`);
+        if (verdict.breakerFailure) this.circuits.recordFailure(step.provider, scope.requestId);
+        this.logger.warn(
+          requestFields(scope.requestId),
+          `${step.provider} failed for ${scope.requestId} (${verdict.reason}); trying the next step`,
+        );
         failures.push({ provider: step.provider, reason: verdict.reason, level: step.level });
       }
     }
@@ -228,9 +232,9 @@ export class FailoverService {
   /** A stream that broke after its first byte: the provider failed (breaker), the client gets an error event. */
   streamFailed(scope: FailoverScope, err: unknown): string {
     if (err instanceof DomainError) return err.code;
-    const verdict = classify(toFailure(err).outcome);
+    const verdict = classify(toFailure(err, scope.requestId).outcome);
     const provider = scope.served?.provider;
-    if (provider && verdict.breakerFailure) this.circuits.recordFailure(provider);
+    if (provider && verdict.breakerFailure) this.circuits.recordFailure(provider, scope.requestId);
     scope.attempts.push({
       provider: provider ?? '',
       model: scope.served?.model ?? '',

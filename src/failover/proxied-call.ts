@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { DomainError, toDomainError } from '../common/errors/domain-error';
 import { requestIdOf } from '../common/http/request-id';
+import { requestFields } from '../config/logging';
 import type { Capability } from '../config/provider-kinds';
 import type { AuthenticatedKey } from '../keys/key-directory';
 import type { TokenUsage } from '../providers/provider-adapter';
@@ -131,6 +132,7 @@ export class ProxiedCall {
       const reason = this.failover.streamFailed(this.scope, err);
       const status = err instanceof DomainError ? err.status : 502;
       logger.warn(
+        requestFields(this.requestId),
         `${this.scope.served?.provider ?? 'the provider'}'s stream broke after the first byte (${reason}) for ${this.requestId}`,
       );
       this.finish(status);

@@ -3,6 +3,7 @@ import type { CallContext, ProviderAdapter } from '../providers/provider-adapter
 import { UpstreamFailure } from '../providers/provider-adapter';
 import type { PlannedStep } from './chain';
 import type { FailoverScope } from './failover-scope';
+import { requestFields } from '../config/logging';
 
 /** One attempt on one step; for streams it resolves once the first chunk is in hand. */
 export type Attempt<T> = (adapter: ProviderAdapter, ctx: CallContext, step: PlannedStep) => Promise<T>;
@@ -55,10 +56,10 @@ export function attemptWithTimeout<T>(
   });
 }
 
-/** Whatever an attempt threw, as the upstream failure the chain classifies (a step timeout is a timeout). */
-export function toFailure(err: unknown): UpstreamFailure {
+/** Whatever an attempt threw (for request `requestId`), as the upstream failure the chain classifies (a step timeout is a timeout). */
+export function toFailure(err: unknown, requestId: string): UpstreamFailure {
   if (err instanceof UpstreamFailure) return err;
   if (err instanceof StepTimeout) return new UpstreamFailure({ kind: 'timeout', afterMs: err.ms });
-  logger.error({ err }, 'adapter threw an unexpected error');
+  logger.error({ err, ...requestFields(requestId) }, 'adapter threw an unexpected error');
   return new UpstreamFailure({ kind: 'connection', message: (err as Error).message });
 }

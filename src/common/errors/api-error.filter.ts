@@ -28,7 +28,15 @@ export function renderError(
     toDomainError(exception) ??
     new DomainError('internal_error', 'The server had an error while processing the request.');
   if (error.status >= 500) {
-    logger.error({ err: exception, code: error.code, path: scrubUrl(req.originalUrl ?? req.url) }, 'request failed');
+    logger.error(
+      {
+        err: exception,
+        code: error.code,
+        path: scrubUrl(req.originalUrl ?? req.url),
+        request_id: (req as { id?: unknown }).id,
+      },
+      'request failed',
+    );
   }
   if (res.headersSent) {
     res.end();

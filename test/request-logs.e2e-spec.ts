@@ -1,0 +1,162 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import request from 'supertest';
+import { FakeOpenAi, startFakeOpenAi } from './fakes/fake-openai';
+import { spawnService, ServiceProcess } from './support/process';
+
+// the built service (`npm test` builds first), as `npm start` runs it, with a probe preloaded that says on
+// SIGUSR2 whether a promise hook is on in the process
+jest.setTimeout(120000);
+
+const ADMIN_TOKEN = `adm-${randomBytes(16).toString('hex')}`;
+const PROBE = join(__dirname, 'support/promise-hook-probe.js');
+
+type Line = Record<string, unknown> & { msg?: string; req?: { id?: string } };
+
+describe('request logs without an AsyncLocalStorage', () => {
+  let service: ServiceProcess;
+  let url: string;
+  let primary: FakeOpenAi;
+  let backup: FakeOpenAi;
+  let scratch: string;
+  let secret: string;
+
+  const lines = (): Line[] =>
+    service
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as Line);
+
+  /** Waits until a JSON log line matches. */
+  async function lineWhere(what: string, match: (line: Line) => boolean): Promise<Line> {
+    const deadline = Date.now() + 10000;
+    for (;;) {
+      const found = lines().find(match);
+      if (found) return found;
+      if (Date.now() > deadline) throw new Error(`no log line ${what}; output:\n${service.output().slice(-4000)}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  /** What the preloaded probe says now. */
+  async function promiseHookOn(): Promise<boolean> {
+    const before = service.output().length;
+    service.child.kill('SIGUSR2');
+    const deadline = Date.now() + 10000;
+    for (;;) {
+      const said = /\{"promise_hook_probe":(true|false)\}/.exec(service.output().slice(before));
+      if (said) return said[1] === 'true';
+      if (Date.now() > deadline) throw new Error('the probe did not answer');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  beforeAll(async () => {
+    primary = await startFakeOpenAi({ name: 'primary', mode: 'error500' });
+    backup = await startFakeOpenAi({ name: 'backup' });
+    scratch = mkdtempSync(join(tmpdir(), 'svc-request-logs-'));
+    const config = join(scratch, 'gateway.yaml');
+    writeFileSync(
+      config,
+      `providers:\n  - name: primary\n    kind: openai\n    base_url: ${primary.url}\n    api_key: x\n` +
+        `  - name: backup\n    kind: openai\n    base_url: ${backup.url}\n    api_key: x\n`,
+    );
+    service = spawnService({
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      SVC_ADMIN_TOKEN: ADMIN_TOKEN,
+      SVC_CONFIG: config,
+      NODE_OPTIONS: `--require ${PROBE}`,
+      // the primary fails every time: its circuit stays closed for this test's few requests
+      SVC_BREAKER_THRESHOLD: '100',
+    });
+    [, url] = await service.waitFor(/Gateway listening on (http:\/\/\S+)/, 60000);
+    const created = await request(url)
+      .post('/v1/admin/keys')
+      .set('Authorization', `Bearer ${ADMIN_TOKEN}`)
+      .send({
+        name: 'logs',
+        chain: [
+          { provider: 'primary', model: 'gpt-4o-mini' },
+          { provider: 'backup', model: 'gpt-4o-mini' },
+        ],
+      });
+    expect(created.status).toBe(201);
+    secret = (created.body as { secret: string }).secret;
+  });
+  afterAll(async () => {
+    service.child.kill('SIGKILL');
+    await service.exited;
+    await Promise.all([primary.close(), backup.close()]);
+    rmSync(scratch, { recursive: true, force: true });
+  });
+
+  it.each([
+    ['the chat fast path', '/v1/chat/completions', false],
+    ['a stream on the chat fast path', '/v1/chat/completions', true],
+    // a query string sends the request through Express, the interceptor and the controller
+    ['the Express route', '/v1/chat/completions?via=express', false],
+  ])('names the request on its failover warning and its request line: %s', async (_what, path, stream) => {
+    const res = await request(url)
+      .post(path)
+      .set('Authorization', `Bearer ${secret}`)
+      .send({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], stream });
+    expect(res.status).toBe(200);
+    expect(res.headers['x-svc-provider-used']).toBe('backup');
+    const id = res.headers['x-svc-request-id'];
+    expect(id).toMatch(/^req_/);
+
+    const warning = await lineWhere(
+      `warning of ${id}`,
+      (l) => l.msg === `primary failed for ${id} (HTTP 500); trying the next step`,
+    );
+    expect(warning).toMatchObject({ level: 40, context: 'FailoverService', request_id: id });
+    const requestLine = await lineWhere(
+      `request line of ${id}`,
+      (l) => l.msg === 'request completed' && l.req?.id === id,
+    );
+    expect(requestLine).toMatchObject({ level: 30, res: { statusCode: 200 } });
+  });
+
+  it('has a probe that sees the hook an AsyncLocalStorage turns on', async () => {
+    const run = (script: string): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const child = spawn(process.execPath, ['--require', PROBE, '-e', `${script}; setTimeout(() => {}, 5000)`]);
+        let out = '';
+        child.stdout.on('data', (chunk: Buffer) => {
+          out += chunk.toString();
+          if (out.includes('\n')) child.kill('SIGKILL');
+        });
+        child.on('error', reject);
+        child.on('close', () => resolve(out.trim()));
+        setTimeout(() => child.kill('SIGUSR2'), 500);
+      });
+    expect(await run("new (require('node:async_hooks').AsyncLocalStorage)().run(1, () => {})")).toBe(
+      '{"promise_hook_probe":true}',
+    );
+    expect(await run('void 0')).toBe('{"promise_hook_probe":false}');
+  });
+
+  it('keeps every promise of the process free of hooks after Express routes and the chat fast path', async () => {
+    const auth = ['Authorization', `Bearer ${secret}`] as const;
+    expect(
+      (
+        await request(url)
+          .get('/v1/models')
+          .set(...auth)
+      ).status,
+    ).toBe(200);
+    expect((await request(url).get('/healthz')).status).toBe(200);
+    const chat = await request(url)
+      .post('/v1/chat/completions')
+      .set(...auth)
+      .send({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
+    expect(chat.status).toBe(200);
+    expect(await promiseHookOn()).toBe(false);
+  });
+});
