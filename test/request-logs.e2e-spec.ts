@@ -126,15 +126,21 @@ describe('request logs without an AsyncLocalStorage', () => {
   it('has a probe that sees the hook an AsyncLocalStorage turns on', async () => {
     const run = (script: string): Promise<string> =>
       new Promise((resolve, reject) => {
-        const child = spawn(process.execPath, ['--require', PROBE, '-e', `${script}; setTimeout(() => {}, 5000)`]);
+        // the probe is loaded before the script, which says when it has run
+        const child = spawn(process.execPath, [
+          '--require',
+          PROBE,
+          '-e',
+          `${script}; process.stdout.write('ran\\n'); setTimeout(() => {}, 30000)`,
+        ]);
         let out = '';
         child.stdout.on('data', (chunk: Buffer) => {
           out += chunk.toString();
-          if (out.includes('\n')) child.kill('SIGKILL');
+          if (out === 'ran\n') child.kill('SIGUSR2');
+          else if (out.startsWith('ran\n') && out.endsWith('\n')) child.kill('SIGKILL');
         });
         child.on('error', reject);
-        child.on('close', () => resolve(out.trim()));
-        setTimeout(() => child.kill('SIGUSR2'), 500);
+        child.on('close', () => resolve(out.slice('ran\n'.length).trim()));
       });
     expect(await run("new (require('node:async_hooks').AsyncLocalStorage)().run(1, () => {})")).toBe(
       '{"promise_hook_probe":true}',
