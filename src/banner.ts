@@ -3,13 +3,14 @@ import type { AddressInfo } from 'node:net';
 import { AdminToken } from './auth/admin-token';
 import { DatabaseEndpoint } from './database/database-endpoint';
 import { PinoLogger } from 'nestjs-pino';
+import { symbols } from 'pino';
 import { GatewayConfig } from './config/gateway-config';
 import type { ChainStepDto } from './config/chain-step.dto';
 import { demoChain, KeysBootstrap } from './keys/keys.bootstrap';
 import { EnvironmentVariables } from './config/env.schema';
 
 /** What a person starting the service needs: where it is, and the credentials made for them. */
-export function printBanner(app: INestApplication): void {
+function bannerText(app: INestApplication): string {
   const env = app.get(EnvironmentVariables);
   const host = env.HOST === '0.0.0.0' || env.HOST === '::' ? 'localhost' : env.HOST;
   const server = app.getHttpServer() as { address(): AddressInfo };
@@ -36,14 +37,24 @@ export function printBanner(app: INestApplication): void {
       `    admin API: curl -s ${base}/v1/admin/keys -H 'Authorization: Bearer ${token}' -H 'Content-Type: application/json' -d '{"name":"my-app","chain":${JSON.stringify(chainExample(app))}}'`,
     );
   }
-  process.stdout.write(`${lines.join('\n')}\n\n`);
+  return `${lines.join('\n')}\n\n`;
 }
 
-/** The banner goes out after the start-up log lines (written in blocks), so it is the last thing on screen. */
+/**
+ * The banner goes out after the start-up log lines, so it is the last thing on screen. The log lines leave in
+ * blocks (and a flush ends at the first write done, which may leave a line behind it), so the banner is written
+ * into the same stream, behind them, then flushed.
+ */
 export function printBannerAfterLogs(app: INestApplication): void {
-  const root = PinoLogger.root as { flush?: (cb?: (err?: Error) => void) => void } | undefined;
-  if (!root?.flush) return printBanner(app);
-  root.flush(() => printBanner(app));
+  const text = bannerText(app);
+  const root = PinoLogger.root as unknown as Record<symbol, unknown> | undefined;
+  const stream = root?.[symbols.streamSym] as { write?: (chunk: string) => unknown; flush?: () => void } | undefined;
+  if (!stream?.write || !stream.flush) {
+    process.stdout.write(text);
+    return;
+  }
+  stream.write(text);
+  stream.flush();
 }
 
 /** The demo chain of this configuration, as an example of a chain (echo and espeak offline). */
