@@ -79,7 +79,13 @@ Then, on a slower 2-core machine (its bare proxy did 7,700 req/s where the first
    (nestjs-pino's AsyncLocalStorage: about 8 over all promises), prom-client's histogram (3.0), the request body's
    parse and checks (7.5), the key's SHA-256 (2.5).
 
-11. **Session 12: the async hooks of the request context.** nestjs-pino bound each request's logger in an
+11. **Circuit open against one step.** Profiled side by side under the same alternating load (two gateways,
+   eight rounds), the circuit-open gateway's busy time per request was 225 µs against one step's 231: what it
+   adds (the alert header 1.3 µs, the window count 0.9, a usage row with two attempts 0.5) is within the noise.
+   Alternating only these two gateways, the circuit-open share of one step was 93 % (median of 24 rounds of
+   4 s, 79 % to 109 %) and 91 to 106 % in 10 s cells; the full run's figure (Targets) is lower, and moved from
+   99 % to 78 % between two runs of the same build.
+12. **Session 12: the async hooks of the request context.** nestjs-pino bound each request's logger in an
    AsyncLocalStorage (its middleware on Express routes, the chat fast path on its own); on Node 20 the first
    \`run\` turns on a promise hook for every promise of the process for good (\`promiseInitHook\`,
    \`trackPromise\`, \`lookupPublicResource\`, \`_propagate\`: about 19 µs of a streamed request under the profiler,
@@ -90,12 +96,6 @@ Then, on a slower 2-core machine (its bare proxy did 7,700 req/s where the first
    hook (6 interleaved 3 s rounds): one step c=20 5,466 against 4,987 req/s (109.6 %), streaming 4,026 against
    3,760 (107.1 %), p50 at c=20 3.24 against 3.74 ms; \`npm run bench:chat-ab\` against the build before (8
    rounds on a noisy host): one step c=20 113.5 %, c=1 102.1 %, streaming 103.9 %.
-11. **Circuit open against one step.** Profiled side by side under the same alternating load (two gateways,
-   eight rounds), the circuit-open gateway's busy time per request was 225 µs against one step's 231: what it
-   adds (the alert header 1.3 µs, the window count 0.9, a usage row with two attempts 0.5) is within the noise.
-   Alternating only these two gateways, the circuit-open share of one step was 93 % (median of 24 rounds of
-   4 s, 79 % to 109 %) and 91 to 106 % in 10 s cells; the full run's figure (Targets) is lower, and moved from
-   99 % to 78 % between two runs of the same build.
 
 Still open, and why: a failover request makes two upstream calls, each a socket write and read that the
 kernel charges to this process, plus its event's INSERT, so on this machine it costs about 1.7 times a
