@@ -118,9 +118,9 @@ export class EventsService implements OnApplicationShutdown {
 
   /**
    * Records one failover. The first of its condition in a window is stored and awaited for at most
-   * FAILOVER_EVENT_WAIT_MS; a later one is only counted (no SQL, resolves at once). Never rejects.
+   * FAILOVER_EVENT_WAIT_MS; a later one is only counted (no SQL, and null: nothing to wait for). Never rejects.
    */
-  recordFailover(e: FailoverEventData): Promise<void> {
+  recordFailover(e: FailoverEventData): Promise<void> | null {
     const condition: FailoverCondition = {
       keyId: e.keyId,
       model: e.model,
@@ -128,7 +128,7 @@ export class EventsService implements OnApplicationShutdown {
       activeProvider: e.activeProvider,
     };
     const sample: FailoverSample = { fallbackLevel: e.fallbackLevel, latencyMs: e.latencyMs, requestId: e.requestId };
-    if (this.coalescer.observe(condition, sample, Date.now()) === 'counted') return Promise.resolve();
+    if (this.coalescer.observe(condition, sample, Date.now()) === 'counted') return null;
     this.armWindowTimer();
     return new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, FAILOVER_EVENT_WAIT_MS);

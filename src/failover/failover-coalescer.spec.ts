@@ -43,6 +43,20 @@ describe('FailoverCoalescer', () => {
     expect(others.map((o) => c.observe(o, sample(1), 1))).toEqual(Array(others.length).fill('counted'));
   });
 
+  it('keeps a window open when a sibling condition (same key, model and exhausted provider) ends', () => {
+    const c = new FailoverCoalescer(1000);
+    const a = condition();
+    const b = condition({ activeProvider: 'p4' });
+    c.observe(a, sample(0), 0);
+    c.observe(a, sample(1), 1);
+    c.observe(b, sample(2), 500);
+    expect(c.due(1000)).toEqual([{ condition: a, last: sample(1), count: 1, windowSecs: 1 }]);
+    expect(c.observe(b, sample(3), 1100)).toBe('counted');
+    expect(c.observe(a, sample(4), 1100)).toBe('event');
+    expect(c.due(1500)).toEqual([{ condition: b, last: sample(3), count: 1, windowSecs: 1 }]);
+    expect(c.observe(b, sample(5), 1600)).toBe('event');
+  });
+
   it('sends no closing event for a window that counted nothing, and opens a new window after one ends', () => {
     const c = new FailoverCoalescer(1000);
     c.observe(condition(), sample(0), 0);

@@ -30,9 +30,48 @@ interface Window {
   last: FailoverSample | null;
 }
 
-/** The four values joined by a character none of them holds (JSON.stringify of them cost a microsecond a request). */
-const conditionKey = (c: FailoverCondition): string =>
-  `${c.keyId}\u0000${c.model}\u0000${c.exhaustedProvider ?? '\u0001'}\u0000${c.activeProvider}`;
+/** What stands for "no exhausted provider" in the lookup (not a provider name: names hold no control characters). */
+const NO_EXHAUSTED = '\u0001';
+
+/**
+ * Values by condition, one Map level per field: each field is a string the request already holds (its hash
+ * kept), where a joined key was a new string to build and hash on every failover (about 0.2 µs more).
+ */
+class ConditionIndex<V> {
+  private readonly root = new Map<string, Map<string, Map<string, Map<string, V>>>>();
+
+  get(c: FailoverCondition): V | undefined {
+    return this.root
+      .get(c.keyId)
+      ?.get(c.model)
+      ?.get(c.exhaustedProvider ?? NO_EXHAUSTED)
+      ?.get(c.activeProvider);
+  }
+
+  set(c: FailoverCondition, value: V): void {
+    const byModel = getOrMake(this.root, c.keyId);
+    const byExhausted = getOrMake(byModel, c.model);
+    getOrMake(byExhausted, c.exhaustedProvider ?? NO_EXHAUSTED).set(c.activeProvider, value);
+  }
+
+  /** Removes the condition's value, and the levels left empty. */
+  delete(c: FailoverCondition): void {
+    const exhausted = c.exhaustedProvider ?? NO_EXHAUSTED;
+    const byModel = this.root.get(c.keyId);
+    const byExhausted = byModel?.get(c.model);
+    const byActive = byExhausted?.get(exhausted);
+    if (!byModel || !byExhausted || !byActive?.delete(c.activeProvider)) return;
+    if (byActive.size === 0) byExhausted.delete(exhausted);
+    if (byExhausted.size === 0) byModel.delete(c.model);
+    if (byModel.size === 0) this.root.delete(c.keyId);
+  }
+}
+
+function getOrMake<K, V>(map: Map<K, Map<string, V>>, key: K): Map<string, V> {
+  let inner = map.get(key);
+  if (!inner) map.set(key, (inner = new Map<string, V>()));
+  return inner;
+}
 
 /**
  * Coalesces failover events per condition: the first failover of a condition opens a window and is
@@ -40,7 +79,10 @@ const conditionKey = (c: FailoverCondition): string =>
  * event for them. A window of 0 makes every failover its own event. Pure: the caller passes the time.
  */
 export class FailoverCoalescer {
-  private readonly windows = new Map<string, Window>();
+  /** The open windows, found by condition... */
+  private readonly byCondition = new ConditionIndex<Window>();
+  /** ...and all of them, in the order they opened. */
+  private readonly windows = new Set<Window>();
   /** Windows that ended before due() saw them (a new failover of their condition came first). */
   private ended: ClosingEvent[] = [];
 
@@ -56,16 +98,17 @@ export class FailoverCoalescer {
   /** 'event' when this failover is to be stored as an event of its own now, 'counted' when its window counts it. */
   observe(condition: FailoverCondition, sample: FailoverSample, now: number): 'event' | 'counted' {
     if (this.windowMs <= 0) return 'event';
-    const key = conditionKey(condition);
-    const open = this.windows.get(key);
+    const open = this.byCondition.get(condition);
     if (open && now < open.endsAt) {
       open.count += 1;
       open.last = sample;
       return 'counted';
     }
-    if (open) this.endWindow(key, open);
+    if (open) this.endWindow(open);
     if (this.windows.size >= this.maxOpen) return 'event';
-    this.windows.set(key, { condition, endsAt: now + this.windowMs, count: 0, last: null });
+    const opened: Window = { condition, endsAt: now + this.windowMs, count: 0, last: null };
+    this.windows.add(opened);
+    this.byCondition.set(condition, opened);
     return 'event';
   }
 
@@ -95,14 +138,15 @@ export class FailoverCoalescer {
   }
 
   private close(ended: (w: Window) => boolean): ClosingEvent[] {
-    for (const [key, w] of this.windows) if (ended(w)) this.endWindow(key, w);
+    for (const w of this.windows) if (ended(w)) this.endWindow(w);
     const closing = this.ended;
     this.ended = [];
     return closing;
   }
 
-  private endWindow(key: string, w: Window): void {
-    this.windows.delete(key);
+  private endWindow(w: Window): void {
+    this.windows.delete(w);
+    this.byCondition.delete(w.condition);
     if (w.count > 0 && w.last)
       this.ended.push({ condition: w.condition, last: w.last, count: w.count, windowSecs: this.windowMs / 1000 });
   }

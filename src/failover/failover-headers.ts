@@ -31,8 +31,40 @@ export const alertFor = (served: ServedBy, note: string | null = null): Fallback
       }
     : null;
 
-/** The x-svc-* headers of a served (or upstream-rejected) request (interface §6.3). */
+/** A response's headers as name/value pairs, shared between the requests that get the same ones: never change one. */
+export type HeaderPairs = ReadonlyArray<readonly [string, string]>;
+
+/** Distinct served-header sets kept at most (providers x levels x reasons x notes); past it the cache starts over. */
+const SERVED_HEADERS_CACHED = 1024;
+const servedHeaderCache = new Map<string, HeaderPairs>();
+
+/**
+ * The x-svc-* headers of a served (or upstream-rejected) request (interface §6.3), made once per distinct
+ * (served, note): past an open circuit every request gets the same alert, whose JSON cost more than a
+ * microsecond to build each time.
+ */
+export function servedHeaderPairs(served: ServedBy, note: string | null = null): HeaderPairs {
+  const exhausted = served.exhausted;
+  const key = exhausted
+    ? `${served.provider}\u0000${served.level}\u0000${exhausted.provider}\u0000${exhausted.reason}\u0000${note ?? ''}`
+    : `${served.provider}\u0000${served.level}`;
+  let pairs = servedHeaderCache.get(key);
+  if (!pairs) {
+    pairs = Object.freeze(
+      Object.entries(buildServedHeaders(served, note)).map(([name, value]) => Object.freeze([name, value] as const)),
+    );
+    if (servedHeaderCache.size >= SERVED_HEADERS_CACHED) servedHeaderCache.clear();
+    servedHeaderCache.set(key, pairs);
+  }
+  return pairs;
+}
+
+/** The same headers as an object of its own (the caller may add to it). */
 export function servedHeaders(served: ServedBy, note: string | null = null): Record<string, string> {
+  return Object.fromEntries(servedHeaderPairs(served, note));
+}
+
+function buildServedHeaders(served: ServedBy, note: string | null): Record<string, string> {
   const headers: Record<string, string> = {
     'x-svc-provider-used': served.provider,
     'x-svc-is-fallback': String(served.level > 0),

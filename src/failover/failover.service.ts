@@ -132,7 +132,9 @@ export class FailoverService {
         // (the later sentences of a speech stream) serves at its level without failing over again
         if (step.level > 0 && exhausted) {
           this.metrics.failover(exhausted.provider, step.provider);
-          if (scope.announceFailover(step.provider)) await this.storeFailoverEvent(scope, latency);
+          // only the first of a coalescing window is waited for (a counted one returns nothing to await)
+          const stored = scope.announceFailover(step.provider) ? this.storeFailoverEvent(scope, latency) : null;
+          if (stored) await stored;
         }
         return value;
       } catch (err) {
@@ -245,10 +247,10 @@ export class FailoverService {
     return verdict.reason;
   }
 
-  /** Resolves once the event is stored or after the bound of decisions §8 (it is then kept and retried); never rejects. */
-  private storeFailoverEvent(scope: FailoverScope, latencyMs: number): Promise<void> {
+  /** Resolves once the event is stored or after the bound of decisions §8 (it is then kept and retried); never rejects; null when there is nothing to wait for. */
+  private storeFailoverEvent(scope: FailoverScope, latencyMs: number): Promise<void> | null {
     const served = scope.served;
-    if (!served) return Promise.resolve();
+    if (!served) return null;
     return this.events.recordFailover({
       keyId: scope.key.id,
       model: scope.requestedModel,

@@ -7,7 +7,7 @@ import type { Capability } from '../config/provider-kinds';
 import type { AuthenticatedKey } from '../keys/key-directory';
 import type { TokenUsage } from '../providers/provider-adapter';
 import type { PlannedStep } from './chain';
-import { servedHeaders } from './failover-headers';
+import { servedHeaderPairs } from './failover-headers';
 import type { FailoverScope, ScopeResult } from './failover-scope';
 import type { FailoverService } from './failover.service';
 import type { Attempt } from './step-attempt';
@@ -157,8 +157,7 @@ export class ProxiedCall {
   private putHeaders(): void {
     const served = this.scope.served;
     if (!served || !this.res || this.res.headersSent) return;
-    for (const [name, value] of Object.entries(servedHeaders(served, this.scope.alertNote)))
-      this.res.setHeader(name, value);
+    for (const [name, value] of servedHeaderPairs(served, this.scope.alertNote)) this.res.setHeader(name, value);
   }
 
   private finish(status: number): void {

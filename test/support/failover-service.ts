@@ -80,9 +80,9 @@ class FakeMetrics {
 
 class FakeEvents {
   readonly failovers: FailoverEventData[] = [];
-  recordFailover(e: FailoverEventData): Promise<void> {
+  recordFailover(e: FailoverEventData): Promise<void> | null {
     this.failovers.push(e);
-    return Promise.resolve();
+    return null;
   }
 }
 

@@ -1,0 +1,58 @@
+import { servedHeaderPairs, servedHeaders } from './failover-headers';
+
+const served = (over: Partial<Parameters<typeof servedHeaders>[0]> = {}) => ({
+  provider: 'p2',
+  model: 'm',
+  level: 1,
+  exhausted: { provider: 'p1', reason: 'circuit open' },
+  ...over,
+});
+
+describe('served headers', () => {
+  it('names who served and, past a failed step, the alert', () => {
+    expect(servedHeaders(served())).toEqual({
+      'x-svc-provider-used': 'p2',
+      'x-svc-is-fallback': 'true',
+      'x-svc-fallback-level': '1',
+      'x-svc-fallback-alert': JSON.stringify({
+        message: 'p1 failed (circuit open); served by p2 at level 1',
+        exhausted_provider: 'p1',
+        active_provider: 'p2',
+        fallback_level: 1,
+      }),
+    });
+    expect(servedHeaders(served({ level: 0, provider: 'p1', exhausted: null }))).toEqual({
+      'x-svc-provider-used': 'p1',
+      'x-svc-is-fallback': 'false',
+      'x-svc-fallback-level': '0',
+    });
+  });
+
+  it('builds each distinct set once and shares it, frozen', () => {
+    const first = servedHeaderPairs(served());
+    expect(servedHeaderPairs(served())).toBe(first);
+    expect(Object.isFrozen(first)).toBe(true);
+    expect(Object.isFrozen(first[0])).toBe(true);
+  });
+
+  it('tells apart every field that changes the headers', () => {
+    const sets = [
+      servedHeaderPairs(served()),
+      servedHeaderPairs(served({ provider: 'p3' })),
+      servedHeaderPairs(served({ level: 2 })),
+      servedHeaderPairs(served({ exhausted: { provider: 'p0', reason: 'circuit open' } })),
+      servedHeaderPairs(served({ exhausted: { provider: 'p1', reason: 'timeout' } })),
+      servedHeaderPairs(served(), 'voice substituted'),
+      servedHeaderPairs(served({ exhausted: null })),
+    ];
+    const alerts = sets.map((pairs) => JSON.stringify(pairs));
+    expect(new Set(alerts).size).toBe(sets.length);
+    expect(Object.fromEntries(sets[5])['x-svc-fallback-alert']).toContain('; voice substituted');
+  });
+
+  it('gives servedHeaders callers an object of their own to add to', () => {
+    const headers = servedHeaders(served());
+    headers['Retry-After'] = '1';
+    expect(servedHeaders(served())).not.toHaveProperty('Retry-After');
+  });
+});
