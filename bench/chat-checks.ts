@@ -142,21 +142,40 @@ function firstByteOver(rounds: Rounds, top: string): { median: number; text: str
 }
 
 /**
- * The one-step gateway's added p50 at c=1: the median over rounds of (its p50 - the upstream's own p50,
- * measured just before it), with the longer cells' difference beside it.
+ * An added p50 at c=1 (default the one-step gateway's): the median over rounds of (its p50 - the upstream's
+ * own p50, measured beside it), with the longer cells' difference beside it.
  */
-function addedP50(rounds: Rounds, cells: Cell[]): { median: number; text: string } {
-  const a = rounds.p50['gateway one step c=1'] ?? [];
+function addedP50(
+  rounds: Rounds,
+  cells: Cell[],
+  entry = 'gateway one step c=1',
+  cellTarget: Target = 'gateway one step',
+): { median: number; text: string } {
+  const a = rounds.p50[entry] ?? [];
   const b = rounds.p50['upstream direct c=1'] ?? [];
-  if (a.length === 0 || b.length === 0) throw new Error('no rounds for the c=1 p50s');
+  if (a.length === 0 || b.length === 0) throw new Error(`no rounds for the c=1 p50s of ${entry}`);
   const over = a.map((x, i) => x - b[i]);
   const m = median(over);
-  const one1 = find(cells, 'gateway one step', 1).result.p50;
+  const top1 = find(cells, cellTarget, 1).result.p50;
   const direct1 = find(cells, 'upstream direct', 1).result.p50;
   return {
     median: m,
-    text: `${ms(m)} ms (median of ${over.length} rounds' p50 differences, ${ms(Math.min(...over))} to ${ms(Math.max(...over))}; median p50 ${ms(median(a))} - ${ms(median(b))} ms); ${ms(one1 - direct1)} ms in the 10 s cells below (${ms(one1)} - ${ms(direct1)})`,
+    text: `${ms(m)} ms (median of ${over.length} rounds' p50 differences, ${ms(Math.min(...over))} to ${ms(Math.max(...over))}; median p50 ${ms(median(a))} - ${ms(median(b))} ms); ${ms(top1 - direct1)} ms in the 10 s cells below (${ms(top1)} - ${ms(direct1)})`,
   };
+}
+
+/** The references' added p50 at c=1, beside the gateway's target: the floor a proxy and the required work set. */
+function addedP50References(rounds: Rounds, cells: Cell[]): Check[] {
+  const references: Array<[what: string, entry: string, target: Target]> = [
+    ['bare proxy', 'bare proxy c=1', 'bare proxy'],
+    ['logged proxy (bare proxy + the per-request work every request needs)', 'logged proxy c=1', 'logged proxy'],
+  ];
+  return references.map(([what, entry, target]) => ({
+    name: `added p50 at c=1 of the ${what} (- upstream direct)`,
+    value: addedP50(rounds, cells, entry, target).text,
+    target: '-',
+    pass: null,
+  }));
 }
 
 /** Issue 16's targets, then the earlier ones, then the peak RSS, the webhook storm, the baseline and the faults. */
@@ -234,6 +253,7 @@ export function checks(cells: Cell[], rounds: Rounds, storm: WebhookStorm | null
       target: `<= ${GOALS_16.addedP50AtC1Ms} ms`,
       pass: added.median <= GOALS_16.addedP50AtC1Ms,
     },
+    ...addedP50References(rounds, cells),
     ...earlierChecks(cells, rounds),
     {
       name: 'peak gateway RSS under load (all gateway cells, streaming included)',

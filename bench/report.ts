@@ -149,8 +149,8 @@ Written by \`npm run bench:chat\` (bench/chat.ts).
   flushed while it is measured
 - Targets marked [16] are issue 16's (the others are the earlier targets, kept so the change is visible); the
   c=1 ratios, the first byte (request sent to the first SSE event, one keep-alive connection) and the added p50
-  (the one-step gateway's p50 at c=1 less the upstream's own, measured just before it) come from the same
-  interleaved rounds, as medians of per-round differences; the webhook figure counts deliveries to one subscriber of a circuit-open gateway
+  (the one-step gateway's p50 at c=1 less the upstream's own, measured beside it; the bare and the logged proxy's
+  the same way, as the floor any proxy and the required work set) come from the same interleaved rounds, as medians of per-round differences; the webhook figure counts deliveries to one subscriber of a circuit-open gateway
   loaded at c=20 for one \`SVC_FAILOVER_EVENT_WINDOW\` (BENCH_WEBHOOK_SECONDS, default 30 s)
 - The req/s ratio targets are the median of per-round ratios from interleaved short rounds (every target
   running at once, measured one after another in each round, the two sides of each ratio back to back or one
