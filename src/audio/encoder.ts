@@ -1,3 +1,4 @@
+import type { CallSignal } from '../common/call-signal';
 /** Incremental encoder: `push` returns the bytes ready so far (maybe none), `end` the rest; all returns concatenated are the file. */
 export interface AudioEncoder {
   readonly contentType: string;
@@ -23,7 +24,7 @@ export function releaseEncoder(encoder: Pick<AudioEncoder, 'end'>): void {
 export async function* encodeAll(
   encoder: AudioEncoder,
   samples: AsyncIterable<Int16Array>,
-  signal?: AbortSignal,
+  signal?: CallSignal,
 ): AsyncGenerator<Buffer> {
   let ended = false;
   try {

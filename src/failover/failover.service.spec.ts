@@ -1,3 +1,4 @@
+import type { CallSignal } from '../common/call-signal';
 import { fail, failoverHarness, hang, rejectionOf, step } from '../../test/support/failover-service';
 import { DomainError } from '../common/errors/domain-error';
 import { UpstreamFailure, UpstreamOutcome } from '../providers/provider-adapter';
@@ -98,7 +99,7 @@ describe('FailoverService.execute', () => {
     ['the provider timeout', chain.slice(0, 2), { p1: 40 }, 1],
   ])('fails over when the entry step exceeds %s', async (_, steps, timeouts, breakerFailures) => {
     const h = failoverHarness(steps, timeouts);
-    let signal: AbortSignal | undefined;
+    let signal: CallSignal | undefined;
     h.behave.p1 = (ctx) => {
       signal = ctx.signal;
       return hang(ctx);

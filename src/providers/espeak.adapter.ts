@@ -1,3 +1,4 @@
+import type { CallSignal } from '../common/call-signal';
 import { Injectable } from '@nestjs/common';
 import { AudioJobError } from '../audio/pool/audio-pool';
 import { generate, runJob } from '../audio/pool/pool-jobs';
@@ -47,7 +48,7 @@ export class EspeakAdapter implements ProviderAdapter {
     return Promise.resolve({ ...outputShape(call.output), chunks: this.chunks(call, ctx.signal) });
   }
 
-  private async *chunks(call: SpeechCall, signal: AbortSignal): AsyncGenerator<Buffer> {
+  private async *chunks(call: SpeechCall, signal: CallSignal): AsyncGenerator<Buffer> {
     const { text, voiceId: voice, speed, vol, pitch, output, maxSeconds } = call;
     try {
       yield* generate(

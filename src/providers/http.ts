@@ -1,3 +1,4 @@
+import type { CallSignal } from '../common/call-signal';
 import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import type { ResolvedProvider } from '../config/gateway-config';
@@ -44,7 +45,7 @@ export interface UpstreamCall {
   headers: Record<string, string>;
   /** JSON text, or bytes (a multipart upload). */
   body?: string | Buffer;
-  signal: AbortSignal;
+  signal: CallSignal;
 }
 
 export type UpstreamResponse = Dispatcher.ResponseData;
@@ -85,7 +86,7 @@ function errorCode(err: unknown): string | undefined {
 }
 
 /** Maps whatever a transport call threw to the failure the core classifies. */
-export function toUpstreamFailure(err: unknown, signal?: AbortSignal): UpstreamFailure {
+export function toUpstreamFailure(err: unknown, signal?: CallSignal): UpstreamFailure {
   if (err instanceof UpstreamFailure) return err;
   if (signal?.aborted) return abortFailure(signal.reason);
   if (isTimeoutReason(err)) return new UpstreamFailure({ kind: 'timeout' });
@@ -138,11 +139,7 @@ export async function readCapped(body: AsyncIterable<Buffer>, cap: number): Prom
  * socket is not worth keeping) and throws `response_too_large`; a transport fault becomes an UpstreamFailure.
  * Read by events, not an async iterator (a promise per chunk).
  */
-export function readBodyText(
-  response: UpstreamResponse,
-  signal: AbortSignal,
-  cap = UPSTREAM_JSON_CAP,
-): Promise<string> {
+export function readBodyText(response: UpstreamResponse, signal: CallSignal, cap = UPSTREAM_JSON_CAP): Promise<string> {
   const { body } = response;
   const declared = Number(response.headers['content-length']);
   if (declared > cap) {
@@ -181,7 +178,7 @@ export function readBodyText(
 /** A 2xx JSON object body, read up to `cap` bytes (see readBodyText). */
 export async function readJsonBody(
   response: UpstreamResponse,
-  signal: AbortSignal,
+  signal: CallSignal,
   cap = UPSTREAM_JSON_CAP,
 ): Promise<Record<string, unknown>> {
   return parseJsonBody(await readBodyText(response, signal, cap));
@@ -279,7 +276,7 @@ export type StreamStep<T> = T | undefined | 'end';
  */
 export async function* relaySse<T>(
   body: UpstreamBody,
-  signal: AbortSignal,
+  signal: CallSignal,
   translate: (event: SseEvent) => StreamStep<T>,
   maxLineChars = SSE_LINE_CAP,
 ): AsyncGenerator<T> {

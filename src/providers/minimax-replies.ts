@@ -1,3 +1,4 @@
+import type { CallSignal } from '../common/call-signal';
 /** MiniMax's replies read: base_resp errors into UpstreamFailures, hex audio (whole or streamed) into bytes. */
 import { Readable } from 'node:stream';
 import { parseFirstMp3Frame } from '../audio/parse';
@@ -77,7 +78,7 @@ export function replyAudio(reply: Record<string, unknown>): Buffer {
  */
 export async function* streamedAudio(
   body: UpstreamBody,
-  signal: AbortSignal,
+  signal: CallSignal,
   maxLineChars: number,
 ): AsyncGenerator<Buffer> {
   let emitted = false;

@@ -1,3 +1,4 @@
+import type { CallSignal } from '../common/call-signal';
 import { adapterFactory, HttpProviderAdapter } from './http-adapter';
 import type { ResolvedProvider } from '../config/gateway-config';
 import { transcodeStream } from '../audio/pool/pool-jobs';
@@ -68,7 +69,7 @@ const createdId = (reply: Record<string, unknown>, what: string): string => {
 const ignore = (): void => undefined;
 
 /** An audio body as it arrives: a fault mid-way becomes an UpstreamFailure, an early exit closes the upstream socket. */
-export async function* relayBody(body: UpstreamBody, signal: AbortSignal): AsyncGenerator<Buffer> {
+export async function* relayBody(body: UpstreamBody, signal: CallSignal): AsyncGenerator<Buffer> {
   let complete = false;
   try {
     for await (const chunk of body) yield chunk as Buffer;

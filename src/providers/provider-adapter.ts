@@ -1,3 +1,4 @@
+import type { CallSignal } from '../common/call-signal';
 import type { ResolvedProvider } from '../config/gateway-config';
 import type { ProviderKind } from '../config/provider-kinds';
 import type { SpeechOptions } from './speech-fields';
@@ -38,7 +39,7 @@ export interface CallContext {
    * the client goes away (the core checks that itself and does not count it against the provider).
    * For streams the timeout covers only the time to the first chunk.
    */
-  signal: AbortSignal;
+  signal: CallSignal;
   requestId: string;
 }
 

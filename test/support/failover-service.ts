@@ -33,7 +33,11 @@ export const fail =
     Promise.reject(new UpstreamFailure(outcome));
 /** Never answers: rejects with the signal's reason once the core aborts the call (timeout, client gone). */
 export const hang: Behaviour = (ctx) =>
-  new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason as Error)));
+  new Promise((_, reject) =>
+    ctx.signal.addEventListener('abort', () =>
+      reject(ctx.signal.reason instanceof Error ? ctx.signal.reason : new Error(String(ctx.signal.reason))),
+    ),
+  );
 
 export const step = (provider: string, model: string, extra: Partial<ChainStepDto> = {}): ChainStepDto => ({
   provider,

@@ -1,3 +1,4 @@
+import type { CallSignal } from '../../common/call-signal';
 import { DomainError } from '../../common/errors/domain-error';
 import { encodePcm16le } from '../pcm';
 import type { PcmShape, TranscodeOutput } from '../transcoder';
@@ -42,7 +43,7 @@ function callerError(err: AudioJobError): Error {
 /** A generated job's slices as they come; each one taken grants the worker one more, so it never runs far ahead. */
 export async function* generate(
   spec: SpeechJobSpec,
-  signal?: AbortSignal,
+  signal?: CallSignal,
   pool: AudioPool = audioPool(),
 ): AsyncGenerator<Buffer> {
   const slices: Buffer[] = [];

@@ -1,0 +1,41 @@
+/**
+ * What an upstream call is cancelled through: the part of an AbortSignal that undici (it takes any object
+ * with `addEventListener`), the adapters and the audio pool read. An AbortSignal is one; so is CallAbort.
+ */
+export interface CallSignal {
+  readonly aborted: boolean;
+  readonly reason: unknown;
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
+}
+
+/**
+ * A cancel source for one attempt, in place of an AbortController: on Node 20 making an AbortController
+ * costs about 2 µs and each listener on its signal about 1 µs more (EventTarget), paid by every proxied
+ * request; this is a flag and an array. Listeners run once, in the order added, when `abort` is first called;
+ * one added after that is never called (as with an AbortSignal: check `aborted` first).
+ */
+export class CallAbort implements CallSignal {
+  aborted = false;
+  reason: unknown = undefined;
+  private listeners: Array<() => void> | null = null;
+
+  addEventListener(_type: 'abort', listener: () => void): void {
+    if (this.aborted) return;
+    (this.listeners ??= []).push(listener);
+  }
+
+  removeEventListener(_type: 'abort', listener: () => void): void {
+    const at = this.listeners?.indexOf(listener) ?? -1;
+    if (at >= 0) this.listeners?.splice(at, 1);
+  }
+
+  abort(reason: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    const listeners = this.listeners ?? [];
+    this.listeners = null;
+    for (const listener of listeners) listener();
+  }
+}
