@@ -242,6 +242,12 @@ export function checks(cells: Cell[], rounds: Rounds, storm: WebhookStorm | null
       `; ${cellRatio(one20, chunked20)}`,
     ),
     {
+      name: 'logged proxy (bare proxy + the per-request work every request needs) vs bare proxy chunked-answer variant, req/s at c=20',
+      value: `${roundRatio(rounds, 'logged proxy', 'bare proxy chunked').text}; ${cellRatio(find(cells, 'logged proxy', 20), chunked20)}`,
+      target: '-',
+      pass: null,
+    },
+    {
       name: '[16] one step p99 at c=20',
       value: `${ms(one20.result.p99)} ms`,
       target: `<= ${GOALS_16.oneStepP99AtC20Ms} ms`,
