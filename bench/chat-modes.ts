@@ -86,6 +86,10 @@ function gatewayYaml(urls: UpstreamUrls, mode: GatewayMode): string {
     kind: openai
     base_url: ${urls.ok}
     api_key: x
+  - name: dead
+    kind: openai
+    base_url: ${urls.down}
+    api_key: x
 `;
 }
 
@@ -93,6 +97,11 @@ export interface BootedGateway {
   gateway: GatewayProcess;
   secret: string;
   database: string;
+  /**
+   * With `openKey`: a second key of the same gateway, its chain [dead, backup] with dead's circuit open, so
+   * circuit open is measured in the very process one step is (the path compared, not two processes).
+   */
+  openSecret?: string;
 }
 
 export interface BootOptions {
@@ -104,7 +113,15 @@ export interface BootOptions {
   env?: Record<string, string>;
   /** Trip the primary's circuit before returning (default: only in circuit-open mode). */
   trip?: boolean;
+  /** Also create a key served past the always-500ing `dead` provider's open circuit (see BootedGateway). */
+  openKey?: boolean;
 }
+
+/** The chain of the `openKey` key: the 500ing provider every gateway has, then the answering backup. */
+const OPEN_KEY_CHAIN = [
+  { provider: 'dead', model: MODEL },
+  { provider: 'backup', model: MODEL },
+];
 
 export async function bootGateway(
   run: Run,
@@ -130,34 +147,44 @@ export async function bootGateway(
       }),
     }),
   );
-  const created = await fetch(`${gateway.url}/v1/admin/keys`, {
+  const secret = await createKey(gateway.url, `bench ${label}`, mode.chain);
+  if (options.trip ?? name === 'circuit-open') await tripPrimary(gateway.url, secret);
+  const booted: BootedGateway = { gateway, secret, database: database.name };
+  if (options.openKey) {
+    booted.openSecret = await createKey(gateway.url, `bench ${label} past an open circuit`, OPEN_KEY_CHAIN);
+    await tripPrimary(gateway.url, booted.openSecret, 'dead');
+  }
+  return booted;
+}
+
+async function createKey(url: string, name: string, chain: GatewayMode['chain']): Promise<string> {
+  const created = await fetch(`${url}/v1/admin/keys`, {
     method: 'POST',
     headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ name: `bench ${label}`, chain: mode.chain }),
+    body: JSON.stringify({ name, chain }),
   });
   const body = (await created.json()) as { secret?: string };
   if (created.status !== 201 || !body.secret)
     throw new Error(`key creation failed: ${created.status} ${JSON.stringify(body)}`);
-  if (options.trip ?? name === 'circuit-open') await tripPrimary(gateway.url, body.secret);
-  return { gateway, secret: body.secret, database: database.name };
+  return body.secret;
 }
 
-/** Sends requests until the primary is skipped for an open circuit, then checks the health route agrees. */
-export async function tripPrimary(url: string, secret: string): Promise<void> {
+/** Sends requests until the key's first step (`provider`) is skipped for an open circuit, then checks the health route agrees. */
+export async function tripPrimary(url: string, secret: string, provider = 'primary'): Promise<void> {
   const headers = { authorization: `Bearer ${secret}`, 'content-type': 'application/json' };
   for (let attempt = 1; attempt <= TRIP_ATTEMPTS; attempt++) {
     const res = await fetch(`${url}${CHAT_PATH}`, { method: 'POST', headers, body: CHAT_BODY });
     await res.arrayBuffer();
-    if (res.status !== 200) throw new Error(`tripping the primary: HTTP ${res.status}`);
+    if (res.status !== 200) throw new Error(`tripping ${provider}: HTTP ${res.status}`);
     if ((res.headers.get('x-svc-fallback-alert') ?? '').includes('circuit open')) {
       const health = (await (await fetch(`${url}/v1/providers/health`, { headers })).json()) as {
         providers: Array<{ provider: string; status: string }>;
       };
-      const primary = health.providers.find((p) => p.provider === 'primary');
-      if (primary?.status !== 'down') throw new Error(`primary skipped but health says ${JSON.stringify(primary)}`);
-      log(`  primary circuit open after ${attempt} requests`);
+      const tripped = health.providers.find((p) => p.provider === provider);
+      if (tripped?.status !== 'down') throw new Error(`${provider} skipped but health says ${JSON.stringify(tripped)}`);
+      log(`  ${provider} circuit open after ${attempt} requests`);
       return;
     }
   }
-  throw new Error(`the primary's circuit did not open within ${TRIP_ATTEMPTS} requests`);
+  throw new Error(`${provider}'s circuit did not open within ${TRIP_ATTEMPTS} requests`);
 }

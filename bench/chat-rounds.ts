@@ -29,6 +29,7 @@ const ROUND_ORDER = [
   'bare proxy',
   'bare proxy chunked',
   'gateway one step',
+  'gateway circuit open, one-step process',
   'gateway circuit open',
   'gateway failover',
   'baseline failover',
@@ -46,6 +47,7 @@ const ROUND_ORDER = [
   'bare proxy c=1',
   'upstream direct c=1',
   'gateway one step c=1',
+  'gateway circuit open, one-step process c=1',
   'gateway circuit open c=1',
   'gateway failover c=1',
   'baseline failover c=1',
@@ -105,14 +107,20 @@ async function bootBuild(
   script?: string,
 ): Promise<Record<string, BootedGateway>> {
   const booted: Record<string, BootedGateway> = {};
-  for (const name of modes) booted[name] = await bootGateway(run, urls, name, { label: `${prefix}-${name}`, script });
+  for (const name of modes)
+    booted[name] = await bootGateway(run, urls, name, {
+      label: `${prefix}-${name}`,
+      script,
+      // this build's one-step gateway also serves a key past an open circuit (BootedGateway.openSecret)
+      openKey: !script && name === 'one-step',
+    });
   return booted;
 }
 
-function gatewaySpec(booted: BootedGateway, name: ModeName, body = CHAT_BODY): Spec {
+function gatewaySpec(booted: BootedGateway, name: ModeName, body = CHAT_BODY, secret = booted.secret): Spec {
   return {
     url: `${booted.gateway.url}${CHAT_PATH}`,
-    headers: { authorization: `Bearer ${booted.secret}` },
+    headers: { authorization: `Bearer ${secret}` },
     body,
     expectProvider: MODES[name].servedBy,
   };
@@ -181,7 +189,15 @@ export async function interleavedRounds(
       { name: `${prefix} failover`, spec: gatewaySpec(booted.failover, 'failover'), connections: 20 },
       { name: `${prefix} failover c=1`, spec: gatewaySpec(booted.failover, 'failover'), connections: 1 },
     );
-    if (withOpen)
+    if (withOpen) {
+      // the same two paths in one process: key against key, so the ratio is the path's cost and not two processes'
+      const openSecret = booted['one-step'].openSecret;
+      if (!openSecret) throw new Error('the one-step gateway was booted without its open-circuit key');
+      const sameProcess = gatewaySpec(booted['one-step'], 'circuit-open', CHAT_BODY, openSecret);
+      entries.push(
+        { name: `${prefix} circuit open, one-step process`, spec: sameProcess, connections: 20 },
+        { name: `${prefix} circuit open, one-step process c=1`, spec: sameProcess, connections: 1 },
+      );
       entries.push(
         { name: `${prefix} circuit open`, spec: gatewaySpec(booted['circuit-open'], 'circuit-open'), connections: 20 },
         {
@@ -190,6 +206,7 @@ export async function interleavedRounds(
           connections: 1,
         },
       );
+    }
   };
   build('gateway', ours, true);
   if (theirs) build('baseline', theirs, false);

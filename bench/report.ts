@@ -144,7 +144,10 @@ Written by \`npm run bench:chat\` (bench/chat.ts).
   x-svc-* headers, a fresh PostgreSQL database per gateway process; one gateway process per mode
 - Modes: *one step* = chain \`[primary]\`; *failover* = chain \`[primary, backup]\`, primary always answers 500,
   \`SVC_BREAKER_THRESHOLD=1000000000\` so every request really tries it first; *circuit open* = the same chain,
-  default threshold, the primary's circuit tripped before measuring (\`SVC_BREAKER_COOLDOWN_MS=600000\`)
+  default threshold, the primary's circuit tripped before measuring (\`SVC_BREAKER_COOLDOWN_MS=600000\`); in the
+  rounds the one-step gateway also holds a second key, chain \`[dead, backup]\` with dead's circuit tripped at boot,
+  and issue 16's circuit-open targets compare its two keys in that one process (the two paths, not two processes'
+  histories); the circuit-open gateway of its own is shown beside them
 - Each target that writes to PostgreSQL starts after a CHECKPOINT, so the writes of the target before are not
   flushed while it is measured
 - Targets marked [16] are issue 16's (the others are the earlier targets, kept so the change is visible); the

@@ -50,6 +50,20 @@ describe('served headers', () => {
     expect(Object.fromEntries(sets[5])['x-svc-fallback-alert']).toContain('; voice substituted');
   });
 
+  it('keeps a bounded number of sets: past the bound it starts over, and every answer stays right', () => {
+    const first = servedHeaderPairs(served());
+    for (let i = 0; i < 1100; i++) {
+      const pairs = servedHeaderPairs(served({ exhausted: { provider: 'p1', reason: `reason ${i}` } }));
+      expect(JSON.parse(Object.fromEntries(pairs)['x-svc-fallback-alert']).message).toBe(
+        `p1 failed (reason ${i}); served by p2 at level 1`,
+      );
+    }
+    const again = servedHeaderPairs(served());
+    expect(again).not.toBe(first);
+    expect(again).toEqual(first);
+    expect(servedHeaderPairs(served())).toBe(again);
+  });
+
   it('gives servedHeaders callers an object of their own to add to', () => {
     const headers = servedHeaders(served());
     headers['Retry-After'] = '1';

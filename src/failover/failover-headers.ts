@@ -36,26 +36,50 @@ export type HeaderPairs = ReadonlyArray<readonly [string, string]>;
 
 /** Distinct served-header sets kept at most (providers x levels x reasons x notes); past it the cache starts over. */
 const SERVED_HEADERS_CACHED = 1024;
-const servedHeaderCache = new Map<string, HeaderPairs>();
+
+/** One level of the cache: the set that ends here, and the next level by the next field's value. */
+interface CacheNode {
+  pairs?: HeaderPairs;
+  next?: Map<string | number, CacheNode>;
+}
+
+let cacheRoot: CacheNode = {};
+let cachedSets = 0;
+
+function below(node: CacheNode, value: string | number): CacheNode {
+  const next = (node.next ??= new Map<string | number, CacheNode>());
+  let child = next.get(value);
+  if (!child) {
+    child = {};
+    next.set(value, child);
+  }
+  return child;
+}
 
 /**
  * The x-svc-* headers of a served (or upstream-rejected) request (interface §6.3), made once per distinct
  * (served, note): past an open circuit every request gets the same alert, whose JSON cost more than a
- * microsecond to build each time.
+ * microsecond to build each time. The sets are found one Map level per field (provider, level, then the
+ * exhausted provider, its reason and the note): each is a value the request already holds, where a joined
+ * key was a new string to build and hash on every request.
  */
 export function servedHeaderPairs(served: ServedBy, note: string | null = null): HeaderPairs {
+  let node = below(below(cacheRoot, served.provider), served.level);
   const exhausted = served.exhausted;
-  const key = exhausted
-    ? `${served.provider}\u0000${served.level}\u0000${exhausted.provider}\u0000${exhausted.reason}\u0000${note ?? ''}`
-    : `${served.provider}\u0000${served.level}`;
-  let pairs = servedHeaderCache.get(key);
-  if (!pairs) {
-    pairs = Object.freeze(
-      Object.entries(buildServedHeaders(served, note)).map(([name, value]) => Object.freeze([name, value] as const)),
-    );
-    if (servedHeaderCache.size >= SERVED_HEADERS_CACHED) servedHeaderCache.clear();
-    servedHeaderCache.set(key, pairs);
+  // no note and an empty one make the same alert
+  if (exhausted) node = below(below(below(node, exhausted.provider), exhausted.reason), note ?? '');
+  if (node.pairs) return node.pairs;
+  const pairs = Object.freeze(
+    Object.entries(buildServedHeaders(served, note)).map(([name, value]) => Object.freeze([name, value] as const)),
+  );
+  if (cachedSets >= SERVED_HEADERS_CACHED) {
+    // start over; the node in hand belongs to the old cache and goes with it
+    cacheRoot = {};
+    cachedSets = 0;
+    return pairs;
   }
+  node.pairs = pairs;
+  cachedSets += 1;
   return pairs;
 }
 
