@@ -109,6 +109,18 @@ Then, on a slower 2-core machine (its bare proxy did 7,700 req/s where the first
    cancels through \`CallAbort\` (src/common/call-signal.ts, a flag and a listener array that undici accepts as its
    signal): \`npm run bench:chat-ab\` against the build before it (10 rounds of 3 s): one step c=20 107.3 %, c=1
    100.5 %, streaming 101.5 %.
+14. **Session 14: circuit open and one step in one process.** Two gateway processes, one per mode, measure the
+   path's cost plus each process's history: profiled side by side (eight alternating 3 s rounds at c=20) the
+   circuit-open gateway spent 184.8 µs of busy time a request against the one-step gateway's 168.8, 5.3 µs of it
+   inside undici, whose calls are the same in both (the same fake, the same pool settings; the circuit-open process
+   had 500s from the failing fake while its circuit tripped). One process serving both (a second key whose first
+   step is the tripped \`dead\` provider; 2 s slices in ABBA order, the profile's samples split by slice): 160.1
+   against 163.5 µs a request (+2.1 %), 5,479 against 5,379 req/s (98.2 %). The 3.4 µs: the answer's larger head
+   (\`writev\` 1.8, the alert header's bytes), garbage collection (0.9), the served-header lookup (0.5, its joined
+   key: now one Map level per field), the chain walk, the coalescer's count and the skipped attempt's record
+   (about 0.3 each). Issue 16's circuit-open targets now compare those two keys of one process, in the same
+   interleaved rounds; the separate process stays beside them for information. On this host one 1 s slice at
+   c=20 moves by 20 % from the next, so a ratio of 6 to 12 rounds of 3 s carries about 4 % of noise.
 
 Still open, and why: a failover request makes two upstream calls, each a socket write and read that the
 kernel charges to this process, plus its event's INSERT, so on this machine it costs about 1.7 times a
