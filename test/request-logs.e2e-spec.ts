@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
+import { FakeMiniMax, startFakeMiniMax } from './fakes/fake-minimax';
 import { FakeOpenAi, startFakeOpenAi } from './fakes/fake-openai';
 import { spawnService, ServiceProcess } from './support/process';
 
@@ -21,8 +22,10 @@ describe('request logs without an AsyncLocalStorage', () => {
   let url: string;
   let primary: FakeOpenAi;
   let backup: FakeOpenAi;
+  let minimax: FakeMiniMax;
   let scratch: string;
   let secret: string;
+  let voiceSecret: string;
 
   const lines = (): Line[] =>
     service
@@ -58,12 +61,15 @@ describe('request logs without an AsyncLocalStorage', () => {
   beforeAll(async () => {
     primary = await startFakeOpenAi({ name: 'primary', mode: 'error500' });
     backup = await startFakeOpenAi({ name: 'backup' });
+    // a voice provider that fails every call: its warning must name the request too
+    minimax = await startFakeMiniMax({ name: 'voice-minimax', mode: 'http500' });
     scratch = mkdtempSync(join(tmpdir(), 'svc-request-logs-'));
     const config = join(scratch, 'gateway.yaml');
     writeFileSync(
       config,
       `providers:\n  - name: primary\n    kind: openai\n    base_url: ${primary.url}\n    api_key: x\n` +
-        `  - name: backup\n    kind: openai\n    base_url: ${backup.url}\n    api_key: x\n`,
+        `  - name: backup\n    kind: openai\n    base_url: ${backup.url}\n    api_key: x\n` +
+        `  - name: voice-minimax\n    kind: minimax\n    base_url: ${minimax.url}\n    api_key: x\n`,
     );
     service = spawnService({
       PORT: '0',
@@ -88,11 +94,17 @@ describe('request logs without an AsyncLocalStorage', () => {
       });
     expect(created.status).toBe(201);
     secret = (created.body as { secret: string }).secret;
+    const voiceKey = await request(url)
+      .post('/v1/admin/keys')
+      .set('Authorization', `Bearer ${ADMIN_TOKEN}`)
+      .send({ name: 'voice logs', chain: [{ provider: 'voice-minimax', model: 'speech-02-hd' }] });
+    expect(voiceKey.status).toBe(201);
+    voiceSecret = (voiceKey.body as { secret: string }).secret;
   });
   afterAll(async () => {
     service.child.kill('SIGKILL');
     await service.exited;
-    await Promise.all([primary.close(), backup.close()]);
+    await Promise.all([primary.close(), backup.close(), minimax.close()]);
     rmSync(scratch, { recursive: true, force: true });
   });
 
@@ -121,6 +133,24 @@ describe('request logs without an AsyncLocalStorage', () => {
       (l) => l.msg === 'request completed' && l.req?.id === id,
     );
     expect(requestLine).toMatchObject({ level: 30, res: { statusCode: 200 } });
+  });
+
+  it("names the request on a voice provider's failure warning", async () => {
+    const res = await request(url)
+      .post('/v1/audio/voices/design')
+      .set('Authorization', `Bearer ${voiceSecret}`)
+      .send({ name: 'Narrator', prompt: 'A calm, low narrator.', preview_text: 'Once upon a time.' });
+    expect({ status: res.status, body: res.body as unknown }).toMatchObject({
+      status: 502,
+      body: { error: { code: 'voice_creation_failed' } },
+    });
+    const id = res.headers['x-svc-request-id'];
+    expect(id).toMatch(/^req_/);
+    const warning = await lineWhere(
+      `voice warning of ${id}`,
+      (l) => typeof l.msg === 'string' && l.msg.startsWith('voice-minimax failed to design a voice'),
+    );
+    expect(warning).toMatchObject({ level: 40, context: 'CustomVoicesService', request_id: id });
   });
 
   it('has a probe that sees the hook an AsyncLocalStorage turns on', async () => {

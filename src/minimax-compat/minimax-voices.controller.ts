@@ -2,6 +2,7 @@ import { Body, Controller, HttpCode, Post, UploadedFile, UseInterceptors } from 
 import { ApiBearerAuth, ApiBody, ApiConsumes, ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import { CurrentKey } from '../auth/auth.decorators';
 import { RequireMultipart } from '../common/http/require-multipart.interceptor';
+import { RequestId } from '../common/http/request-id.decorator';
 import { SingleFileUpload } from '../common/http/single-file-upload.interceptor';
 import { UploadRoute } from '../common/http/upload-route';
 import { Proxied, ProxyCall } from '../failover/failover.interceptor';
@@ -78,8 +79,12 @@ export class MiniMaxVoicesController {
   @ApiOkResponse({
     description: `\`{input_sensitive, input_sensitive_type, demo_audio, voice_id, base_resp}\`; \`voice_id\` is the gateway's id to speak with. ${MINIMAX_ERRORS}`,
   })
-  clone(@CurrentKey() key: AuthenticatedKey, @Body() body: VoiceCloneRequestDto): Promise<VoiceCloneResponse> {
-    return this.voices.clone(key, body);
+  clone(
+    @CurrentKey() key: AuthenticatedKey,
+    @Body() body: VoiceCloneRequestDto,
+    @RequestId() requestId: string,
+  ): Promise<VoiceCloneResponse> {
+    return this.voices.clone(key, body, requestId);
   }
 
   /** Design a voice from a description; `trial_audio` is `preview_text` spoken with it (hex mp3), through the key's chain. */

@@ -84,7 +84,7 @@ export class MiniMaxVoicesService {
   }
 
   /** `POST /v1/voice_clone`: refused before anything else without a consent of the key (nothing reaches the upstream). */
-  async clone(key: AuthenticatedKey, dto: VoiceCloneRequestDto): Promise<VoiceCloneResponse> {
+  async clone(key: AuthenticatedKey, dto: VoiceCloneRequestDto, requestId: string): Promise<VoiceCloneResponse> {
     if (!dto.consent_id) {
       throw new DomainError(
         'missing_field',
@@ -97,6 +97,7 @@ export class MiniMaxVoicesService {
       key,
       { name: dto.voice_id, consent: dto.consent_id },
       { buffer: sample, size: sample.length },
+      requestId,
     );
     return {
       input_sensitive: false,
@@ -109,11 +110,11 @@ export class MiniMaxVoicesService {
 
   /** `POST /v1/voice_design`: the gateway's design, then `preview_text` spoken with the new voice through the chain. */
   async design(call: ProxiedCall, dto: VoiceDesignRequestDto): Promise<VoiceDesignResponse> {
-    const voice = await this.custom.design(call.key, {
-      name: dto.voice_id ?? DESIGNED_NAME,
-      prompt: dto.prompt,
-      previewText: dto.preview_text,
-    });
+    const voice = await this.custom.design(
+      call.key,
+      { name: dto.voice_id ?? DESIGNED_NAME, prompt: dto.prompt, previewText: dto.preview_text },
+      call.requestId,
+    );
     const step = call.key.chain.find((s) => s.provider === voice.provider);
     if (!step)
       throw new DomainError(

@@ -2,6 +2,7 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Post, UploadedFile, Use
 import { ApiBearerAuth, ApiBody, ApiConsumes, ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import { CurrentKey } from '../auth/auth.decorators';
 import { ApiErrors } from '../common/http/api-errors.decorator';
+import { RequestId } from '../common/http/request-id.decorator';
 import { RequireMultipart } from '../common/http/require-multipart.interceptor';
 import { UploadRoute } from '../common/http/upload-route';
 import { SingleFileUpload } from '../common/http/single-file-upload.interceptor';
@@ -52,8 +53,9 @@ export class CustomVoicesController {
     @CurrentKey() key: AuthenticatedKey,
     @Body() form: CreateVoiceDto,
     @UploadedFile() sample: UploadedSample | undefined,
+    @RequestId() requestId: string,
   ): Promise<CustomVoiceDto> {
-    return this.voices.create(key, form, sample);
+    return this.voices.create(key, form, sample, requestId);
   }
 
   /** Design a voice from a description (MiniMax voice design); no consent is needed, as no real person's voice is copied. */
@@ -61,8 +63,12 @@ export class CustomVoicesController {
   @HttpCode(200)
   @ApiOkResponse({ type: CustomVoiceDto })
   @ApiErrors(400, 502, 503)
-  design(@CurrentKey() key: AuthenticatedKey, @Body() body: DesignVoiceDto): Promise<CustomVoiceDto> {
-    return this.voices.design(key, { name: body.name, prompt: body.prompt, previewText: body.preview_text });
+  design(
+    @CurrentKey() key: AuthenticatedKey,
+    @Body() body: DesignVoiceDto,
+    @RequestId() requestId: string,
+  ): Promise<CustomVoiceDto> {
+    return this.voices.design(key, { name: body.name, prompt: body.prompt, previewText: body.preview_text }, requestId);
   }
 
   /** Retrieve a custom voice. */
@@ -76,7 +82,11 @@ export class CustomVoicesController {
   @Delete(':voice_id')
   @HttpCode(200)
   @ApiErrors(404)
-  delete(@CurrentKey() key: AuthenticatedKey, @Param('voice_id') id: string): Promise<CustomVoiceDeletedDto> {
-    return this.voices.delete(key.id, id);
+  delete(
+    @CurrentKey() key: AuthenticatedKey,
+    @Param('voice_id') id: string,
+    @RequestId() requestId: string,
+  ): Promise<CustomVoiceDeletedDto> {
+    return this.voices.delete(key.id, id, requestId);
   }
 }

@@ -59,11 +59,15 @@ export class CustomVoicesService {
     private readonly upstream: VoiceUpstream,
   ) {}
 
-  /** `POST /v1/audio/voices`: a clone from `audio_sample`, or (SDK `type: prompt`) a design. */
+  /**
+   * `POST /v1/audio/voices`: a clone from `audio_sample`, or (SDK `type: prompt`) a design. `requestId` (here and
+   * below): the request served, named on what is logged about its upstream calls.
+   */
   async create(
     key: AuthenticatedKey,
     form: CreateVoiceDto,
     sample: UploadedSample | undefined,
+    requestId: string,
   ): Promise<CustomVoiceDto> {
     if (form.type === 'prompt') {
       if (sample)
@@ -77,23 +81,24 @@ export class CustomVoicesService {
           param: 'consent',
         });
       if (!form.prompt) throw new DomainError('missing_field', "Missing required field 'prompt'.", { param: 'prompt' });
-      return this.design(key, {
-        name: form.name,
-        prompt: form.prompt,
-        previewText: form.script_hint ?? DEFAULT_PREVIEW_TEXT,
-      });
+      return this.design(
+        key,
+        { name: form.name, prompt: form.prompt, previewText: form.script_hint ?? DEFAULT_PREVIEW_TEXT },
+        requestId,
+      );
     }
     for (const field of ['prompt', 'script_hint'] as const) {
       if (form[field] !== undefined)
         throw new DomainError('invalid_value', `'${field}' is only used with type 'prompt'.`, { param: field });
     }
-    return this.clone(key, form, sample);
+    return this.clone(key, form, sample, requestId);
   }
 
   private async clone(
     key: AuthenticatedKey,
     form: CreateVoiceDto,
     sample: UploadedSample | undefined,
+    requestId: string,
   ): Promise<CustomVoiceDto> {
     if (!form.consent)
       throw new DomainError(
@@ -118,7 +123,7 @@ export class CustomVoicesService {
     const recording = await this.consentGate(consent.id, () => this.consents.recording(key.id, consent.id));
 
     const clone = adapter.cloneVoice.bind(adapter);
-    const made = await this.upstream.call(provider, 'clone', (signal) =>
+    const made = await this.upstream.call(provider, 'clone', requestId, (signal) =>
       clone(
         {
           voiceId: upstreamVoiceId(),
@@ -140,18 +145,18 @@ export class CustomVoicesService {
     const row = await this.store({ ...this.newRow(key, form.name, provider, made), consentId: consent.id });
     if (!row) {
       // the consent was deleted while the voice was being made: the voice must not outlive it
-      await this.upstream.remove(provider, made);
+      await this.upstream.remove(provider, made, requestId);
       throw consentNotFound(consent.id);
     }
     return toVoiceDto(row);
   }
 
   /** Designs a voice from a description. No consent: nobody's real voice is reproduced (README, "Custom voices"). */
-  async design(key: AuthenticatedKey, design: VoiceDesign): Promise<CustomVoiceDto> {
+  async design(key: AuthenticatedKey, design: VoiceDesign, requestId: string): Promise<CustomVoiceDto> {
     const { provider, adapter } = this.upstream.providerFor(key, 'design');
     if (!adapter.designVoice) throw new Error(`${provider} cannot design`);
     const designVoice = adapter.designVoice.bind(adapter);
-    const made = await this.upstream.call(provider, 'design', (signal) =>
+    const made = await this.upstream.call(provider, 'design', requestId, (signal) =>
       designVoice({ voiceId: upstreamVoiceId(), prompt: design.prompt, previewText: design.previewText }, signal),
     );
     const row = await this.store({
@@ -175,15 +180,19 @@ export class CustomVoicesService {
   }
 
   /** Removes the voice here at once (its consent is free again), then at its provider. */
-  async delete(keyId: string, id: string): Promise<CustomVoiceDeletedDto> {
+  async delete(keyId: string, id: string, requestId: string): Promise<CustomVoiceDeletedDto> {
     const row = await this.repository.deleteOwned(keyId, id);
     if (!row) throw voiceNotFound(id);
     await this.directory.changed(id);
-    await this.upstream.remove(row.provider, {
-      voiceId: row.upstreamVoiceId,
-      method: row.method,
-      ...(row.upstreamConsentId ? { consentId: row.upstreamConsentId } : {}),
-    });
+    await this.upstream.remove(
+      row.provider,
+      {
+        voiceId: row.upstreamVoiceId,
+        method: row.method,
+        ...(row.upstreamConsentId ? { consentId: row.upstreamConsentId } : {}),
+      },
+      requestId,
+    );
     return { id, deleted: true, object: 'audio.voice.deleted' };
   }
 

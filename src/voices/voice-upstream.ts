@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { DomainError } from '../common/errors/domain-error';
 import { GatewayConfig } from '../config/gateway-config';
 import { AdapterRegistry } from '../providers/adapter-registry';
+import { requestFields } from '../config/logging';
 import { toUpstreamFailure } from '../providers/http';
 import { classify } from '../failover/chain';
 import { CircuitRegistry } from '../failover/circuit-registry';
@@ -54,8 +55,16 @@ export class VoiceUpstream {
     return available;
   }
 
-  /** One upstream call; its failure becomes the documented error (the provider's refusal keeps its status). */
-  async call<T>(provider: string, creation: Creation, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  /**
+   * One upstream call; its failure becomes the documented error (the provider's refusal keeps its status).
+   * `requestId`: the request it serves, named on the warning a failure logs.
+   */
+  async call<T>(
+    provider: string,
+    creation: Creation,
+    requestId: string,
+    call: (signal: AbortSignal) => Promise<T>,
+  ): Promise<T> {
     try {
       return await call(AbortSignal.timeout(VOICE_CALL_TIMEOUT_MS));
     } catch (err) {
@@ -75,7 +84,7 @@ export class VoiceUpstream {
           status: outcome.kind === 'http' ? outcome.status : 400,
         });
       }
-      this.logger.warn(`${provider} failed to ${creation} a voice: ${verdict.reason}`);
+      this.logger.warn(requestFields(requestId), `${provider} failed to ${creation} a voice: ${verdict.reason}`);
       throw new DomainError(
         'voice_creation_failed',
         `${provider} could not ${creation} the voice (${verdict.reason}); retry later.`,
@@ -84,12 +93,15 @@ export class VoiceUpstream {
   }
 
   /** Best effort: a voice left upstream cannot speak through this service any more, and MiniMax drops unused clones after 7 days. */
-  async remove(provider: string, voice: UpstreamVoice): Promise<void> {
+  async remove(provider: string, voice: UpstreamVoice, requestId: string): Promise<void> {
     const adapter = this.adapters.get(provider);
     try {
       await adapter?.deleteVoice?.(voice, AbortSignal.timeout(UPSTREAM_DELETE_TIMEOUT_MS));
     } catch (err) {
-      this.logger.warn(`could not delete voice ${voice.voiceId} at ${provider}: ${(err as Error).message}`);
+      this.logger.warn(
+        requestFields(requestId),
+        `could not delete voice ${voice.voiceId} at ${provider}: ${(err as Error).message}`,
+      );
     }
   }
 }
