@@ -153,6 +153,33 @@ describe('request logs without an AsyncLocalStorage', () => {
     expect(warning).toMatchObject({ level: 40, context: 'CustomVoicesService', request_id: id });
   });
 
+  it('names the request on the warning of a voice its provider failed to delete', async () => {
+    minimax.setMode('ok');
+    try {
+      const made = await request(url)
+        .post('/v1/audio/voices/design')
+        .set('Authorization', `Bearer ${voiceSecret}`)
+        .send({ name: 'Short-lived', prompt: 'A bright voice.', preview_text: 'Hello there.' });
+      expect(made.status).toBe(200);
+      minimax.setMode('http500');
+      const res = await request(url)
+        .delete(`/v1/audio/voices/${(made.body as { id: string }).id}`)
+        .set('Authorization', `Bearer ${voiceSecret}`);
+      // removed here at once; the provider's failure is only logged
+      expect(res.status).toBe(200);
+      const id = res.headers['x-svc-request-id'];
+      expect(id).toMatch(/^req_/);
+      const warning = await lineWhere(
+        `delete warning of ${id}`,
+        (l) => typeof l.msg === 'string' && l.msg.startsWith('could not delete voice') && l.request_id === id,
+      );
+      expect(warning).toMatchObject({ level: 40, context: 'CustomVoicesService' });
+      expect(warning.msg).toContain('at voice-minimax');
+    } finally {
+      minimax.setMode('http500');
+    }
+  });
+
   it('has a probe that sees the hook an AsyncLocalStorage turns on', async () => {
     const run = (script: string): Promise<string> =>
       new Promise((resolve, reject) => {

@@ -12,7 +12,7 @@ const TICKET_LENGTH = 32;
 /**
  * Single-use tickets for the speech WebSocket (decisions §10): a browser asks for one with its key in
  * the header, then opens the socket with `?ticket=`, so the key itself is never in a URL. Only the
- * ticket's hash is stored, in the shared database: any replica redeems it, and only once.
+ * ticket's hash is stored, in the shared database: whichever replica gets the socket redeems it, and only once.
  */
 @Injectable()
 export class StreamTicketsService {
