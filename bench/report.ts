@@ -133,7 +133,8 @@ Written by \`npm run bench:chat\` (bench/chat.ts).
   *bare proxy chunked* = the same writing the upstream's answer chunk by chunk as it arrives (chunked transfer
   encoding, no content-length); *bare stream proxy* = that relay answering the streaming request (the SSE passed through);
   *logged proxy* = the bare proxy plus only the work every gateway request needs (key hash, body parsed and model
-  replaced, answer parsed with \`provider\` added, a pino-http line to a file, a usage record batched to PostgreSQL;
+  replaced, answer parsed with \`provider\` added, the gateway's own request line to a file (pino-http with the
+  gateway's options), each upstream call under a timer as the gateway's, a usage record batched to PostgreSQL;
   bench/logged-proxy.ts), for information: about the most a gateway that logs, authenticates and records can reach;
   *logged failover* = the logged proxy sending each request to the 500ing upstream first (error body read, a warning
   logged), then to the answering one, its failover event stored before the answer (decisions §8; concurrent events
