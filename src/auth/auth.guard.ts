@@ -36,6 +36,22 @@ export async function authenticateProxyKey(
   return admitProxyKey(rateLimiter, key, check);
 }
 
+/**
+ * `authenticateProxyKey` without a promise for a key this replica already holds (every request after a key's
+ * first on it): the key, admitted by the rate limiter; null when the directory must look the secret up (then
+ * `authenticateProxyKey` does). Throws what that would reject with: no credential, the rate limiter's refusal.
+ */
+export function admitKnownProxyKey(
+  keys: KeyDirectory,
+  rateLimiter: RateLimiter,
+  authorization: string | string[] | undefined,
+): AuthenticatedKey | null {
+  const token = bearerToken(authorization);
+  if (!token) throw missing();
+  const key = keys.known(token);
+  return key ? admitProxyKey(rateLimiter, key) : null;
+}
+
 /** A key already known (from its secret or a redeemed ticket) through the path's own check and the rate limiter. */
 export function admitProxyKey(
   rateLimiter: RateLimiter,

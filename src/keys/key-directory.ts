@@ -72,6 +72,11 @@ export class KeyDirectory implements OnApplicationBootstrap, OnModuleDestroy {
     await Promise.all([this.polling, this.nextRefresh, this.refreshing, this.pendingCheck, this.runningCheck]);
   }
 
+  /** The key of `secret` when this replica holds it already: a memory read, no await (`authenticate` also asks the table). */
+  known(secret: string): AuthenticatedKey | undefined {
+    return this.byHash.get(hashSecret(secret));
+  }
+
   async authenticate(secret: string): Promise<AuthenticatedKey | null> {
     const digest = hashSecret(secret);
     const known = this.byHash.get(digest);
