@@ -128,7 +128,7 @@ Then, on a slower 2-core machine (its bare proxy did 7,700 req/s where the first
    must not log a credential) does that work. It now writes the gateway's own request line (pino-http with
    \`httpLoggerOptions\`) and times each call with a timer and a \`CallAbort\`, as the gateway does. Measured in 10
    interleaved 3 s rounds on this machine beside the chunked bare proxy: the old logged proxy 53.2 %, the same
-   work done this way 66.5 % (and 67.6 % once in bench/logged-proxy.ts, another run), the gateway 50.1 % in that run.
+   work done this way 66.5 % (the gateway 38.6 % in that run), and once in bench/logged-proxy.ts 67.6 % (the gateway 50.1 %).
    So the logged proxy is about a third faster than it was, and the gateway reaches about three quarters of it.
    Where the difference lies (\`perf record\` of both at c=20 for 10 s, this host in a slow spell, µs of CPU a
    request): 346 against 282. The kernel's share is the same (62 against 60). The rest: V8's builtins +20
