@@ -16,6 +16,8 @@ export class UsageWriter implements OnModuleInit, OnApplicationShutdown {
   private buffer: NewUsageRecord[] = [];
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
+  /** A flush is chained behind the one in flight and has not started: later calls share it. */
+  private queued = false;
 
   constructor(private readonly records: UsageRecordsRepository) {}
 
@@ -33,17 +35,33 @@ export class UsageWriter implements OnModuleInit, OnApplicationShutdown {
     if (this.buffer.length >= FLUSH_SIZE) void this.flush();
   }
 
-  /** Writes everything buffered so far (chained, so flushes never overlap). */
+  /**
+   * Writes everything buffered so far (chained, so flushes never overlap). A flush still waiting for its turn
+   * takes what is buffered when it starts, so a call made meanwhile shares it (every record added past a full
+   * batch asked for one).
+   */
   flush(): Promise<void> {
-    this.flushing = this.flushing.then(() => this.writeBuffered());
+    if (this.queued) return this.flushing;
+    this.queued = true;
+    this.flushing = this.flushing.then(() => {
+      this.queued = false;
+      return this.writeBuffered();
+    });
     return this.flushing;
   }
 
+  /**
+   * Writes the records buffered when it starts, FLUSH_SIZE at a time. Records added while an INSERT is in
+   * flight wait for the next tick (or a full batch): writing them at once made a loop of small INSERTs under
+   * load (about 20 rows each, a commit every few milliseconds) instead of one batch per tick.
+   */
   private async writeBuffered(): Promise<void> {
-    while (this.buffer.length > 0) {
-      const batch = this.buffer.slice(0, FLUSH_SIZE);
+    let due = this.buffer.length;
+    while (due > 0 && this.buffer.length > 0) {
+      const batch = this.buffer.slice(0, Math.min(due, FLUSH_SIZE));
       const outcome = await this.records.insert(batch);
       this.buffer.splice(0, outcome.processed);
+      due -= outcome.processed;
       for (const { index, error } of outcome.refused) {
         // retrying a row the database refuses would hold every later record back
         this.logger.error(
