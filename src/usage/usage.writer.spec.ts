@@ -73,6 +73,24 @@ describe('UsageWriter', () => {
     await second;
   });
 
+  it('rows an INSERT is writing do not count towards the next full batch', async () => {
+    const held = heldRepository();
+    const writer = new UsageWriter(held.repo);
+    for (let i = 0; i < 500; i++) writer.add(record(`r${i}`));
+    await turn();
+    expect(held.batches.map((b) => b.length)).toEqual([500]);
+    // 500 in flight and one more buffered: not a full batch, so no one-row INSERT right after this one
+    writer.add(record('late'));
+    held.finish();
+    await turn();
+    expect(held.batches.map((b) => b.length)).toEqual([500]);
+    const next = writer.flush();
+    await turn();
+    expect(held.batches.map((b) => b.length)).toEqual([500, 1]);
+    held.finish();
+    await next;
+  });
+
   it('a full batch is written at once, and a large backlog goes in batches of 500', async () => {
     const held = heldRepository();
     const writer = new UsageWriter(held.repo);

@@ -1,4 +1,5 @@
 import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import type { BatchOutcome } from '../database/bulk-insert';
 import { NewUsageRecord, UsageRecordsRepository } from './usage-records.repository';
 
 export type { NewUsageRecord } from './usage-records.repository';
@@ -18,6 +19,8 @@ export class UsageWriter implements OnModuleInit, OnApplicationShutdown {
   private flushing: Promise<void> = Promise.resolve();
   /** A flush is chained behind the one in flight and has not started: later calls share it. */
   private queued = false;
+  /** The records at the head of the buffer that the INSERT in flight is writing (they leave it when it ends). */
+  private inFlight = 0;
 
   constructor(private readonly records: UsageRecordsRepository) {}
 
@@ -32,7 +35,8 @@ export class UsageWriter implements OnModuleInit, OnApplicationShutdown {
       this.buffer.shift();
     }
     this.buffer.push(record);
-    if (this.buffer.length >= FLUSH_SIZE) void this.flush();
+    // a full batch waiting, not counting the rows an INSERT is writing (they would ask for a small INSERT after it)
+    if (this.buffer.length - this.inFlight >= FLUSH_SIZE) void this.flush();
   }
 
   /**
@@ -59,7 +63,13 @@ export class UsageWriter implements OnModuleInit, OnApplicationShutdown {
     let due = this.buffer.length;
     while (due > 0 && this.buffer.length > 0) {
       const batch = this.buffer.slice(0, Math.min(due, FLUSH_SIZE));
-      const outcome = await this.records.insert(batch);
+      this.inFlight = batch.length;
+      let outcome: BatchOutcome;
+      try {
+        outcome = await this.records.insert(batch);
+      } finally {
+        this.inFlight = 0;
+      }
       this.buffer.splice(0, outcome.processed);
       due -= outcome.processed;
       for (const { index, error } of outcome.refused) {
