@@ -3,6 +3,8 @@ import { bootGateway, CHAT_BODY, CHAT_PATH, MODES, STREAM_BODY } from './chat-mo
 import type { BootedGateway, ModeName } from './chat-modes';
 import { isProxyUrl } from './chat-measure';
 import { measureFirstByte } from './first-byte';
+import { pairedRequests } from './paired';
+import type { PairedTarget } from './paired';
 import { runLoad } from './load';
 import { LOGGED_PROXY_SECRET } from './logged-proxy';
 import { forkHelper } from './processes';
@@ -75,6 +77,10 @@ const ROUND_WARMUP_SECONDS = secondsFromEnv('BENCH_WARMUP_SECONDS', 2);
  * at c=1 10 points below the reverse ones).
  */
 const CELL_WARMUP_SECONDS = secondsFromEnv('BENCH_CELL_WARMUP_SECONDS', 1);
+/** Each group of paired requests at c=1 after the rounds (bench/paired.ts); 0 leaves them out (the c=1 targets are then judged by the rounds). */
+const PAIRED_SECONDS = process.env.BENCH_PAIRED_SECONDS === '0' ? 0 : secondsFromEnv('BENCH_PAIRED_SECONDS', 30);
+/** Turns before the kept ones (a first block of turns ran slower in trials with 1 s), and the blocks a figure's spread is read from. */
+const PAIRED_OPTIONS = { warmupSeconds: 3, blocks: 10 };
 
 interface Spec {
   url: string;
@@ -244,7 +250,47 @@ export async function interleavedRounds(
         .join(', ')} (req/s)`,
     );
   }
+  if (PAIRED_SECONDS > 0) {
+    rounds.paired = await paired(entries);
+    rounds.faults += rounds.paired.c1.faults + rounds.paired.firstByte.faults;
+  }
   for (const booted of [...Object.values(ours), ...Object.values(theirs ?? {})]) await booted.gateway.stop();
   for (const helper of [loggedFailover, logged, relay, bare]) await helper.stop();
   return rounds;
+}
+
+/** The c=1 figures again, the same entries' requests taken in turns (bench/paired.ts): two groups, one after the other. */
+async function paired(entries: Entry[]): Promise<NonNullable<Rounds['paired']>> {
+  const target = (name: string, as: string): PairedTarget => {
+    const entry = entries.find((e) => e.name === name);
+    if (!entry) throw new Error(`no entry ${name} to pair`);
+    return { name: as, ...entry.spec, firstByte: entry.firstByte };
+  };
+  log(`paired requests at c=1: ${PAIRED_SECONDS} s per group`);
+  const c1 = await pairedRequests(
+    [
+      target('upstream direct c=1', 'upstream direct'),
+      target('bare proxy c=1', 'bare proxy'),
+      target('logged proxy c=1', 'logged proxy'),
+      target('gateway one step c=1', 'gateway one step'),
+      target('gateway circuit open, one-step process c=1', 'gateway circuit open, one-step process'),
+    ],
+    PAIRED_SECONDS,
+    PAIRED_OPTIONS,
+  );
+  const firstByte = await pairedRequests(
+    [
+      target('bare stream proxy first byte', 'bare stream proxy'),
+      target('gateway stream first byte', 'gateway stream'),
+    ],
+    PAIRED_SECONDS,
+    PAIRED_OPTIONS,
+  );
+  for (const run of [c1, firstByte])
+    log(
+      `  ${Object.entries(run.all)
+        .map(([name, f]) => `${name} p50 ${f.p50.toFixed(3)} ms mean ${f.mean.toFixed(3)} ms (${f.count})`)
+        .join(', ')}; ${run.faults} faults`,
+    );
+  return { c1, firstByte };
 }

@@ -1,5 +1,6 @@
 import type { CpuUse } from './cpu';
 import type { LoadResult } from './load';
+import type { PairedRun } from './paired';
 import { renderTargetTable } from './results-file';
 
 export const TARGETS = [
@@ -68,6 +69,8 @@ export interface Rounds {
   p50: Record<string, number[]>;
   /** Non-2xx responses, socket errors and header mismatches over all rounds. */
   faults: number;
+  /** The c=1 figures from requests taken in turns (bench/paired.ts): one step, circuit open and the references; the first byte. */
+  paired?: { c1: PairedRun; firstByte: PairedRun };
 }
 
 export function renderTable(cells: Cell[]): string {
@@ -154,8 +157,17 @@ Written by \`npm run bench:chat\` (bench/chat.ts).
 - Targets marked [16] are issue 16's (the others are the earlier targets, kept so the change is visible); the
   c=1 ratios, the first byte (request sent to the first SSE event, one keep-alive connection) and the added p50
   (the one-step gateway's p50 at c=1 less the upstream's own, measured beside it; the bare and the logged proxy's
-  the same way, as the floor any proxy and the required work set) come from the same interleaved rounds, as medians of per-round differences; the webhook figure counts deliveries to one subscriber of a circuit-open gateway
-  loaded at c=20 for one \`SVC_FAILOVER_EVENT_WINDOW\` (BENCH_WEBHOOK_SECONDS, default 30 s)
+  the same way, as the floor any proxy and the required work set) are measured twice: in the same interleaved
+  rounds, as medians of per-round differences, and after the rounds in paired requests (bench/paired.ts), by which
+  issue 16's three c=1 targets are judged: the entries' requests taken in turns on one keep-alive connection each,
+  one request at a time (upstream direct, bare proxy, logged proxy, one step, circuit open; then the bare stream
+  proxy and the streaming one step for the first byte), forwards then backwards, for BENCH_PAIRED_SECONDS (30 s)
+  after 3 s of the same; the two sides of a figure are then never more than a few milliseconds apart, where two
+  3 s cells of a round can fall on different states of the host (their per-round figures spread over tens of
+  percent). At c=1 req/s is one over the mean time per request, so the circuit-open ratio is one step's mean time
+  over circuit open's. Each paired figure is shown with its range over 10 blocks of consecutive turns; the webhook
+  figure counts deliveries to one subscriber of a circuit-open gateway loaded at c=20 for one
+  \`SVC_FAILOVER_EVENT_WINDOW\` (BENCH_WEBHOOK_SECONDS, default 30 s)
 - The req/s ratio targets are the median of per-round ratios from interleaved short rounds (every target
   running at once, measured one after another in each round, the two sides of each ratio back to back or one
   entry apart, every other round in the reverse order, each cell after 1 s of unmeasured load:

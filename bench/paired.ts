@@ -1,0 +1,109 @@
+import { performance } from 'node:perf_hooks';
+import { Client } from 'undici';
+import { percentile } from './load';
+
+/**
+ * Paired requests at concurrency 1: several targets served one request at a time, in turns (A B C, then
+ * C B A, …), each over its own keep-alive connection. Two targets' requests are never more than a few
+ * milliseconds apart, so a slow spell of the shared host falls on every target alike: the finest
+ * interleaving there is, for the figures measured at c=1 (a time per request or a p50), where 3 s rounds
+ * still differ by tens of percent with the host's state. At c=1 a target's req/s is one over its mean
+ * time per request, so the ratio of two targets' means is the ratio of their req/s at c=1.
+ */
+
+export interface PairedTarget {
+  name: string;
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  /** Time to the first body chunk (the first SSE event; headers alone do not count) instead of the whole answer. */
+  firstByte?: boolean;
+  /** When set, every answer must carry `x-svc-provider-used` with this value. */
+  expectProvider?: string;
+}
+
+export interface PairedFigures {
+  count: number;
+  /** Milliseconds. */
+  p50: number;
+  mean: number;
+}
+
+export interface PairedRun {
+  seconds: number;
+  /** Each target's figures over the whole run. */
+  all: Record<string, PairedFigures>;
+  /** The same per block of consecutive turns (the run cut in `blocks` equal parts), for the spread of a figure. */
+  blocks: Array<Record<string, PairedFigures>>;
+  /** Non-2xx answers and answers without the expected provider header. */
+  faults: number;
+}
+
+const PROVIDER_HEADER = 'x-svc-provider-used';
+
+function figures(times: number[]): PairedFigures {
+  const sorted = Float64Array.from(times).sort();
+  const sum = times.reduce((a, b) => a + b, 0);
+  return { count: times.length, p50: percentile(sorted, 50), mean: times.length > 0 ? sum / times.length : NaN };
+}
+
+/** One request; its time in ms (to the whole answer, or to its first body chunk), and whether it was as expected. */
+async function timed(client: Client, target: PairedTarget, path: string): Promise<{ ms: number; ok: boolean }> {
+  const started = performance.now();
+  const res = await client.request({
+    method: 'POST',
+    path,
+    headers: { 'content-type': 'application/json', ...target.headers },
+    body: target.body,
+  });
+  let ms = NaN;
+  for await (const _chunk of res.body) if (Number.isNaN(ms) && target.firstByte) ms = performance.now() - started;
+  if (!target.firstByte) ms = performance.now() - started;
+  const provider = res.headers[PROVIDER_HEADER];
+  const ok =
+    res.statusCode >= 200 &&
+    res.statusCode < 300 &&
+    (target.expectProvider === undefined || provider === target.expectProvider);
+  return { ms, ok };
+}
+
+/** Turns of one request per target for `seconds` (after `warmupSeconds` of the same, not kept). */
+export async function pairedRequests(
+  targets: PairedTarget[],
+  seconds: number,
+  options: { warmupSeconds?: number; blocks?: number } = {},
+): Promise<PairedRun> {
+  const blocks = options.blocks ?? 10;
+  const clients = targets.map((t) => new Client(new URL(t.url).origin));
+  const paths = targets.map((t) => new URL(t.url).pathname);
+  const turns: number[][] = [];
+  let faults = 0;
+  try {
+    const turn = async (index: number, keep: boolean): Promise<void> => {
+      // forwards on even turns, backwards on odd ones: no target always follows the same one
+      const order = index % 2 === 0 ? targets.map((_, i) => i) : targets.map((_, i) => targets.length - 1 - i);
+      const times = new Array<number>(targets.length);
+      for (const i of order) {
+        const { ms, ok } = await timed(clients[i], targets[i], paths[i]);
+        times[i] = ms;
+        if (keep && !ok) faults += 1;
+      }
+      if (keep) turns.push(times);
+    };
+    const warmUntil = performance.now() + (options.warmupSeconds ?? 1) * 1000;
+    for (let i = 0; performance.now() < warmUntil; i++) await turn(i, false);
+    const until = performance.now() + seconds * 1000;
+    for (let i = 0; performance.now() < until; i++) await turn(i, true);
+  } finally {
+    await Promise.all(clients.map((c) => c.close()));
+  }
+  const of = (from: number, to: number): Record<string, PairedFigures> =>
+    Object.fromEntries(targets.map((t, i) => [t.name, figures(turns.slice(from, to).map((times) => times[i]))]));
+  const size = Math.floor(turns.length / blocks);
+  return {
+    seconds,
+    all: of(0, turns.length),
+    blocks: size > 0 ? Array.from({ length: blocks }, (_, b) => of(b * size, (b + 1) * size)) : [],
+    faults,
+  };
+}
