@@ -86,7 +86,7 @@ describe('no database on the hot path', () => {
     const traced = lastChat();
     expect(traced.finished).toBe(true);
     expect(traced.beforeResponse).toEqual([]);
-    // the usage record is in the database, and the INSERT that put it there ran outside the request
+    // the usage record is in the database, and the COPY that put it there ran outside the request
     await eventually(
       () => usageRows([requestId]),
       (n) => n === 1,
@@ -94,7 +94,7 @@ describe('no database on the hot path', () => {
       'usage record written',
     );
     expect(traced.afterResponse).toEqual([]);
-    const writes = counter.statements.slice(background).filter((s) => /^INSERT INTO "usage_records"/.test(s.sql));
+    const writes = counter.statements.slice(background).filter((s) => /^COPY "usage_records"/.test(s.sql));
     expect(writes.length).toBeGreaterThanOrEqual(1);
     expect(writes.every((s) => s.request === null)).toBe(true);
   });

@@ -73,16 +73,18 @@ export interface BatchOutcome {
 }
 
 /**
- * Inserts a batch in one statement. When the database refuses the rows themselves (class 22 or 23)
- * the batch is retried row by row, so one bad row does not keep the others out for ever.
+ * Inserts a batch in one statement (`whole`, default the INSERT; a writer may pass a COPY of the same rows).
+ * When the database refuses the rows themselves (class 22 or 23) the batch is retried row by row with the
+ * INSERT, so one bad row does not keep the others out for ever.
  */
 export async function insertBatch(
   run: RunQuery,
   insert: BulkInsert,
   rows: ReadonlyArray<readonly unknown[]>,
+  whole: (rows: ReadonlyArray<readonly unknown[]>) => Promise<unknown> = (all) => run(insert.query(all)),
 ): Promise<BatchOutcome> {
   try {
-    await run(insert.query(rows));
+    await whole(rows);
     return { processed: rows.length, refused: [] };
   } catch (err) {
     if (!isRowFault(err)) return { processed: 0, refused: [], error: err as Error };

@@ -1,7 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, Repository } from 'typeorm';
+import { bulkCopy, copyRows } from '../database/bulk-copy';
 import { BatchOutcome, BulkColumn, bulkInsert, insertBatch } from '../database/bulk-insert';
+import { DatabaseEndpoint } from '../database/database-endpoint';
 import { maintenanceQuery } from '../database/maintenance-query';
 import { pgPoolOf } from '../database/pg-pool';
 import { UsageRecordEntity } from './usage-record.entity';
@@ -25,6 +27,7 @@ const COLUMNS: readonly BulkColumn[] = [
   { name: 'characters', type: 'integer' },
 ];
 const INSERT = bulkInsert('usage_records', COLUMNS);
+const COPY = bulkCopy('usage_records', COLUMNS);
 
 const rowOf = (r: NewUsageRecord): unknown[] => [
   r.requestId,
@@ -43,18 +46,32 @@ const rowOf = (r: NewUsageRecord): unknown[] => [
   r.characters,
 ];
 
-/** `usage_records`: written in multi-row INSERTs (raw SQL: no per-row ORM work), read a key's page at a time. */
+/**
+ * `usage_records`: written a batch at a time in one COPY (raw SQL: no per-row ORM work; on the embedded database,
+ * which has no COPY, one multi-row INSERT), read a key's page at a time.
+ */
 @Injectable()
 export class UsageRecordsRepository {
+  /** COPY where the server has it (not the embedded PGlite). */
+  private readonly copies: boolean;
+
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     @InjectRepository(UsageRecordEntity) private readonly records: Repository<UsageRecordEntity>,
-  ) {}
+    endpoint: DatabaseEndpoint,
+  ) {
+    this.copies = !endpoint.isEmbedded;
+  }
 
-  /** One INSERT of the batch; a row the database refuses is reported and the rest still go in. */
+  /** One COPY (or INSERT) of the batch; a row the database refuses is reported and the rest still go in. */
   insert(batch: NewUsageRecord[]): Promise<BatchOutcome> {
     const pool = pgPoolOf(this.dataSource);
-    return insertBatch((query) => pool.query(query), INSERT, batch.map(rowOf));
+    return insertBatch(
+      (query) => pool.query(query),
+      INSERT,
+      batch.map(rowOf),
+      this.copies ? (rows) => copyRows(pool, COPY, rows) : undefined,
+    );
   }
 
   /**
