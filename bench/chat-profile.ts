@@ -162,6 +162,28 @@ Then, on a slower 2-core machine (its bare proxy did 7,700 req/s where the first
    measure it); V8's default heap flags instead of \`npm start\`'s (101.2 % of the req/s, 12 rounds, inside the
    noise; 53 % more peak RSS); scavenges without parallel helper threads (their pauses wait for a core on this
    2-core machine: 318 against 409 ms of pause in 8 s, inside the noise in req/s).
+17. **Session 17: usage rows by COPY, and the c=1 figures measured in turns.** A 500-row batch of usage rows took
+   12.3 µs a row as \`INSERT … SELECT FROM jsonb_array_elements($1)\` and 6.5 µs as \`COPY … FROM STDIN\` (100
+   batches each, the table's two indexes, client included). The gateway now writes its batches with COPY
+   (pg-copy-streams) on a PostgreSQL server, and keeps the INSERT on the embedded PGlite, whose socket has no COPY
+   (tried: it closes the connection); a batch the database refuses for its rows still goes row by row. The logged
+   proxy writes the same way, so it stays the floor of the same work. Against the build before (interleaved, focused
+   A/B): 109.1 % of the req/s at c=20 (8 rounds), 104.6 % at c=1 (6 rounds), the gateway's own CPU 150 against 165
+   µs a request at c=20 (289 against 306 at c=1, where the p50 did not move: the saving is after the answer).
+   Tried and dropped: each record written at once as its COPY line into an off-heap buffer, so no record is
+   kept on the heap until the flush (the scavenges' survivors are mostly these records): 95.8 % of the req/s of the
+   kept version, the line made a request costing more than the copying it saved; the request body read from the
+   request's buffer a tick after the headers instead of through raw-body's stream events (the c=1 timeline put
+   21 µs between the key and the body): 99.1 %, reverted. The c=1 timeline of a one-step request, medians from the
+   request's handler (µs): key admitted 9, body parsed 30, request line 35, pipes 42, chat request parsed 46,
+   failover core 49, adapter 52, upstream request written 62, upstream headers 241, body 249, answer written 306
+   (the write itself 38): 62 µs before the upstream call is on its socket and 65 after its headers.
+   The c=1 targets (circuit open, first byte, added p50) are now judged by paired requests (bench/paired.ts): every
+   request of the compared entries taken in turns, one at a time, where the 3 s rounds put the two sides of a figure
+   on different moments of the host. Two trials before this run: circuit open 104.1 and 105.5 % (10 blocks: 101.4 to
+   108.9 %), first byte +0.14 ms both (blocks 0.11 to 0.17), added p50 0.30 and 0.28 ms (logged proxy 0.26, bare
+   proxy 0.18 to 0.19), where the rounds' medians of the same had run from 92.9 to 96.3 %, 0.12 to 0.25 ms and 0.28
+   to 0.48 ms over sessions 14 to 16.
 
 Still open, and why: a failover request makes two upstream calls, each a socket write and read that the
 kernel charges to this process, plus its event's INSERT, so on this machine it costs about 1.7 times a
