@@ -112,6 +112,27 @@ describe('bulk INSERT from one JSON parameter', () => {
       expect(backends).toHaveLength(1);
     });
 
+    it("gives up at the pool's client deadline (the table locked), closing that connection; the pool then serves again", async () => {
+      const config = { connectionString: withDatabase(baseDatabaseUrl(), name), max: 1, query_timeout: 300 };
+      const slow = new Pool(config);
+      const locker = await pool.connect();
+      try {
+        await locker.query('BEGIN');
+        await locker.query('LOCK TABLE things IN ACCESS EXCLUSIVE MODE');
+        const started = Date.now();
+        await expect(copyRows(slow, copy, [['late', 1, null]])).rejects.toThrow('Query read timeout');
+        expect(Date.now() - started).toBeLessThan(3000);
+        expect(slow.totalCount).toBe(0);
+      } finally {
+        await locker.query('ROLLBACK');
+        locker.release();
+      }
+      await copyRows(slow, copy, [['after', 2, null]]);
+      await slow.end();
+      const { rows } = await pool.query<{ id: string }>('SELECT id FROM things ORDER BY seq');
+      expect(rows.map((r) => r.id)).toEqual(['after']);
+    });
+
     it('goes through COPY, not the INSERT (the last statement of its connection, seen from another)', async () => {
       await copied([['via-copy', 1, null]]);
       const watcher = new Pool({ connectionString: withDatabase(baseDatabaseUrl(), name), max: 1 });

@@ -55,42 +55,28 @@ export function bulkCopy(table: string, columns: readonly BulkColumn[]): BulkCop
   return { sql, text };
 }
 
-/** pg's client deadline of the pool (`query_timeout`), which a COPY stream is not held to by pg itself. */
-const clientDeadlineOf = (pool: Pool): number => {
-  const options = (pool as Pool & { options?: { query_timeout?: number } }).options;
-  return options?.query_timeout ?? 0;
-};
-
 /**
- * Writes `rows` in one COPY on a connection of `pool`. A refusal of the rows (class 22 or 23: see isRowFault)
- * rejects with the database's error and leaves the connection in the pool; any other failure, or the pool's
- * client deadline passing, closes the connection.
+ * Writes `rows` in one COPY on a connection of `pool`, under the pool's deadlines (the server's statement_timeout,
+ * pg's query_timeout). A refusal of the rows (class 22 or 23: see isRowFault) rejects with the database's error
+ * and leaves the connection in the pool; any other failure, a deadline included, closes the connection.
  */
 export async function copyRows(pool: Pool, copy: BulkCopy, rows: ReadonlyArray<readonly unknown[]>): Promise<void> {
   const data = copy.text(rows);
   const client = await pool.connect();
   let broken: Error | undefined;
-  let timer: NodeJS.Timeout | undefined;
   try {
     const stream = client.query(copyFrom(copy.sql));
     await new Promise<void>((resolve, reject) => {
       stream.once('finish', resolve);
       // kept after the first (a second error, as the connection closes, would otherwise be unhandled)
       stream.on('error', reject);
-      const deadline = clientDeadlineOf(pool);
-      if (deadline > 0)
-        timer = setTimeout(
-          () => reject(new Error(`COPY into ${copy.sql.split('"')[1]} timed out after ${deadline} ms`)),
-          deadline,
-        );
       stream.end(data);
     });
   } catch (err) {
     if (!isRowFault(err)) broken = err as Error;
     throw err;
   } finally {
-    clearTimeout(timer);
-    // a connection whose COPY failed other than on its rows (or did not answer) is closed, not reused
+    // a connection whose COPY failed other than on its rows (or did not answer in time) is closed, not reused
     client.release(broken);
   }
 }
