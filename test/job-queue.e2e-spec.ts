@@ -1,9 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { JobQueue } from '../src/database/job-queue';
-import { startApp, TestApp } from './support/app';
+import type { TestApp } from './support/app';
+import { appOnDatabase, BOTH_DATABASES } from './support/both-databases';
 
 async function waitFor(check: () => boolean, timeoutMs = 15000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -13,26 +11,11 @@ async function waitFor(check: () => boolean, timeoutMs = 15000): Promise<void> {
   }
 }
 
-describe.each([
-  ['PostgreSQL', (): Record<string, string | undefined> => ({})],
-  [
-    'the embedded database',
-    (): Record<string, string | undefined> => ({
-      DATABASE_URL: undefined,
-      SVC_DATA_DIR: mkdtempSync(join(tmpdir(), 'svc-jobs-')),
-    }),
-  ],
-])('job queue on %s', (_, env) => {
+describe.each(BOTH_DATABASES)('job queue on %s', (_, database) => {
+  const app = appOnDatabase(database, 'svc-jobs-');
   let t: TestApp;
-  let dataDir: string | undefined;
-  beforeAll(async () => {
-    const vars = env();
-    dataDir = vars.SVC_DATA_DIR;
-    t = await startApp({ env: vars });
-  });
-  afterAll(async () => {
-    await t.close();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  beforeAll(() => {
+    t = app();
   });
 
   it('runs a sent job once, and a job sent in a rolled-back transaction never', async () => {

@@ -1,36 +1,19 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { UsageWriter } from '../src/usage/usage.writer';
 import type { NewUsageRecord } from '../src/usage/usage.writer';
-import { startApp, TestApp } from './support/app';
+import type { TestApp } from './support/app';
+import { appOnDatabase, BOTH_DATABASES } from './support/both-databases';
 import { CHAT_PATH, chatBody } from './support/failover';
 
 /**
  * Usage records reach the table the same on both databases: in one COPY a batch on a PostgreSQL server, in one
  * INSERT on the embedded one (PGlite has no COPY over its socket).
  */
-describe.each([
-  ['PostgreSQL (COPY)', (): Record<string, string | undefined> => ({})],
-  [
-    'the embedded database (INSERT)',
-    (): Record<string, string | undefined> => ({
-      DATABASE_URL: undefined,
-      SVC_DATA_DIR: mkdtempSync(join(tmpdir(), 'svc-usage-')),
-    }),
-  ],
-])('usage records on %s', (_, env) => {
+describe.each(BOTH_DATABASES)('usage records on %s', (_, database) => {
+  const app = appOnDatabase(database, 'svc-usage-');
   let t: TestApp;
-  let dataDir: string | undefined;
-  beforeAll(async () => {
-    const vars = env();
-    dataDir = vars.SVC_DATA_DIR;
-    t = await startApp({ env: vars });
-  });
-  afterAll(async () => {
-    await t.close();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  beforeAll(() => {
+    t = app();
   });
 
   it('records each chat request, listed by GET /v1/usage with who served it', async () => {
