@@ -112,4 +112,36 @@ describe('UsageWriter', () => {
     await writer.flush();
     expect(held.batches.flat()).toEqual(Array.from({ length: 1250 }, (_, i) => `r${i}`));
   });
+
+  it('when the buffer is full it drops the oldest record not being written, so a write that ends part-way loses nothing else', async () => {
+    const batches: string[][] = [];
+    let end: (outcome: BatchOutcome) => void = () => undefined;
+    let held = true;
+    const repo = {
+      insert: (batch: NewUsageRecord[]): Promise<BatchOutcome> => {
+        batches.push(batch.map((r) => r.requestId));
+        if (!held) return Promise.resolve({ processed: batch.length, refused: [] });
+        return new Promise((resolve) => (end = resolve));
+      },
+    } as unknown as UsageRecordsRepository;
+    const writer = new UsageWriter(repo);
+    (writer as unknown as { logger: { error(): void; warn(): void } }).logger = {
+      error: () => undefined,
+      warn: () => undefined,
+    };
+    for (let i = 0; i < 50_000; i++) writer.add(record(`r${i}`));
+    await turn();
+    expect(batches.map((b) => b[0])).toEqual(['r0']);
+    // full: r500 is the oldest not in the write (r0 to r499 are)
+    writer.add(record('over'));
+    // the database went away after 200 of the 500 rows
+    end({ processed: 200, refused: [], error: new Error('connection lost') });
+    await turn();
+    expect(batches[1].slice(0, 301)).toEqual([...Array.from({ length: 300 }, (_, i) => `r${200 + i}`), 'r501']);
+    held = false;
+    end({ processed: batches[1].length, refused: [] });
+    await writer.flush();
+    expect(batches.flat().filter((id) => id === 'r500')).toEqual([]);
+    expect(new Set(batches.slice(1).flat()).size).toBe(50_000 - 200);
+  });
 });

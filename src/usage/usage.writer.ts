@@ -10,7 +10,7 @@ const MAX_BUFFERED = 50000;
 /** At shutdown, a failing flush is retried for this long (the database may be restarting) before records are given up. */
 const SHUTDOWN_FLUSH_MS = 5000;
 
-/** Usage records leave the request path at once and reach the database in multi-row INSERTs (raw SQL: no per-row ORM work). */
+/** Usage records leave the request path at once and reach the database in batches (one COPY or INSERT each: usage-records.repository.ts). */
 @Injectable()
 export class UsageWriter implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(UsageWriter.name);
@@ -19,7 +19,7 @@ export class UsageWriter implements OnModuleInit, OnApplicationShutdown {
   private flushing: Promise<void> = Promise.resolve();
   /** A flush is chained behind the one in flight and has not started: later calls share it. */
   private queued = false;
-  /** The records at the head of the buffer that the INSERT in flight is writing (they leave it when it ends). */
+  /** The records at the head of the buffer that the write in flight is writing (they leave it when it ends). */
   private inFlight = 0;
 
   constructor(private readonly records: UsageRecordsRepository) {}
@@ -32,10 +32,11 @@ export class UsageWriter implements OnModuleInit, OnApplicationShutdown {
   add(record: NewUsageRecord): void {
     if (this.buffer.length >= MAX_BUFFERED) {
       this.logger.error(`usage buffer full (${MAX_BUFFERED}): dropping the oldest record; is the database reachable?`);
-      this.buffer.shift();
+      // the oldest not being written: the write in flight removes its own rows from the head when it ends
+      this.buffer.splice(this.inFlight, 1);
     }
     this.buffer.push(record);
-    // a full batch waiting, not counting the rows an INSERT is writing (they would ask for a small INSERT after it)
+    // a full batch waiting, not counting the rows being written (they would ask for a small write after it)
     if (this.buffer.length - this.inFlight >= FLUSH_SIZE) void this.flush();
   }
 
@@ -55,7 +56,7 @@ export class UsageWriter implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * Writes the records buffered when it starts, FLUSH_SIZE at a time. Records added while an INSERT is in
+   * Writes the records buffered when it starts, FLUSH_SIZE at a time. Records added while a write is in
    * flight wait for the next tick (or a full batch): writing them at once made a loop of small INSERTs under
    * load (about 20 rows each, a commit every few milliseconds) instead of one batch per tick.
    */
