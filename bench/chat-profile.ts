@@ -162,14 +162,17 @@ Then, on a slower 2-core machine (its bare proxy did 7,700 req/s where the first
    measure it); V8's default heap flags instead of \`npm start\`'s (101.2 % of the req/s, 12 rounds, inside the
    noise; 53 % more peak RSS); scavenges without parallel helper threads (their pauses wait for a core on this
    2-core machine: 318 against 409 ms of pause in 8 s, inside the noise in req/s).
-17. **Session 17: usage rows by COPY, and the c=1 figures measured in turns.** A 500-row batch of usage rows took
-   12.3 µs a row as \`INSERT … SELECT FROM jsonb_array_elements($1)\` and 6.5 µs as \`COPY … FROM STDIN\` (100
-   batches each, the table's two indexes, client included). The gateway now writes its batches with COPY
+17. **Session 17: usage rows by COPY, and the c=1 figures measured in turns.** \`npm run bench:usage-write\` times
+   the writer's two ways in on the migrated \`usage_records\` table, 500-row batches over one connection: the
+   server process spent 6.6 µs of CPU a row on \`INSERT … SELECT FROM jsonb_array_elements($1)\` and 4.8 on \`COPY … FROM
+   STDIN\`, the client waited 8.2 and 7.5 µs a row (its section below; a first trial through psql, 12.3 against 6.5 µs,
+   had charged the INSERT with parsing its rows as one literal of SQL). The gateway now writes its batches with COPY
    (pg-copy-streams) on a PostgreSQL server, and keeps the INSERT on the embedded PGlite, whose socket has no COPY
    (tried: it closes the connection); a batch the database refuses for its rows still goes row by row. The logged
    proxy writes the same way, so it stays the floor of the same work. Against the build before (interleaved, focused
    A/B): 109.1 % of the req/s at c=20 (8 rounds), 104.6 % at c=1 (6 rounds), the gateway's own CPU 150 against 165
-   µs a request at c=20 (289 against 306 at c=1, where the p50 did not move: the saving is after the answer).
+   µs a request at c=20 (289 against 306 at c=1, where the p50 did not move: the saving is after the answer), so
+   most of the gain is the gateway's: the batch as COPY text costs it less than one JSON array bound as a parameter.
    Tried and dropped: each record written at once as its COPY line into an off-heap buffer, so no record is
    kept on the heap until the flush (the scavenges' survivors are mostly these records): 95.8 % of the req/s of the
    kept version, the line made a request costing more than the copying it saved; the request body read from the

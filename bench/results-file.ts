@@ -5,12 +5,12 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
  * rewrites only its own section, so `npm run bench:speech` keeps the chat figures and vice versa.
  */
 
-export const SECTIONS = ['chat', 'chat-ab', 'speech', 'event-lock', 'availability', 'memory'] as const;
+export const SECTIONS = ['chat', 'chat-ab', 'speech', 'event-lock', 'availability', 'memory', 'usage-write'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 const HEADER = `# Benchmark results
 
-Written by \`npm run bench\` (\`bench:chat\`, \`bench:speech\`, \`bench:event-lock\`, \`bench:availability\`, then \`bench:memory\`); each benchmark rewrites only its own section. Do not edit by hand.
+Written by \`npm run bench\` (\`bench:chat\`, \`bench:speech\`, \`bench:event-lock\`, \`bench:availability\`, \`bench:memory\`, then \`bench:usage-write\`); each benchmark rewrites only its own section. Do not edit by hand.
 `;
 
 const start = (name: string): string => `<!-- bench:${name}:start -->`;
