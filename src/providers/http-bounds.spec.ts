@@ -111,6 +111,111 @@ describe('UpstreamClient.json: the JSON reply cap', () => {
   });
 });
 
+describe('UpstreamClient.text: a reply read through a dispatch handler', () => {
+  const withServer = async (
+    handler: Handler,
+    body: (client: UpstreamClient, closedEarly: () => number) => Promise<void>,
+  ): Promise<void> => {
+    const server = await serve(handler);
+    const client = new UpstreamClient(server.url);
+    try {
+      await body(client, server.closedEarly);
+    } finally {
+      await client.close(0);
+      await server.close();
+    }
+  };
+
+  it('reads a 2xx body sent in many chunks, and the calls after it reuse the socket', async () => {
+    const sockets = new Set<unknown>();
+    await withServer(
+      (req, res) => {
+        sockets.add(req.socket);
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('{"a":');
+        setImmediate(() => res.end('"é"}'));
+      },
+      async (client) => {
+        for (let i = 0; i < 5; i++) {
+          expect(await client.text(call())).toBe('{"a":"é"}');
+          await sleep(5); // the connection goes back to the pool just after the answer's end
+        }
+        expect(sockets.size).toBe(1);
+      },
+    );
+  });
+
+  it("fails a non-2xx answer with its status and the upstream's own message", async () => {
+    await withServer(
+      (_req, res) =>
+        res.writeHead(429, { 'content-type': 'application/json' }).end('{"error":{"message":"slow down"}}'),
+      async (client) => {
+        expect(await outcomeOf(client.text(call()))).toEqual({ kind: 'http', status: 429, message: 'slow down' });
+      },
+    );
+  });
+
+  it('keeps only the start of a long error body and drops its socket', async () => {
+    await withServer(
+      (_req, res) => {
+        res.writeHead(500, { 'content-type': 'text/plain' });
+        void pour(res, Buffer.alloc(16 * 1024, 0x61), 8 * 1024 * 1024).then(() => res.end());
+      },
+      async (client, closedEarly) => {
+        const outcome = (await outcomeOf(client.text(call()))) as { status: number; message: string };
+        expect(outcome.status).toBe(500);
+        expect(outcome.message).toBe('a'.repeat(1000));
+        await sleep(100);
+        expect(closedEarly()).toBe(1);
+      },
+    );
+  });
+
+  it('cancels a call whose signal fires while the body is coming, as the reason says', async () => {
+    const abort = new AbortController();
+    await withServer(
+      (_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('{"a":');
+        setTimeout(() => abort.abort(new UpstreamFailure({ kind: 'timeout' })), 20);
+      },
+      async (client) => {
+        expect(await outcomeOf(client.text(call(abort.signal)))).toEqual({ kind: 'timeout' });
+      },
+    );
+  });
+
+  it('does not send a call whose signal fired before it', async () => {
+    let received = 0;
+    const abort = new AbortController();
+    abort.abort();
+    await withServer(
+      (_req, res) => {
+        received++;
+        res.end('{}');
+      },
+      async (client) => {
+        expect(await outcomeOf(client.text(call(abort.signal)))).toMatchObject({ kind: 'connection', code: 'ABORTED' });
+        await sleep(50);
+        expect(received).toBe(0);
+      },
+    );
+  });
+
+  it('fails a body the upstream cuts off as a connection fault', async () => {
+    await withServer(
+      (_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
+        res.write('{"a":');
+        setTimeout(() => res.socket?.destroy(), 20);
+      },
+      async (client) => {
+        expect(await outcomeOf(client.text(call()))).toMatchObject({ kind: 'connection' });
+      },
+    );
+  });
+});
+
 describe('the stream idle timeout', () => {
   it('fails a stream that goes silent after its first event, as STREAM_IDLE, within the bound', async () => {
     const server = await serve((_req, res) => {

@@ -23,7 +23,6 @@ import { withRawJson } from '../common/http/sse-frame';
 import {
   isRecord,
   parseJsonBody,
-  readBodyText,
   relaySse,
   requireBaseUrl,
   SseEvent,
@@ -119,14 +118,13 @@ export class OpenAiAdapter extends HttpProviderAdapter implements ProviderAdapte
     // stream_options is refused by OpenAI on a non-streaming call: undefined fields are left out of the JSON
     // (one copy, where a rest pattern and a spread made two)
     const body = JSON.stringify({ ...request, model: ctx.model, stream: undefined, stream_options: undefined });
-    const response = await this.http.request({
+    const text = await this.http.text({
       method: 'POST',
       path: '/chat/completions',
       headers: this.headers,
       body,
       signal: ctx.signal,
     });
-    const text = await readBodyText(response, ctx.signal);
     // the text it came from, so the answer can be written without serialising the completion again
     return withRawJson(parseJsonBody(text), text);
   }
