@@ -188,6 +188,26 @@ Then, on a slower 2-core machine (its bare proxy did 7,700 req/s where the first
    proxy 0.18 to 0.19), where the rounds' medians of the same had run from 92.9 to 96.3 %, 0.12 to 0.25 ms and 0.28
    to 0.48 ms over sessions 14 to 16.
 
+18. **Session 18: the upstream reply without a stream, and the young generation.** Every JSON reply of an upstream
+   call (each chat completion, and each adapter's \`json\` call) was read through undici's \`request\`: an AsyncResource,
+   a headers object, a Readable for the body with its data, end and close listeners, and a second promise.
+   \`UpstreamClient.text\` (src/providers/http.ts) reads it through undici's \`dispatch\` with a handler of its own,
+   with the same caps, error-body message, cancel and transport-fault outcomes (unit tests for each). Heap
+   allocation per one-step request at c=20 (V8's sampling heap profiler with the objects that died counted, and
+   \`--trace-gc\` over 5 s cells): 44.5 KB before, 40.1 KB after. Those cells also showed what the scavenges cost the
+   main thread a request: 12.3 µs with \`npm start\`'s 8 MB semi-space (116 scavenges in 5 s and a mark-compact), 8.0
+   µs at 16 MB (50, none), 3.8 µs at 32 MB; peak RSS 143 and 157 MB at 8 and 16 MB in the same cells. \`npm start\`
+   and the Dockerfile now give 16 MB (V8's own default, written out; the old generation's growth is still held at
+   50 %), for about 15 MB more RSS under load. In this session's full run (above; a noisy spell of the host, see below) this build against
+   the one before it (BENCH_BASELINE, both under the same flags, so the flag is not in these): one step 113.1 %,
+   failover 116.1 %, streaming 103.7 % of the req/s at c=20 (medians of 12 rounds; one step's per-round ratios ran
+   from 56.8 to 214.5 %).
+   The c=1 timeline of a request (a scratch build with time marks, medians over 3,000 requests on a quiet spell,
+   µs): the request's handler to its body parsed 16.6 (of it the key, the request id and the metrics' listener about
+   10), the pipes and the chat request's checks 7.6, on to undici's dispatch 7.7, the upstream's headers 87.7, its
+   body 2.2, on to the answer's write 12.9, the write and what follows it 24.6; on a slow spell every figure about
+   doubled.
+
 Still open, and why: a failover request makes two upstream calls, each a socket write and read that the
 kernel charges to this process, plus its event's INSERT, so on this machine it costs about 1.7 times a
 one-step request however lean the JavaScript; 80 % of one step is out of reach without not calling the
@@ -222,7 +242,14 @@ request of a target follows requests to the other targets, probably why the pair
 rounds' (each request meets caches the others have filled, and a larger process pays more for that; session 17: the gateway 0.32 against
 0.27 ms, the logged proxy 0.30 against 0.24, the bare proxy 0.20 against 0.18). The judged figure is the paired
 one all the same: it was chosen before the run for its spread (a few hundredths of a ms over its blocks), and is
-not swapped for the rounds' now that the rounds' would pass.
+not swapped for the rounds' now that the rounds' would pass. Session 18's full run fell on a noisy spell of the host
+(per-round ratios of one step to the chunked bare proxy from 49.6 to 109.4 %, the 10 s cells' p99 of the logged proxy
+10.79 ms and of the logged failover 24.79 ms): one step reached 56.8 % of the chunked bare proxy (logged proxy 64.0 %),
+and missed three targets it had met in session 17's run. The added p50 at c=1, in turns: 0.49 ms, where the bare proxy's
+own was 0.38 ms and the logged proxy's 0.51 in the same turns (session 17: 0.20 and 0.30), so the 0.3 ms target was
+below what a proxy that does nothing added on that spell, and the gateway added less than the reference doing only the
+required work; the first byte 0.26 ms over the bare stream proxy (blocks 0.21 to 0.38); the p99 at c=20 14.60 ms in its
+10 s cell.
 `;
 
 /** What `--profile=stream` showed for streaming chat (issue 16, part 3), and what was done. */
