@@ -35,4 +35,4 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
 # SIGTERM drains (SVC_SHUTDOWN_GRACE_MS) and exits 0; give it that long plus 15 s before SIGKILL
 STOPSIGNAL SIGTERM
 # the same node flags as package.json's start script: a smaller young generation and a slower-growing old one (RSS under load)
-CMD ["node", "--max-semi-space-size=16", "--heap-growing-percent=50", "dist/src/main.js"]
+CMD ["node", "--max-semi-space-size=8", "--heap-growing-percent=50", "dist/src/main.js"]

@@ -20,7 +20,7 @@ describe('deployment node flags', () => {
 
   it('start passes the heap settings the RSS figures in bench/results.md were measured with', () => {
     expect(startScript).toMatch(/^node (--\S+ )*dist\/src\/main\.js$/);
-    expect(startScript).toContain('--max-semi-space-size=16');
+    expect(startScript).toContain('--max-semi-space-size=8');
     expect(startScript).toContain('--heap-growing-percent=50');
   });
 });
