@@ -196,12 +196,14 @@ Then, on a slower 2-core machine (its bare proxy did 7,700 req/s where the first
    allocation per one-step request at c=20 (V8's sampling heap profiler with the objects that died counted, and
    \`--trace-gc\` over 5 s cells): 44.5 KB before, 40.1 KB after. Those cells also showed what the scavenges cost the
    main thread a request: 12.3 µs with \`npm start\`'s 8 MB semi-space (116 scavenges in 5 s and a mark-compact), 8.0
-   µs at 16 MB (50, none), 3.8 µs at 32 MB; peak RSS 143 and 157 MB at 8 and 16 MB in the same cells. \`npm start\`
-   and the Dockerfile now give 16 MB (V8's own default, written out; the old generation's growth is still held at
-   50 %), for about 15 MB more RSS under load. In this session's two full runs (the second is above; both on noisy spells of the host, see
-   below) this build against the one before it (BENCH_BASELINE, both under the same flags, so the flag is not in
-   these): one step 113.1 and 120.6 %, failover 116.1 and 106.7 %, streaming 103.7 and 99.2 % of the req/s at c=20
-   (medians of 12 rounds; one step's per-round ratios ran from 56.8 to 214.5 % and from 67.7 to 158.5 %).
+   µs at 16 MB (50, none), 3.8 µs at 32 MB; one gateway each way, 10 rounds: 104.7 % of the req/s at 16 MB, the 3 s
+   cells' p99 13.06 against 12.17 ms. Tried and dropped: 16 MB in \`npm start\`. The gateway then idled about 27 MB
+   larger (\`npm run bench:memory\`, DATABASE_URL, idle after the first speech: 324 MB against 296, over the 300 MB the
+   README promises); two full runs were made with it (session 18's first two, below), this section's is the third,
+   with 8 MB. In all three this build against the one before it (BENCH_BASELINE, both under the same flags):
+   one step 106.7 % in the third, 113.1 and 120.6 % in the first two; failover 112.3, 116.1 and 106.7 %; streaming
+   104.4, 103.7 and 99.2 % of the req/s at c=20 (medians of 12 rounds, whose per-round ratios spread over tens of
+   per cent).
    Tried and dropped: the usage batch's COPY text made in slices of 50 rows with a turn of the event loop between
    them (a 500-row batch is about 0.9 ms of JavaScript at once): in 10 rounds against the build before it, neither
    the p99 nor the req/s moved out of the noise.
@@ -245,15 +247,14 @@ request of a target follows requests to the other targets, probably why the pair
 rounds' (each request meets caches the others have filled, and a larger process pays more for that; session 17: the gateway 0.32 against
 0.27 ms, the logged proxy 0.30 against 0.24, the bare proxy 0.20 against 0.18). The judged figure is the paired
 one all the same: it was chosen before the run for its spread (a few hundredths of a ms over its blocks), and is
-not swapped for the rounds' now that the rounds' would pass. Session 18's two full runs fell on noisy spells of the host
-(per-round ratios of one step to the chunked bare proxy from 49.6 to 109.4 % and from 41.9 to 74.2 %). One step
-reached 56.8 and 57.0 % of the chunked bare proxy (logged proxy 64.0 and 63.0 %), and each run missed targets that
-session 17's had met. The added p50 at c=1, in turns: 0.49 and 0.48 ms, where the bare proxy's own was 0.38 ms both
-times and the logged proxy's 0.51 and 0.52 in the same turns (session 17: 0.20 and 0.30), so on those spells the 0.3 ms
-target was below what a proxy that does nothing added, and the gateway added no more than the reference doing only
-the required work. The first byte: 0.26 and 0.32 ms over the bare stream proxy (session 17: 0.13). The p99 at c=20:
-14.60 ms in the first run's 10 s cell (a miss), 10.88 in the second's. Streaming: 58.8 % of the bare stream proxy in
-the first run, 49.4 % in the second (a miss; its 10 s cells 52.4 %, and 99.2 % of the build before in the same rounds).
+not swapped for the rounds' now that the rounds' would pass. Session 18's three full runs fell on noisy spells of the host
+(the first two with a 16 MB semi-space, see item 18; this section's is the third). One step reached 56.8, 57.0 and
+55.6 % of the chunked bare proxy (logged proxy 64.0, 63.0 and 78.6 %). The added p50 at c=1, in turns: 0.49, 0.48 and
+0.48 ms, where the bare proxy's own was 0.38, 0.38 and 0.37 ms and the logged proxy's 0.51, 0.52 and 0.49 in the same
+turns (session 17: 0.20 and 0.30), so on those spells the 0.3 ms target was below what a proxy that does nothing
+added, and the gateway added no more than the reference doing only the required work. The first byte: 0.26, 0.32 and
+0.24 ms over the bare stream proxy (session 17: 0.13). The p99 at c=20: 14.60, 10.88 and 12.42 ms in the 10 s cells.
+Streaming: 58.8, 49.4 and 59.0 % of the bare stream proxy.
 `;
 
 /** What `--profile=stream` showed for streaming chat (issue 16, part 3), and what was done. */
