@@ -4,15 +4,15 @@ import type { Dispatcher } from 'undici';
 import type { ResolvedProvider } from '../config/gateway-config';
 import { UpstreamFailure } from './provider-adapter';
 import { drainBody, SSE_LINE_CAP, SseEvent, SseParser, tooLarge } from './sse';
+import { TextReading } from './text-reading';
+import { ERROR_BODY_CAP, isRecord, toUpstreamFailure, upstreamErrorMessage } from './upstream-errors';
 
 export { SSE_LINE_CAP, SseParser, sseEvents } from './sse';
 export type { SseEvent } from './sse';
+export { abortFailure, ERROR_BODY_CAP, isRecord, toUpstreamFailure, upstreamErrorMessage } from './upstream-errors';
 
 /** Keep-alive connections per upstream origin; a bound so one slow provider cannot exhaust sockets. */
 export const DEFAULT_UPSTREAM_CONNECTIONS = 64;
-/** Error bodies are only read for their message; anything longer is cut off and the socket dropped. */
-export const ERROR_BODY_CAP = 64 * 1024;
-const MAX_MESSAGE_CHARS = 1000;
 /** After a stream's end marker, the rest of the body is drained so the socket returns to the pool. */
 const DRAIN_LIMIT = 64 * 1024;
 const DRAIN_TIMEOUT_MS = 2000;
@@ -53,73 +53,9 @@ export type UpstreamBody = UpstreamResponse['body'];
 
 const ignore = (): void => undefined;
 
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 export function requireBaseUrl(provider: ResolvedProvider): string {
   if (!provider.baseUrl) throw new Error(`provider '${provider.name}' (${provider.kind}) has no base_url`);
   return provider.baseUrl;
-}
-
-/** By name, not instanceof: AbortSignal.timeout's DOMException may come from another realm. */
-function isTimeoutReason(reason: unknown): boolean {
-  return isRecord(reason) && reason.name === 'TimeoutError';
-}
-
-/**
- * Why the call's signal fired: a TimeoutError reason (AbortSignal.timeout) is the step's timeout;
- * an UpstreamFailure reason is the core's own verdict; anything else is a cancel (client gone).
- */
-export function abortFailure(reason: unknown): UpstreamFailure {
-  if (reason instanceof UpstreamFailure) return reason;
-  if (isTimeoutReason(reason)) return new UpstreamFailure({ kind: 'timeout' });
-  return new UpstreamFailure({ kind: 'connection', code: 'ABORTED', message: 'request cancelled' });
-}
-
-function errorCode(err: unknown): string | undefined {
-  if (!isRecord(err)) return undefined;
-  const code = typeof err.code === 'string' ? err.code : undefined;
-  const cause = isRecord(err.cause) && typeof err.cause.code === 'string' ? err.cause.code : undefined;
-  // undici wraps a reset socket in UND_ERR_SOCKET; the OS code underneath says more
-  return code === 'UND_ERR_SOCKET' && cause ? cause : code;
-}
-
-/** Maps whatever a transport call threw to the failure the core classifies. */
-export function toUpstreamFailure(err: unknown, signal?: CallSignal): UpstreamFailure {
-  if (err instanceof UpstreamFailure) return err;
-  if (signal?.aborted) return abortFailure(signal.reason);
-  if (isTimeoutReason(err)) return new UpstreamFailure({ kind: 'timeout' });
-  const code = errorCode(err);
-  if (code === 'UND_ERR_HEADERS_TIMEOUT') return new UpstreamFailure({ kind: 'timeout' });
-  // undici's body timeout is the stream idle bound: the provider went silent mid-body
-  if (code === 'UND_ERR_BODY_TIMEOUT')
-    return new UpstreamFailure({
-      kind: 'connection',
-      code: 'STREAM_IDLE',
-      message: 'the upstream sent nothing within its stream idle timeout',
-    });
-  const message = isRecord(err) && typeof err.message === 'string' ? err.message : undefined;
-  return new UpstreamFailure({ kind: 'connection', ...(code ? { code } : {}), ...(message ? { message } : {}) });
-}
-
-/** The upstream's own error text: OpenAI and Anthropic `{error:{message}}`, `{message}`, `{detail}`, or short plain text. */
-export function upstreamErrorMessage(text: string): string | undefined {
-  const trimmed = text.trim();
-  if (!trimmed) return undefined;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(trimmed);
-  } catch {
-    if (trimmed.startsWith('<')) return undefined;
-    // a JSON body cut at the cap: its message is still the useful part
-    const cut = trimmed.startsWith('{') ? /"message"\s*:\s*"((?:[^"\\]|\\.)*)/.exec(trimmed) : null;
-    return (cut ? cut[1] : trimmed).slice(0, MAX_MESSAGE_CHARS);
-  }
-  if (!isRecord(parsed)) return undefined;
-  const { error } = parsed;
-  const message = isRecord(error) ? error.message : (error ?? parsed.message ?? parsed.detail);
-  return typeof message === 'string' && message ? message.slice(0, MAX_MESSAGE_CHARS) : undefined;
 }
 
 /** Reads at most `cap` bytes; a longer body is destroyed (its socket is not worth keeping). */
@@ -174,117 +110,6 @@ export function readBodyText(response: UpstreamResponse, signal: CallSignal, cap
     });
   });
 }
-
-const CONTENT_LENGTH = 'content-length';
-
-/** The declared length among undici's raw response headers (name, value, ...), or NaN. */
-function declaredLength(raw: Buffer[]): number {
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = raw[i];
-    if (name.length === CONTENT_LENGTH.length && name.toString('latin1').toLowerCase() === CONTENT_LENGTH)
-      return Number(raw[i + 1].toString('latin1'));
-  }
-  return Number.NaN;
-}
-
-/**
- * One call of `UpstreamClient.text` as an undici dispatch handler: the body's chunks kept up to the cap (a 2xx's
- * `cap`, an error's ERROR_BODY_CAP), the call's signal cancelling it, settled once.
- */
-class TextReading implements Dispatcher.DispatchHandler {
-  private status = 0;
-  private readonly parts: Buffer[] = [];
-  private size = 0;
-  private limit = 0;
-  private abort: ((reason?: Error) => void) | null = null;
-  private settled = false;
-  private readonly onAbort = (): void => {
-    this.abort?.(abortReason(this.signal.reason));
-  };
-
-  constructor(
-    private readonly signal: CallSignal,
-    private readonly cap: number,
-    private readonly resolve: (text: string) => void,
-    private readonly reject: (err: unknown) => void,
-  ) {}
-
-  onConnect(abort: (reason?: Error) => void): void {
-    if (this.signal.aborted) {
-      abort(abortReason(this.signal.reason));
-      return;
-    }
-    this.abort = abort;
-    this.signal.addEventListener('abort', this.onAbort);
-  }
-
-  onHeaders(statusCode: number, rawHeaders: Buffer[]): boolean {
-    if (statusCode < 200) return true; // 1xx: the answer is still to come
-    this.status = statusCode;
-    if (statusCode >= 300) {
-      this.limit = ERROR_BODY_CAP;
-      return true;
-    }
-    this.limit = this.cap;
-    if (declaredLength(rawHeaders) > this.cap) this.fail(tooLarge('JSON reply', this.cap));
-    return true;
-  }
-
-  onData(chunk: Buffer): boolean {
-    if (this.settled) return true;
-    const room = this.limit - this.size;
-    if (chunk.length <= room) {
-      this.parts.push(chunk);
-      this.size += chunk.length;
-      return true;
-    }
-    if (this.status >= 300) {
-      // an error body is only read for its message: what fits is enough, the rest of the socket is not worth keeping
-      this.parts.push(chunk.subarray(0, room));
-      this.size = this.limit;
-      this.refuse();
-    } else this.fail(tooLarge('JSON reply', this.cap));
-    return true;
-  }
-
-  onComplete(): void {
-    if (this.status >= 300) this.refuse();
-    else this.finish(() => this.resolve(this.bodyText()));
-  }
-
-  onError(err: Error): void {
-    this.finish(() => this.reject(toUpstreamFailure(err, this.signal)));
-  }
-
-  private bodyText(): string {
-    return (this.parts.length === 1 ? this.parts[0] : Buffer.concat(this.parts)).toString('utf8');
-  }
-
-  /** A non-2xx answer: its status and the upstream's own message; the socket is dropped when the body was cut. */
-  private refuse(): void {
-    const cut = this.size >= this.limit;
-    const message = upstreamErrorMessage(this.bodyText());
-    this.finish(() =>
-      this.reject(new UpstreamFailure({ kind: 'http', status: this.status, ...(message ? { message } : {}) })),
-    );
-    if (cut) this.abort?.(new Error('error body cut at its cap'));
-  }
-
-  private fail(failure: UpstreamFailure): void {
-    this.finish(() => this.reject(failure));
-    this.abort?.(failure);
-  }
-
-  private finish(settle: () => void): void {
-    if (this.settled) return;
-    this.settled = true;
-    this.signal.removeEventListener('abort', this.onAbort);
-    settle();
-  }
-}
-
-/** What an aborted call's connection is cut with: the signal's reason when it is an error. */
-const abortReason = (reason: unknown): Error => (reason instanceof Error ? reason : new Error('request cancelled'));
 
 /** A 2xx JSON object body, read up to `cap` bytes (see readBodyText). */
 export async function readJsonBody(

@@ -1,0 +1,116 @@
+import type { Dispatcher } from 'undici';
+import type { CallSignal } from '../common/call-signal';
+import { UpstreamFailure } from './provider-adapter';
+import { tooLarge } from './sse';
+import { ERROR_BODY_CAP, toUpstreamFailure, upstreamErrorMessage } from './upstream-errors';
+
+const CONTENT_LENGTH = 'content-length';
+
+/** The declared length among undici's raw response headers (name, value, ...), or NaN. */
+function declaredLength(raw: Buffer[]): number {
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i];
+    if (name.length === CONTENT_LENGTH.length && name.toString('latin1').toLowerCase() === CONTENT_LENGTH)
+      return Number(raw[i + 1].toString('latin1'));
+  }
+  return Number.NaN;
+}
+
+/**
+ * One call of `UpstreamClient.text` as an undici dispatch handler: the body's chunks kept up to the cap (a 2xx's
+ * `cap`, an error's ERROR_BODY_CAP), the call's signal cancelling it, settled once.
+ */
+export class TextReading implements Dispatcher.DispatchHandler {
+  private status = 0;
+  private readonly parts: Buffer[] = [];
+  private size = 0;
+  private limit = 0;
+  private abort: ((reason?: Error) => void) | null = null;
+  private settled = false;
+  private readonly onAbort = (): void => {
+    this.abort?.(abortReason(this.signal.reason));
+  };
+
+  constructor(
+    private readonly signal: CallSignal,
+    private readonly cap: number,
+    private readonly resolve: (text: string) => void,
+    private readonly reject: (err: unknown) => void,
+  ) {}
+
+  onConnect(abort: (reason?: Error) => void): void {
+    if (this.signal.aborted) {
+      abort(abortReason(this.signal.reason));
+      return;
+    }
+    this.abort = abort;
+    this.signal.addEventListener('abort', this.onAbort);
+  }
+
+  onHeaders(statusCode: number, rawHeaders: Buffer[]): boolean {
+    if (statusCode < 200) return true; // 1xx: the answer is still to come
+    this.status = statusCode;
+    if (statusCode >= 300) {
+      this.limit = ERROR_BODY_CAP;
+      return true;
+    }
+    this.limit = this.cap;
+    if (declaredLength(rawHeaders) > this.cap) this.fail(tooLarge('JSON reply', this.cap));
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    if (this.settled) return true;
+    const room = this.limit - this.size;
+    if (chunk.length <= room) {
+      this.parts.push(chunk);
+      this.size += chunk.length;
+      return true;
+    }
+    if (this.status >= 300) {
+      // an error body is only read for its message: what fits is enough, the rest of the socket is not worth keeping
+      this.parts.push(chunk.subarray(0, room));
+      this.size = this.limit;
+      this.refuse();
+    } else this.fail(tooLarge('JSON reply', this.cap));
+    return true;
+  }
+
+  onComplete(): void {
+    if (this.status >= 300) this.refuse();
+    else this.finish(() => this.resolve(this.bodyText()));
+  }
+
+  onError(err: Error): void {
+    this.finish(() => this.reject(toUpstreamFailure(err, this.signal)));
+  }
+
+  private bodyText(): string {
+    return (this.parts.length === 1 ? this.parts[0] : Buffer.concat(this.parts)).toString('utf8');
+  }
+
+  /** A non-2xx answer: its status and the upstream's own message; the socket is dropped when the body was cut. */
+  private refuse(): void {
+    const cut = this.size >= this.limit;
+    const message = upstreamErrorMessage(this.bodyText());
+    this.finish(() =>
+      this.reject(new UpstreamFailure({ kind: 'http', status: this.status, ...(message ? { message } : {}) })),
+    );
+    if (cut) this.abort?.(new Error('error body cut at its cap'));
+  }
+
+  private fail(failure: UpstreamFailure): void {
+    this.finish(() => this.reject(failure));
+    this.abort?.(failure);
+  }
+
+  private finish(settle: () => void): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.signal.removeEventListener('abort', this.onAbort);
+    settle();
+  }
+}
+
+/** What an aborted call's connection is cut with: the signal's reason when it is an error. */
+const abortReason = (reason: unknown): Error => (reason instanceof Error ? reason : new Error('request cancelled'));

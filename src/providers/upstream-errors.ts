@@ -1,0 +1,72 @@
+import type { CallSignal } from '../common/call-signal';
+import { UpstreamFailure } from './provider-adapter';
+
+/** What an upstream's failures become: the outcome the failover core classifies, and the upstream's own message. */
+
+/** Error bodies are only read for their message; anything longer is cut off and the socket dropped. */
+export const ERROR_BODY_CAP = 64 * 1024;
+const MAX_MESSAGE_CHARS = 1000;
+
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** By name, not instanceof: AbortSignal.timeout's DOMException may come from another realm. */
+function isTimeoutReason(reason: unknown): boolean {
+  return isRecord(reason) && reason.name === 'TimeoutError';
+}
+
+/**
+ * Why the call's signal fired: a TimeoutError reason (AbortSignal.timeout) is the step's timeout;
+ * an UpstreamFailure reason is the core's own verdict; anything else is a cancel (client gone).
+ */
+export function abortFailure(reason: unknown): UpstreamFailure {
+  if (reason instanceof UpstreamFailure) return reason;
+  if (isTimeoutReason(reason)) return new UpstreamFailure({ kind: 'timeout' });
+  return new UpstreamFailure({ kind: 'connection', code: 'ABORTED', message: 'request cancelled' });
+}
+
+function errorCode(err: unknown): string | undefined {
+  if (!isRecord(err)) return undefined;
+  const code = typeof err.code === 'string' ? err.code : undefined;
+  const cause = isRecord(err.cause) && typeof err.cause.code === 'string' ? err.cause.code : undefined;
+  // undici wraps a reset socket in UND_ERR_SOCKET; the OS code underneath says more
+  return code === 'UND_ERR_SOCKET' && cause ? cause : code;
+}
+
+/** Maps whatever a transport call threw to the failure the core classifies. */
+export function toUpstreamFailure(err: unknown, signal?: CallSignal): UpstreamFailure {
+  if (err instanceof UpstreamFailure) return err;
+  if (signal?.aborted) return abortFailure(signal.reason);
+  if (isTimeoutReason(err)) return new UpstreamFailure({ kind: 'timeout' });
+  const code = errorCode(err);
+  if (code === 'UND_ERR_HEADERS_TIMEOUT') return new UpstreamFailure({ kind: 'timeout' });
+  // undici's body timeout is the stream idle bound: the provider went silent mid-body
+  if (code === 'UND_ERR_BODY_TIMEOUT')
+    return new UpstreamFailure({
+      kind: 'connection',
+      code: 'STREAM_IDLE',
+      message: 'the upstream sent nothing within its stream idle timeout',
+    });
+  const message = isRecord(err) && typeof err.message === 'string' ? err.message : undefined;
+  return new UpstreamFailure({ kind: 'connection', ...(code ? { code } : {}), ...(message ? { message } : {}) });
+}
+
+/** The upstream's own error text: OpenAI and Anthropic `{error:{message}}`, `{message}`, `{detail}`, or short plain text. */
+export function upstreamErrorMessage(text: string): string | undefined {
+  const trimmed = text.trim();
+  if (!trimmed) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(trimmed);
+  } catch {
+    if (trimmed.startsWith('<')) return undefined;
+    // a JSON body cut at the cap: its message is still the useful part
+    const cut = trimmed.startsWith('{') ? /"message"\s*:\s*"((?:[^"\\]|\\.)*)/.exec(trimmed) : null;
+    return (cut ? cut[1] : trimmed).slice(0, MAX_MESSAGE_CHARS);
+  }
+  if (!isRecord(parsed)) return undefined;
+  const { error } = parsed;
+  const message = isRecord(error) ? error.message : (error ?? parsed.message ?? parsed.detail);
+  return typeof message === 'string' && message ? message.slice(0, MAX_MESSAGE_CHARS) : undefined;
+}
