@@ -111,7 +111,8 @@ describe('ElevenLabsAdapter against a real streaming TTS server', () => {
   });
 
   it('hands over audio before the upstream has finished sending', async () => {
-    fake.chunkDelayMs = 150;
+    // gaps wide enough that a loaded host still hands over the first audio well before the last write
+    fake.chunkDelayMs = 1500;
     const iterator = (await adapter.speech(call({ format: 'pcm', sampleRate: 16000 }), ctx())).chunks[
       Symbol.asyncIterator
     ]();
@@ -122,7 +123,7 @@ describe('ElevenLabsAdapter against a real streaming TTS server', () => {
   });
 
   it('stops the upstream request when the call is aborted mid-stream', async () => {
-    fake.chunkDelayMs = 300;
+    fake.chunkDelayMs = 1000;
     const controller = new AbortController();
     const stream = await adapter.speech(call(), ctx(controller.signal));
     const outcome = await outcomeOf(async () => {
