@@ -9,7 +9,7 @@ import {
   TokenUsage,
   UpstreamFailure,
 } from './provider-adapter';
-import { isRecord, parseJsonBody, relaySse, SseEvent, StreamStep, UpstreamClientOptions } from './http';
+import { isRecord, parseJsonBody, SseEvent, StreamStep, UpstreamClientOptions } from './http';
 
 export const ANTHROPIC_VERSION = '2023-06-01';
 /** Anthropic requires max_tokens; OpenAI clients often leave it out. */
@@ -223,14 +223,10 @@ export class AnthropicAdapter extends HttpProviderAdapter implements ProviderAda
 
   async chatStream(request: ChatRequest, ctx: CallContext): Promise<AsyncIterable<ChatChunk>> {
     const body = JSON.stringify(toAnthropicRequest(request, ctx.model, true));
-    const response = await this.http.request({
-      method: 'POST',
-      path: '/messages',
-      headers: this.headers,
-      body,
-      signal: ctx.signal,
-    });
-    return relaySse(response.body, ctx.signal, new AnthropicStreamTranslator(ctx.model).translate);
+    return this.http.events(
+      { method: 'POST', path: '/messages', headers: this.headers, body, signal: ctx.signal },
+      new AnthropicStreamTranslator(ctx.model).translate,
+    );
   }
 }
 

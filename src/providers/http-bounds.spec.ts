@@ -1,45 +1,8 @@
-import { createServer } from 'node:http';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { type Handler, pour, serve } from '../../test/support/loopback-server';
 import { classify } from '../failover/chain';
 import { UpstreamFailure } from './provider-adapter';
 import { relaySse, sseEvents, SseEvent, toUpstreamFailure, UpstreamClient } from './http';
-
-type Handler = (req: IncomingMessage, res: ServerResponse) => void;
-
-/** A real HTTP server on loopback whose one route is `handler`; `closedEarly` counts answers cut by the client. */
-async function serve(
-  handler: Handler,
-): Promise<{ url: string; closedEarly: () => number; close: () => Promise<void> }> {
-  let closedEarly = 0;
-  const server: Server = createServer((req, res) => {
-    res.once('close', () => {
-      if (!res.writableFinished) closedEarly++;
-    });
-    handler(req, res);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    closedEarly: () => closedEarly,
-    close: () => {
-      server.closeAllConnections();
-      return new Promise((resolve) => server.close(() => resolve()));
-    },
-  };
-}
-
-/** Writes `chunk` until the connection closes or `limit` bytes went out, honouring back-pressure. */
-async function pour(res: ServerResponse, chunk: Buffer | string, limit: number): Promise<number> {
-  let sent = 0;
-  while (!res.destroyed && sent < limit) {
-    sent += chunk.length;
-    if (!res.write(chunk)) await new Promise((resolve) => (res.once('drain', resolve), res.once('close', resolve)));
-  }
-  return sent;
-}
 
 const outcomeOf = async (work: Promise<unknown>): Promise<unknown> => {
   const err = await work.then(
@@ -217,27 +180,36 @@ describe('UpstreamClient.text: a reply read through a dispatch handler', () => {
 });
 
 describe('the stream idle timeout', () => {
-  it('fails a stream that goes silent after its first event, as STREAM_IDLE, within the bound', async () => {
-    const server = await serve((_req, res) => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.write('data: first\n\n');
-    });
-    const client = new UpstreamClient(server.url, { streamIdleTimeoutMs: 300 });
-    try {
-      const signal = new AbortController().signal;
-      const response = await client.request(call(signal));
-      const events = relaySse(response.body, signal, (event: SseEvent) => event.data);
-      expect(await events.next()).toEqual({ done: false, value: 'first' });
-      const started = Date.now();
-      const outcome = await outcomeOf(events.next());
-      expect(outcome).toMatchObject({ kind: 'connection', code: 'STREAM_IDLE' });
-      expect(Date.now() - started).toBeLessThan(3000);
-      expect(classify(outcome as UpstreamFailure['outcome']).breakerFailure).toBe(true);
-    } finally {
-      await client.close(0);
-      await server.close();
-    }
-  });
+  const readers: Array<[string, (client: UpstreamClient, signal: AbortSignal) => Promise<AsyncIterator<string>>]> = [
+    ['UpstreamClient.events (chat)', (client, signal) => client.events(call(signal), (event: SseEvent) => event.data)],
+    [
+      'request and relaySse (MiniMax speech)',
+      async (client, signal) => relaySse((await client.request(call(signal))).body, signal, (e: SseEvent) => e.data),
+    ],
+  ];
+
+  it.each(readers)(
+    'fails a stream that goes silent after its first event, as STREAM_IDLE, within the bound (%s)',
+    async (_name, open) => {
+      const server = await serve((_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('data: first\n\n');
+      });
+      const client = new UpstreamClient(server.url, { streamIdleTimeoutMs: 300 });
+      try {
+        const events = await open(client, new AbortController().signal);
+        expect(await events.next()).toEqual({ done: false, value: 'first' });
+        const started = Date.now();
+        const outcome = await outcomeOf(events.next());
+        expect(outcome).toMatchObject({ kind: 'connection', code: 'STREAM_IDLE' });
+        expect(Date.now() - started).toBeLessThan(3000);
+        expect(classify(outcome as UpstreamFailure['outcome']).breakerFailure).toBe(true);
+      } finally {
+        await client.close(0);
+        await server.close();
+      }
+    },
+  );
 
   it('does not count a reader that holds the body back (back-pressure) as upstream silence', async () => {
     const size = 8 * 1024 * 1024;

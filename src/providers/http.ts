@@ -4,6 +4,7 @@ import type { Dispatcher } from 'undici';
 import type { ResolvedProvider } from '../config/gateway-config';
 import { UpstreamFailure } from './provider-adapter';
 import { drainBody, SSE_LINE_CAP, SseEvent, SseParser, tooLarge } from './sse';
+import { SseReading, type StreamStep } from './sse-reading';
 import { TextReading } from './text-reading';
 import { ERROR_BODY_CAP, isRecord, toUpstreamFailure, upstreamErrorMessage } from './upstream-errors';
 
@@ -188,18 +189,32 @@ export class UpstreamClient {
    * Readable and its events (about a tenth of a proxied chat request's CPU went to undici's request API).
    */
   text(call: UpstreamCall, cap = UPSTREAM_JSON_CAP): Promise<string> {
-    return new Promise<string>((resolve, reject) => {
-      const reading = new TextReading(call.signal, cap, resolve, reject);
-      this.pool.dispatch(
-        {
-          method: call.method,
-          path: this.prefix + call.path,
-          headers: call.headers,
-          body: call.body,
-        },
-        reading,
-      );
-    });
+    return new Promise<string>((resolve, reject) =>
+      this.dispatch(call, new TextReading(call.signal, cap, resolve, reject)),
+    );
+  }
+
+  /**
+   * A 2xx server-sent-events answer as its translated chunks, once its headers came; otherwise what `text`
+   * throws. Through undici's dispatch with SseReading: each read parsed as it arrives, no response stream
+   * (see SseReading for the end marker, faults, the drain and back-pressure).
+   */
+  events<T>(
+    call: UpstreamCall,
+    translate: (event: SseEvent) => StreamStep<T>,
+    maxLineChars = SSE_LINE_CAP,
+  ): Promise<AsyncIterableIterator<T>> {
+    const options = { maxLineChars, drainLimit: DRAIN_LIMIT, drainTimeoutMs: DRAIN_TIMEOUT_MS };
+    return new Promise<AsyncIterableIterator<T>>((resolve, reject) =>
+      this.dispatch(call, new SseReading<T>(call.signal, translate, options, resolve, reject)),
+    );
+  }
+
+  private dispatch(call: UpstreamCall, handler: Dispatcher.DispatchHandler): void {
+    this.pool.dispatch(
+      { method: call.method, path: this.prefix + call.path, headers: call.headers, body: call.body },
+      handler,
+    );
   }
 
   /** A 2xx whose body does not matter (probes); the body is drained so the socket is reused. */
@@ -223,8 +238,7 @@ export class UpstreamClient {
   }
 }
 
-/** What a stream translator makes of one SSE event: a chunk to yield, nothing, or the end marker. */
-export type StreamStep<T> = T | undefined | 'end';
+export type { StreamStep } from './sse-reading';
 
 /**
  * Relays an SSE body as translated chunks. Ends at the translator's end marker (the rest of the

@@ -23,7 +23,6 @@ import { withRawJson } from '../common/http/sse-frame';
 import {
   isRecord,
   parseJsonBody,
-  relaySse,
   requireBaseUrl,
   SseEvent,
   StreamStep,
@@ -131,14 +130,10 @@ export class OpenAiAdapter extends HttpProviderAdapter implements ProviderAdapte
 
   async chatStream(request: ChatRequest, ctx: CallContext): Promise<AsyncIterable<ChatChunk>> {
     const body = JSON.stringify({ ...request, model: ctx.model, stream: true });
-    const response = await this.http.request({
-      method: 'POST',
-      path: '/chat/completions',
-      headers: this.headers,
-      body,
-      signal: ctx.signal,
-    });
-    return relaySse(response.body, ctx.signal, translateOpenAiEvent);
+    return this.http.events(
+      { method: 'POST', path: '/chat/completions', headers: this.headers, body, signal: ctx.signal },
+      translateOpenAiEvent,
+    );
   }
 
   /**

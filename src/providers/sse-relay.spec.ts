@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import { relaySse, SseEvent, StreamStep, UpstreamBody } from './http';
 import { UpstreamFailure } from './provider-adapter';
+import { collectChunks } from '../../test/support/upstream-outcome';
 
 /** A body of these network reads that records whether it was drained (socket kept) or destroyed. */
 function bodyOf(reads: string[]): { body: UpstreamBody; drained: () => boolean } {
@@ -26,16 +27,6 @@ const translate = (event: SseEvent): StreamStep<string> => {
   return event.data;
 };
 
-async function collect(events: AsyncIterator<string>): Promise<{ values: string[]; error: unknown }> {
-  const values: string[] = [];
-  try {
-    for (let next = await events.next(); !next.done; next = await events.next()) values.push(next.value);
-    return { values, error: null };
-  } catch (error) {
-    return { values, error };
-  }
-}
-
 describe('relaySse', () => {
   it('hands out the chunks of every read in order, skips what the translator drops, and drains the body after the end marker', async () => {
     const { body, drained } = bodyOf([
@@ -44,7 +35,7 @@ describe('relaySse', () => {
       'data: late\n\n',
     ]);
     const events = relaySse(body, signal, translate);
-    expect(await collect(events)).toEqual({ values: ['a', 'b', 'c'], error: null });
+    expect(await collectChunks(events)).toEqual({ values: ['a', 'b', 'c'], error: null });
     expect(drained()).toBe(true);
     expect(body.destroyed).toBe(false);
     expect(await events.next()).toEqual({ done: true, value: undefined });
@@ -52,7 +43,7 @@ describe('relaySse', () => {
 
   it('gives the chunks before a fault in the same read first, then the fault, and destroys the body', async () => {
     const { body, drained } = bodyOf(['data: a\n\ndata: b\n\ndata: bad\n\ndata: never\n\n']);
-    const { values, error } = await collect(relaySse(body, signal, translate));
+    const { values, error } = await collectChunks(relaySse(body, signal, translate));
     expect(values).toEqual(['a', 'b']);
     expect(error).toBeInstanceOf(UpstreamFailure);
     expect((error as UpstreamFailure).outcome).toMatchObject({ code: 'stream_error' });
@@ -62,7 +53,7 @@ describe('relaySse', () => {
 
   it('fails a body that ends before its end marker as STREAM_TRUNCATED, after the chunks it had (an unclosed last event included)', async () => {
     const { body } = bodyOf(['data: a\n\n', 'data: b\n']);
-    const { values, error } = await collect(relaySse(body, signal, translate));
+    const { values, error } = await collectChunks(relaySse(body, signal, translate));
     expect(values).toEqual(['a', 'b']);
     expect((error as UpstreamFailure).outcome).toMatchObject({ kind: 'connection', code: 'STREAM_TRUNCATED' });
     expect(body.destroyed).toBe(true);
@@ -84,6 +75,6 @@ describe('relaySse', () => {
       yield 'first';
       yield* relaySse(body, signal, translate);
     }
-    expect(await collect(wrapped())).toEqual({ values: ['first', 'a'], error: null });
+    expect(await collectChunks(wrapped())).toEqual({ values: ['first', 'a'], error: null });
   });
 });

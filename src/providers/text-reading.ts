@@ -17,26 +17,16 @@ function declaredLength(raw: Buffer[]): number {
 }
 
 /**
- * One call of `UpstreamClient.text` as an undici dispatch handler: the body's chunks kept up to the cap (a 2xx's
- * `cap`, an error's ERROR_BODY_CAP), the call's signal cancelling it, settled once.
+ * The cancel of a dispatched call: undici's abort for the connection, called when the call's signal fires
+ * (or at once, for a signal that fired before the call was sent). `detach` when the call no longer needs it.
  */
-export class TextReading implements Dispatcher.DispatchHandler {
-  private status = 0;
-  private readonly parts: Buffer[] = [];
-  private size = 0;
-  private limit = 0;
-  private abort: ((reason?: Error) => void) | null = null;
-  private settled = false;
+export abstract class SignalledDispatch {
+  protected abort: ((reason?: Error) => void) | null = null;
   private readonly onAbort = (): void => {
     this.abort?.(abortReason(this.signal.reason));
   };
 
-  constructor(
-    private readonly signal: CallSignal,
-    private readonly cap: number,
-    private readonly resolve: (text: string) => void,
-    private readonly reject: (err: unknown) => void,
-  ) {}
+  protected constructor(protected readonly signal: CallSignal) {}
 
   onConnect(abort: (reason?: Error) => void): void {
     if (this.signal.aborted) {
@@ -45,6 +35,31 @@ export class TextReading implements Dispatcher.DispatchHandler {
     }
     this.abort = abort;
     this.signal.addEventListener('abort', this.onAbort);
+  }
+
+  protected detach(): void {
+    this.signal.removeEventListener('abort', this.onAbort);
+  }
+}
+
+/**
+ * One call of `UpstreamClient.text` as an undici dispatch handler: the body's chunks kept up to the cap (a 2xx's
+ * `cap`, an error's ERROR_BODY_CAP), the call's signal cancelling it, settled once.
+ */
+export class TextReading extends SignalledDispatch implements Dispatcher.DispatchHandler {
+  private status = 0;
+  private readonly parts: Buffer[] = [];
+  private size = 0;
+  private limit = 0;
+  private settled = false;
+
+  constructor(
+    signal: CallSignal,
+    private readonly cap: number,
+    private readonly resolve: (text: string) => void,
+    private readonly reject: (err: unknown) => void,
+  ) {
+    super(signal);
   }
 
   onHeaders(statusCode: number, rawHeaders: Buffer[]): boolean {
@@ -107,10 +122,11 @@ export class TextReading implements Dispatcher.DispatchHandler {
   private finish(settle: () => void): void {
     if (this.settled) return;
     this.settled = true;
-    this.signal.removeEventListener('abort', this.onAbort);
+    this.detach();
     settle();
   }
 }
 
 /** What an aborted call's connection is cut with: the signal's reason when it is an error. */
-const abortReason = (reason: unknown): Error => (reason instanceof Error ? reason : new Error('request cancelled'));
+export const abortReason = (reason: unknown): Error =>
+  reason instanceof Error ? reason : new Error('request cancelled');

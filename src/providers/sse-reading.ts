@@ -1,0 +1,235 @@
+import type { Dispatcher } from 'undici';
+import type { CallSignal } from '../common/call-signal';
+import { UpstreamFailure } from './provider-adapter';
+import { SseEvent, SseParser } from './sse';
+import { SignalledDispatch, TextReading } from './text-reading';
+import { toUpstreamFailure } from './upstream-errors';
+
+/** What a stream translator makes of one SSE event: a chunk to hand out, nothing, or the end marker. */
+export type StreamStep<T> = T | undefined | 'end';
+
+/** Chunks translated but not yet taken before the upstream's reads are paused (back-pressure). */
+const QUEUE_HIGH = 64;
+
+export interface SseReadingOptions {
+  maxLineChars: number;
+  /** After the end marker, the rest of the body read at most this far (for the socket's reuse), then dropped. */
+  drainLimit: number;
+  drainTimeoutMs: number;
+}
+
+/**
+ * One streamed upstream call as an undici dispatch handler and the async iterator of its translated chunks:
+ * each network read is parsed and translated as it arrives, with no response stream, headers object or
+ * promise per read. `opened` is called with the iterator when a 2xx's headers arrive; `refused` with the
+ * UpstreamFailure of anything else (another status with the upstream's message, a transport fault, a cancel).
+ *
+ * The iterator hands out the chunks in order, then ends at the translator's end marker, or fails: with what the
+ * translator or the line cap threw (after the chunks before it), STREAM_TRUNCATED when the body ends without
+ * the marker, or the transport fault. After the marker the rest of the body is drained so the socket is
+ * reused; a consumer that stops early (`return`), a fault or the call's signal drop the socket instead.
+ * Translated chunks not yet taken past QUEUE_HIGH pause the upstream's reads until they are.
+ */
+export class SseReading<T> extends SignalledDispatch implements Dispatcher.DispatchHandler, AsyncIterableIterator<T> {
+  private resume: (() => void) | null = null;
+  private paused = false;
+  /** A non-2xx answer's body, read for its message. */
+  private errorBody: TextReading | null = null;
+  private readonly parser: SseParser;
+  private queue: T[] = [];
+  private head = 0;
+  /** open: chunks still to come; ended: the end marker came (the body is drained); failed / closed: nothing more. */
+  private state: 'headers' | 'open' | 'ended' | 'failed' | 'closed' = 'headers';
+  private failure: Error | null = null;
+  private drained = 0;
+  private drainTimer: NodeJS.Timeout | null = null;
+  private waiting: { resolve: (r: IteratorResult<T>) => void; reject: (err: Error) => void } | null = null;
+
+  constructor(
+    signal: CallSignal,
+    private readonly translate: (event: SseEvent) => StreamStep<T>,
+    private readonly options: SseReadingOptions,
+    private readonly opened: (chunks: SseReading<T>) => void,
+    private readonly refused: (err: unknown) => void,
+  ) {
+    super(signal);
+    this.parser = new SseParser(options.maxLineChars);
+  }
+
+  // ---- the upstream side (undici's dispatch handler) ----
+
+  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
+    if (statusCode < 200) return true; // 1xx: the answer is still to come
+    if (statusCode >= 300) {
+      // the error body is read for its message as a JSON call's is; the call is refused with it
+      this.detach();
+      this.state = 'closed';
+      this.errorBody = new TextReading(this.signal, 0, () => undefined, this.refused);
+      if (this.abort) this.errorBody.onConnect(this.abort);
+      return this.errorBody.onHeaders(statusCode, rawHeaders);
+    }
+    this.resume = resume;
+    this.state = 'open';
+    this.opened(this);
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    if (this.errorBody) return this.errorBody.onData(chunk);
+    if (this.state === 'ended') {
+      this.drained += chunk.length;
+      if (this.drained > this.options.drainLimit) this.drop(new Error('the rest of the stream is not worth reading'));
+      return true;
+    }
+    if (this.state !== 'open') return true;
+    try {
+      this.take(this.parser.push(chunk));
+    } catch (err) {
+      this.fail(toUpstreamFailure(err, this.signal));
+    }
+    this.wake();
+    if (this.state === 'open' && this.queue.length - this.head >= QUEUE_HIGH) this.paused = true;
+    return !this.paused;
+  }
+
+  onComplete(): void {
+    if (this.errorBody) return this.errorBody.onComplete();
+    if (this.state === 'open') {
+      try {
+        this.take(this.parser.rest());
+      } catch (err) {
+        this.fail(toUpstreamFailure(err, this.signal));
+      }
+      if (this.state === 'open')
+        this.fail(
+          new UpstreamFailure({
+            kind: 'connection',
+            code: 'STREAM_TRUNCATED',
+            message: 'upstream stream ended before its end marker',
+          }),
+        );
+    }
+    this.settle();
+    this.wake();
+  }
+
+  onError(err: Error): void {
+    if (this.errorBody) return this.errorBody.onError(err);
+    if (this.state === 'headers') {
+      this.settle();
+      this.refused(toUpstreamFailure(err, this.signal));
+      return;
+    }
+    // after the end marker a fault only costs the socket; a consumer that left has nothing to hear
+    if (this.state === 'open') this.fail(toUpstreamFailure(err, this.signal));
+    this.settle();
+    this.wake();
+  }
+
+  /** Translates a read's events into the queue, up to the end marker. */
+  private take(events: SseEvent[]): void {
+    for (const event of events) {
+      const step = this.translate(event);
+      if (step === 'end') {
+        this.state = 'ended';
+        // the body usually ends in the same read: a timer only for one that does not
+        process.nextTick(this.startDrainTimer);
+        return;
+      }
+      if (step !== undefined) this.queue.push(step);
+    }
+  }
+
+  private readonly startDrainTimer = (): void => {
+    if (this.state !== 'ended' || this.abort === null) return;
+    this.drainTimer = setTimeout(
+      () => this.drop(new Error('the rest of the stream took too long')),
+      this.options.drainTimeoutMs,
+    );
+  };
+
+  /** A fault: handed out after the chunks before it; the socket is dropped. */
+  private fail(failure: Error): void {
+    this.state = 'failed';
+    this.failure = failure;
+    this.drop(failure);
+  }
+
+  /** Cuts the connection (once); the dispatch then ends with onError, which finds nothing left to do. */
+  private drop(reason: Error): void {
+    const abort = this.abort;
+    this.settle();
+    abort?.(reason);
+  }
+
+  /** The call is over on the upstream side: no more cancels or timers. */
+  private settle(): void {
+    if (this.abort === null && this.drainTimer === null) return;
+    this.abort = null;
+    this.detach();
+    if (this.drainTimer) clearTimeout(this.drainTimer);
+    this.drainTimer = null;
+  }
+
+  // ---- the consumer side (the async iterator) ----
+
+  next(): Promise<IteratorResult<T>> {
+    if (this.waiting) return Promise.reject(new Error('SseReading: next() called while a read is pending'));
+    const result = this.ready();
+    if (result instanceof Error) return Promise.reject(result);
+    if (result !== null) return Promise.resolve(result);
+    return new Promise((resolve, reject) => (this.waiting = { resolve, reject }));
+  }
+
+  return(): Promise<IteratorResult<T>> {
+    this.queue = [];
+    this.head = 0;
+    // after the end marker the body is still drained for the socket's reuse; before it, the socket is dropped
+    if (this.state === 'open' || this.state === 'headers') this.drop(new Error('stream closed by its consumer'));
+    if (this.state !== 'ended') this.state = 'closed';
+    this.failure = null;
+    const waiting = this.waiting;
+    this.waiting = null;
+    waiting?.resolve({ done: true, value: undefined });
+    return Promise.resolve({ done: true, value: undefined });
+  }
+
+  [Symbol.asyncIterator](): SseReading<T> {
+    return this;
+  }
+
+  /** The next result if there is one now (a chunk, the fault or the end); null while the upstream is awaited. */
+  private ready(): IteratorResult<T> | Error | null {
+    if (this.head < this.queue.length) {
+      const value = this.queue[this.head];
+      this.head += 1;
+      if (this.head === this.queue.length) {
+        this.queue = [];
+        this.head = 0;
+        if (this.paused) {
+          this.paused = false;
+          this.resume?.();
+        }
+      }
+      return { done: false, value };
+    }
+    if (this.state === 'open' || this.state === 'headers') return null;
+    if (this.failure !== null) {
+      const failure = this.failure;
+      this.failure = null;
+      this.state = 'closed';
+      return failure;
+    }
+    return { done: true, value: undefined };
+  }
+
+  private wake(): void {
+    const waiting = this.waiting;
+    if (!waiting) return;
+    const result = this.ready();
+    if (result === null) return;
+    this.waiting = null;
+    if (result instanceof Error) waiting.reject(result);
+    else waiting.resolve(result);
+  }
+}
