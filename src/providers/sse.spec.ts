@@ -23,6 +23,40 @@ describe('SseParser', () => {
     expect([...bytes].flatMap((b) => parser.push(Buffer.from([b])))).toEqual(expected);
   });
 
+  it('gives back random events, whatever their line ends and however the bytes are cut', () => {
+    let seed = 7;
+    const random = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    const ends = ['\n', '\r\n', '\r'];
+    // a CR then an LF is one line end (CRLF): after a lone CR the next end is not a lone LF
+    let previous = '';
+    const end = (): string => (previous = previous === '\r' ? ends[1 + random(2)] : ends[random(3)]);
+    for (let round = 0; round < 200; round++) {
+      const expected: Array<{ event: string; data: string }> = [];
+      let text = '';
+      for (let e = random(6); e >= 0; e--) {
+        const lines = Array.from({ length: 1 + random(3) }, () => 'x'.repeat(random(40)) + 'é{}:'.slice(0, random(5)));
+        const name = random(3) === 0 ? 'ping' : '';
+        if (name) text += `event: ${name}${end()}`;
+        for (const line of lines) text += `data: ${line}${end()}`;
+        if (random(4) === 0) text += `: a comment${end()}`;
+        text += end();
+        expected.push({ event: name || 'message', data: lines.join('\n') });
+      }
+      const bytes = Buffer.from(text);
+      const parser = new SseParser();
+      const got: Array<{ event: string; data: string }> = [];
+      for (let at = 0; at < bytes.length; ) {
+        const size = 1 + random(30);
+        got.push(...parser.push(bytes.subarray(at, at + size)));
+        at += size;
+      }
+      expect(got).toEqual(expected);
+    }
+  });
+
   it('drops a byte-order mark at the start of the stream only, even split across reads', () => {
     const bytes = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('data: \ufeffa\n\n')]);
     for (let cut = 0; cut <= 3; cut++) {

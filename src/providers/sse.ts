@@ -56,9 +56,15 @@ export class SseParser {
     const events: SseEvent[] = [];
     const length = text.length;
     let start = 0;
-    for (let at = 0; at < length; at++) {
+    // the next LF and CR at or after `start`, found by indexOf (native) and looked for again only once passed
+    let lf = text.indexOf('\n');
+    let cr = text.indexOf('\r');
+    for (;;) {
+      if (lf !== -1 && lf < start) lf = text.indexOf('\n', start);
+      if (cr !== -1 && cr < start) cr = text.indexOf('\r', start);
+      let at = lf === -1 ? cr : cr === -1 ? lf : Math.min(lf, cr);
+      if (at === -1) break;
       const code = text.charCodeAt(at);
-      if (code !== 10 && code !== 13) continue;
       const piece = text.slice(start, at);
       if (this.partialChars + piece.length > this.maxChars) throw tooLarge('SSE line', this.maxChars);
       const line = this.partial.length > 0 ? this.partial.join('') + piece : piece;
