@@ -292,6 +292,10 @@ function c1Targets(rounds: Rounds, cells: Cell[]): C1Targets {
         firstByte.value <= GOALS_16.firstByteOverBareMs,
       ),
       info(inRounds, firstByteRounds.text),
+      info(
+        'streaming first byte at c=1 of the logged stream proxy (bare stream proxy + the per-request work every streamed request needs), p50 over the bare streaming proxy, taken in the same turns',
+        pairedFigure(paired.firstByte, over('logged stream proxy', 'bare stream proxy'), msText).text,
+      ),
     ],
     addedP50: [
       judged(

@@ -44,6 +44,7 @@ const ROUND_ORDER = [
   'baseline stream',
   'bare stream proxy first byte',
   'gateway stream first byte',
+  'logged stream proxy first byte',
   'baseline stream first byte',
   'logged proxy c=1',
   'bare proxy c=1',
@@ -180,6 +181,13 @@ export async function interleavedRounds(
     { name: 'logged failover', spec: loggedSpec(loggedFailover, 'backup'), connections: 20 },
     { name: 'logged stream proxy', spec: { ...loggedSpec(logged, 'primary'), body: STREAM_BODY }, connections: 20 },
     { name: 'bare stream proxy first byte', spec: bareSpec(relay, STREAM_BODY), connections: 1, firstByte: true },
+    // the first byte's floor: what the required per-request work adds to the bare stream proxy's
+    {
+      name: 'logged stream proxy first byte',
+      spec: { ...loggedSpec(logged, 'primary'), body: STREAM_BODY },
+      connections: 1,
+      firstByte: true,
+    },
   ];
   const build = (prefix: string, booted: Record<string, BootedGateway>, withOpen: boolean): void => {
     entries.push(
@@ -281,6 +289,7 @@ async function paired(entries: Entry[]): Promise<NonNullable<Rounds['paired']>> 
   const firstByte = await pairedRequests(
     [
       target('bare stream proxy first byte', 'bare stream proxy'),
+      target('logged stream proxy first byte', 'logged stream proxy'),
       target('gateway stream first byte', 'gateway stream'),
     ],
     PAIRED_SECONDS,

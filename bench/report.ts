@@ -161,7 +161,7 @@ Written by \`npm run bench:chat\` (bench/chat.ts).
   rounds, as medians of per-round differences, and after the rounds in paired requests (bench/paired.ts), by which
   issue 16's three c=1 targets are judged: the entries' requests taken in turns on one keep-alive connection each,
   one request at a time (upstream direct, bare proxy, logged proxy, one step, circuit open; then the bare stream
-  proxy and the streaming one step for the first byte), forwards then backwards, for BENCH_PAIRED_SECONDS (30 s)
+  proxy, the logged stream proxy and the streaming one step for the first byte), forwards then backwards, for BENCH_PAIRED_SECONDS (30 s)
   after 3 s of the same; the two sides of a figure are then never more than a few milliseconds apart, where two
   3 s cells of a round can fall on different states of the host (their per-round figures spread over tens of
   percent). At c=1 req/s is one over the mean time per request, so the circuit-open ratio is one step's mean time
