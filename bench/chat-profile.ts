@@ -213,6 +213,29 @@ Then, on a slower 2-core machine (its bare proxy did 7,700 req/s where the first
    body 2.2, on to the answer's write 12.9, the write and what follows it 24.6; on a slow spell every figure about
    doubled.
 
+19. **Session 19: chat streams without a response stream.** Per request, in one process of each (main-thread CPU
+   from /proc over cells of plain and streaming bodies taken in turns, c=20), a streamed one-step request cost the
+   gateway 95 to 135 µs more than a plain one, the logged stream proxy 41 to 66 µs more. Two profiled gateways, one
+   per body, put the gateway's extra per streamed request in undici (+23.8 µs: \`request\`'s headers object, the
+   Readable body, its async iterator and end-of-stream wiring), the SSE parser (+8), the relay's promises
+   (runMicrotasks +5.5) and the collector (+6.5). A chat stream (OpenAI and Anthropic) is now read through undici's
+   \`dispatch\` by a handler of its own, \`SseReading\` (src/providers/sse-reading.ts), as JSON replies have been since
+   item 18: each network read parsed and translated as it arrives into the iterator's queue, with the same outcomes
+   (unit tests against a real server for each: non-2xx with the upstream's message, STREAM_TRUNCATED, a fault after
+   the chunks before it, the drain after the end marker and the socket kept, the socket dropped on an early stop or
+   a cancel, back-pressure past 64 queued chunks, STREAM_IDLE). After it, undici's share of the stream's extra was
+   7.7 µs. In A/B runs against the build before (streaming c=20, 12 rounds each): 121.7 and 116.5 % of the req/s
+   (medians; per-round 97.7 to 156.4 % and 103.9 to 184.9 %). The SSE parser then found its line ends with
+   \`indexOf\` instead of a loop over every character: 1.7 µs against 4.9 to 6.7 µs for the benchmark's 1,139-byte
+   stream (both builds in one process, alternated). Tried and dropped: one socket write per turn of the event loop
+   for a stream's events (the socket corked until the next tick, or the text gathered and written then): the
+   benchmark's whole stream arrives in one read and Node already sends it in one writev (strace: 2.0 writev and 2.1
+   reads per streamed response, the upstream's included), and switching it on and off in one gateway process
+   (SIGUSR2 between cells, 12 rounds) moved the main thread's CPU by 1.2 %; the chunk's frame with the provider's
+   JSON cached: 0.43 against 0.55 µs a chunk. How these were judged: two gateway processes of the same build
+   differed by 14 % in CPU per request (an A/A run), so changes of a few per cent were measured within one process
+   (toggled, or plain against streaming bodies) or in micro-benchmarks, and the whole by A/B rounds.
+
 Still open, and why: a failover request makes two upstream calls, each a socket write and read that the
 kernel charges to this process, plus its event's INSERT, so on this machine it costs about 1.7 times a
 one-step request however lean the JavaScript; 80 % of one step is out of reach without not calling the
@@ -255,6 +278,14 @@ turns (session 17: 0.20 and 0.30), so on those spells the 0.3 ms target was belo
 added, and the gateway added no more than the reference doing only the required work. The first byte: 0.26, 0.32 and
 0.24 ms over the bare stream proxy (session 17: 0.13). The p99 at c=20: 14.60, 10.88 and 12.42 ms in the 10 s cells.
 Streaming: 58.8, 49.4 and 59.0 % of the bare stream proxy.
+Session 19's runs: at its start (no change yet, no baseline), on a host where the bare proxies ran faster against
+everything else, streaming fell to 42.8 % of the bare stream proxy (the gateway 70.2 % of the logged stream proxy),
+one step to 47.8 % of the chunked bare proxy (logged proxy 53.2 %), the first byte was +0.21 ms and the added p50 0.39
+ms (bare proxy 0.25, logged proxy 0.38); after item 19 (this section's run, baseline the session's start): streaming
+54.2 % (the gateway 86.4 % of the logged stream proxy; 115.6 % of the baseline's req/s), first byte +0.21 ms where
+the logged stream proxy's own was +0.19 in the same turns, one step 45.1 % of the chunked bare proxy (98.7 % of the
+logged proxy, which reached 51.7 %; 114.6 % of the baseline), added p50 0.42 ms where the logged proxy's own was 0.41
+and the bare proxy's 0.26, p99 9.07 ms.
 `;
 
 /** What `--profile=stream` showed for streaming chat (issue 16, part 3), and what was done. */
@@ -285,4 +316,11 @@ busy 2-core machine: 1,140 req/s under the profiler), the top three costs of the
 
 Corking the answer for the events of one upstream read (one write for them and the end marker) measured
 97.7 % of not corking in 10 interleaved rounds and was not kept.
+
+Session 19, point 2 again: undici's \`request\` itself (its headers object, the Readable body, its async iterator and
+end-of-stream wiring) was still about 24 µs of a streamed request's extra over a plain one. A chat stream is now read
+through undici's \`dispatch\` by \`SseReading\` (src/providers/sse-reading.ts), which parses and translates each read
+as it arrives into the iterator's queue; undici's share of the extra fell to about 8 µs (item 19 of the one-step
+profile notes, with the A/B figures). \`relaySse\` remains for MiniMax's speech stream, which reads the answer's
+content type first.
 `;
