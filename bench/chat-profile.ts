@@ -235,6 +235,21 @@ Then, on a slower 2-core machine (its bare proxy did 7,700 req/s where the first
    JSON cached: 0.43 against 0.55 µs a chunk. How these were judged: two gateway processes of the same build
    differed by 14 % in CPU per request (an A/A run), so changes of a few per cent were measured within one process
    (toggled, or plain against streaming bodies) or in micro-benchmarks, and the whole by A/B rounds.
+20. **Session 20: the gap to the logged proxy, read with perf.** Main-thread CPU per request from /proc (one step
+   at c=20, 3 s cells of each taken in turns, 6 to 10 rounds, three runs): the gateway 311 to 362 µs, the logged
+   proxy 258 to 318 µs, 45 to 66 µs more (15 to 24 %), at 83 to 94 % of its req/s. \`perf record\` of both main
+   threads (cpu-clock at 1,999 Hz, JIT frames named by \`--perf-basic-prof\`, 5 s of each under the same load) counted
+   351 against 318 µs a request and found no single place for the difference. The largest were V8's scavenger
+   (+4 µs: more of the gateway's young objects are alive at a collection and copied) and the kernel's task switch
+   (+3); then the gateway's own functions at 0.4 to 2.1 µs each (the failover core's \`execute\` 2.1, the response
+   headers 1.2, the upstream body's building 1.1, the fast path's handler 1.0, the validation pipe 0.7, the input
+   scan 0.7, the key's admission 0.7 …). The JSON parse and stringify, the socket writes, undici and pino cost both
+   about the same. Tried and not kept: a 16 MB semi-space against the 8 MB \`npm start\` uses (fewer scavenges):
+   3.5 % less CPU per request, where an A/A run of two processes with the same flags differed by 8 %; pino-http's
+   request line against the same line written by pino directly: 8.8 to 11.5 against 8.3 to 9.9 µs in a
+   micro-benchmark, too little to trade the kept library for code of our own. What the gateway does beyond the
+   logged proxy is the work that reference leaves out (validation, metrics, rate limit, breaker, failover core,
+   the fast path's routing), a microsecond or two each.
 
 Still open, and why: a failover request makes two upstream calls, each a socket write and read that the
 kernel charges to this process, plus its event's INSERT, so on this machine it costs about 1.7 times a
@@ -286,6 +301,14 @@ ms (bare proxy 0.25, logged proxy 0.38); after item 19 (this section's run, base
 the logged stream proxy's own was +0.19 in the same turns, one step 45.1 % of the chunked bare proxy (98.7 % of the
 logged proxy, which reached 51.7 %; 114.6 % of the baseline), added p50 0.42 ms where the logged proxy's own was 0.41
 and the bare proxy's 0.26, p99 9.07 ms.
+Session 20's run (item 20; no change to the request path, no baseline) fell on a much slower spell of the host:
+the bare proxy answered 5,183 req/s at c=20 (12,378 in session 19's run) and the upstream direct's p50 at c=1 was
+0.24 ms (0.04). One step reached 57.2 % of the chunked bare proxy (the logged proxy 67.6 %; the gateway 91.9 % of
+it), streaming 65.3 % of the bare stream proxy (the gateway 94.9 % of the logged stream proxy), circuit open 95.2 %
+(c=20) and 109.8 % (c=1, paired), failover 64.1 and 55.5 %. The c=1 and tail figures missed, each with its
+reference beside it: the first byte +0.24 ms (the logged stream proxy's own +0.17), the added p50 0.60 ms (the bare
+proxy's 0.42, the logged proxy's 0.60), and the p99 at c=20 17.16 ms, where the logged proxy's own was 12.40 ms and
+the chunked bare proxy's 11.78 ms: on that spell the 12 ms target was below what the required work alone reached.
 `;
 
 /** What `--profile=stream` showed for streaming chat (issue 16, part 3), and what was done. */
