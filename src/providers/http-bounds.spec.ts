@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { type Handler, pour, serve } from '../../test/support/loopback-server';
 import { classify } from '../failover/chain';
 import { UpstreamFailure } from './provider-adapter';
-import { relaySse, sseEvents, SseEvent, toUpstreamFailure, UpstreamClient } from './http';
+import { sseEvents, SseEvent, toUpstreamFailure, UpstreamClient } from './http';
 
 const outcomeOf = async (work: Promise<unknown>): Promise<unknown> => {
   const err = await work.then(
@@ -183,8 +183,8 @@ describe('the stream idle timeout', () => {
   const readers: Array<[string, (client: UpstreamClient, signal: AbortSignal) => Promise<AsyncIterator<string>>]> = [
     ['UpstreamClient.events (chat)', (client, signal) => client.events(call(signal), (event: SseEvent) => event.data)],
     [
-      'request and relaySse (MiniMax speech)',
-      async (client, signal) => relaySse((await client.request(call(signal))).body, signal, (e: SseEvent) => e.data),
+      'UpstreamClient.events with wholeJsonCap (MiniMax speech)',
+      (client, signal) => client.events(call(signal), (event: SseEvent) => event.data, { wholeJsonCap: 1000 }),
     ],
   ];
 

@@ -1,16 +1,6 @@
-import { Readable } from 'node:stream';
 import { classify } from '../failover/chain';
 import { UpstreamFailure } from './provider-adapter';
-import {
-  abortFailure,
-  readBodyText,
-  readCapped,
-  sseEvents,
-  SseEvent,
-  toUpstreamFailure,
-  UpstreamResponse,
-  upstreamErrorMessage,
-} from './http';
+import { abortFailure, readCapped, sseEvents, SseEvent, toUpstreamFailure, upstreamErrorMessage } from './http';
 
 async function collect(chunks: (string | Uint8Array)[]): Promise<SseEvent[]> {
   async function* source(): AsyncGenerator<string | Uint8Array> {
@@ -120,28 +110,5 @@ describe('toUpstreamFailure', () => {
   it("maps undici's own header and body timeouts to timeouts", () => {
     const err = Object.assign(new Error('Headers Timeout Error'), { code: 'UND_ERR_HEADERS_TIMEOUT' });
     expect(toUpstreamFailure(err).outcome).toEqual({ kind: 'timeout' });
-  });
-});
-
-describe('readBodyText', () => {
-  const response = (body: Readable): UpstreamResponse =>
-    ({ statusCode: 200, headers: {}, body }) as unknown as UpstreamResponse;
-
-  it('reads every chunk of the body', async () => {
-    const body = Readable.from([Buffer.from('{"a":'), Buffer.from('1}')], { objectMode: false });
-    await expect(readBodyText(response(body), new AbortController().signal)).resolves.toBe('{"a":1}');
-  });
-
-  it('fails a body closed with neither an end nor an error as a connection fault (it does not wait forever)', async () => {
-    const body = new Readable({ read() {} });
-    body.push(Buffer.from('{"a":'));
-    const reading = readBodyText(response(body), new AbortController().signal);
-    setImmediate(() => body.destroy());
-    const failure = await reading.catch((err: unknown) => err);
-    expect(failure).toBeInstanceOf(UpstreamFailure);
-    expect((failure as UpstreamFailure).outcome).toMatchObject({
-      kind: 'connection',
-      code: 'ERR_STREAM_PREMATURE_CLOSE',
-    });
   });
 });

@@ -3,7 +3,7 @@ import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import type { ResolvedProvider } from '../config/gateway-config';
 import { UpstreamFailure } from './provider-adapter';
-import { drainBody, SSE_LINE_CAP, SseEvent, SseParser, tooLarge } from './sse';
+import { SSE_LINE_CAP, SseEvent } from './sse';
 import { SseReading, type StreamStep } from './sse-reading';
 import { TextReading } from './text-reading';
 import { ERROR_BODY_CAP, isRecord, toUpstreamFailure, upstreamErrorMessage } from './upstream-errors';
@@ -52,8 +52,6 @@ export interface UpstreamCall {
 export type UpstreamResponse = Dispatcher.ResponseData;
 export type UpstreamBody = UpstreamResponse['body'];
 
-const ignore = (): void => undefined;
-
 export function requireBaseUrl(provider: ResolvedProvider): string {
   if (!provider.baseUrl) throw new Error(`provider '${provider.name}' (${provider.kind}) has no base_url`);
   return provider.baseUrl;
@@ -69,56 +67,6 @@ export async function readCapped(body: AsyncIterable<Buffer>, cap: number): Prom
     if (size >= cap) break;
   }
   return Buffer.concat(parts).subarray(0, cap).toString('utf8');
-}
-
-/**
- * A 2xx body's text, read up to `cap` bytes: a declared or actual length over it destroys the body (the
- * socket is not worth keeping) and throws `response_too_large`; a transport fault becomes an UpstreamFailure.
- * Read by events, not an async iterator (a promise per chunk).
- */
-export function readBodyText(response: UpstreamResponse, signal: CallSignal, cap = UPSTREAM_JSON_CAP): Promise<string> {
-  const { body } = response;
-  const declared = Number(response.headers['content-length']);
-  if (declared > cap) {
-    body.on('error', ignore).destroy();
-    return Promise.reject(tooLarge('JSON reply', cap));
-  }
-  return new Promise<string>((resolve, reject) => {
-    const parts: Buffer[] = [];
-    let size = 0;
-    const onData = (chunk: Buffer): void => {
-      size += chunk.length;
-      if (size <= cap) {
-        parts.push(chunk);
-        return;
-      }
-      body.off('data', onData).on('error', ignore).destroy();
-      reject(tooLarge('JSON reply', cap));
-    };
-    body.on('data', onData);
-    body.once('end', () => resolve((parts.length === 1 ? parts[0] : Buffer.concat(parts)).toString('utf8')));
-    body.once('error', (err) => reject(toUpstreamFailure(err, signal)));
-    // closed with neither an end nor an error (destroyed without a reason): a connection fault, not a wait forever.
-    // Every body closes after its end: the errors (two stack captures, about 8 µs) are made only when it did not end.
-    body.once('close', () => {
-      if (body.readableEnded || body.errored) return;
-      reject(
-        toUpstreamFailure(
-          Object.assign(new Error('upstream body closed early'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }),
-          signal,
-        ),
-      );
-    });
-  });
-}
-
-/** A 2xx JSON object body, read up to `cap` bytes (see readBodyText). */
-export async function readJsonBody(
-  response: UpstreamResponse,
-  signal: CallSignal,
-  cap = UPSTREAM_JSON_CAP,
-): Promise<Record<string, unknown>> {
-  return parseJsonBody(await readBodyText(response, signal, cap));
 }
 
 export function parseJsonBody(text: string): Record<string, unknown> {
@@ -197,14 +145,15 @@ export class UpstreamClient {
   /**
    * A 2xx server-sent-events answer as its translated chunks, once its headers came; otherwise what `text`
    * throws. Through undici's dispatch with SseReading: each read parsed as it arrives, no response stream
-   * (see SseReading for the end marker, faults, the drain and back-pressure).
+   * (see SseReading for the end marker, faults, the drain and back-pressure). `wholeJsonCap`: a 2xx JSON answer
+   * is read whole, up to that many bytes, as one event (MiniMax's errors to a stream request).
    */
   events<T>(
     call: UpstreamCall,
     translate: (event: SseEvent) => StreamStep<T>,
-    maxLineChars = SSE_LINE_CAP,
+    { maxLineChars = SSE_LINE_CAP, wholeJsonCap }: { maxLineChars?: number; wholeJsonCap?: number } = {},
   ): Promise<AsyncIterableIterator<T>> {
-    const options = { maxLineChars, drainLimit: DRAIN_LIMIT, drainTimeoutMs: DRAIN_TIMEOUT_MS };
+    const options = { maxLineChars, drainLimit: DRAIN_LIMIT, drainTimeoutMs: DRAIN_TIMEOUT_MS, wholeJsonCap };
     return new Promise<AsyncIterableIterator<T>>((resolve, reject) =>
       this.dispatch(call, new SseReading<T>(call.signal, translate, options, resolve, reject)),
     );
@@ -239,50 +188,3 @@ export class UpstreamClient {
 }
 
 export type { StreamStep } from './sse-reading';
-
-/**
- * Relays an SSE body as translated chunks. Ends at the translator's end marker (the rest of the
- * body is drained for reuse); an early exit destroys the body, closing the upstream socket; a
- * body that ends before the marker, breaks, or sends a line over `maxLineChars`, throws UpstreamFailure.
- */
-export async function* relaySse<T>(
-  body: UpstreamBody,
-  signal: CallSignal,
-  translate: (event: SseEvent) => StreamStep<T>,
-  maxLineChars = SSE_LINE_CAP,
-): AsyncGenerator<T> {
-  let complete = false;
-  const parser = new SseParser(maxLineChars);
-  // one loop over the body: each network read is parsed synchronously and its chunks yielded in turn
-  // (no async iterator or promise per line); our finally decides between draining and destroying,
-  // so the iterator must not destroy on return
-  const reads = body.iterator({ destroyOnReturn: false });
-  try {
-    let ended = false;
-    while (!complete) {
-      const read = ended ? null : await reads.next();
-      if (read?.done) ended = true;
-      const events = read === null || read.done ? parser.rest() : parser.push(read.value as Buffer);
-      for (const event of events) {
-        const step = translate(event);
-        if (step === 'end') {
-          complete = true;
-          break;
-        }
-        if (step !== undefined) yield step;
-      }
-      if (ended && !complete) break;
-    }
-  } catch (err) {
-    throw toUpstreamFailure(err, signal);
-  } finally {
-    if (complete) drainBody(body, DRAIN_LIMIT, DRAIN_TIMEOUT_MS);
-    else body.on('error', ignore).destroy(); // destroying emits an abort error that nobody else listens to
-  }
-  if (complete) return;
-  throw new UpstreamFailure({
-    kind: 'connection',
-    code: 'STREAM_TRUNCATED',
-    message: 'upstream stream ended before its end marker',
-  });
-}

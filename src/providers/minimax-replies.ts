@@ -1,18 +1,8 @@
-import type { CallSignal } from '../common/call-signal';
 /** MiniMax's replies read: base_resp errors into UpstreamFailures, hex audio (whole or streamed) into bytes. */
 import { Readable } from 'node:stream';
 import { parseFirstMp3Frame } from '../audio/parse';
 import { SpeechOutput, UpstreamFailure } from './provider-adapter';
-import {
-  isRecord,
-  parseJsonBody,
-  relaySse,
-  SseEvent,
-  StreamStep,
-  UpstreamBody,
-  UpstreamResponse,
-  UPSTREAM_JSON_CAP,
-} from './http';
+import { isRecord, parseJsonBody, SseEvent, StreamStep, UPSTREAM_JSON_CAP } from './http';
 
 /** base_resp codes that blame the request (2013 invalid parameters, 1026 sensitive content), not the provider. */
 const REQUEST_FAULTS: ReadonlySet<number | string> = new Set([2013, 1026]);
@@ -73,31 +63,34 @@ export function replyAudio(reply: Record<string, unknown>): Buffer {
 }
 
 /**
- * Stream events: `status` 1 carries a hex chunk; `status` 2 (with `extra_info`) ends the stream and, unless
- * `exclude_aggregated_audio` took effect, repeats the whole clip, which is only used when no chunk came before.
+ * A streamed reply read as it comes: `translate` each event (`status` 1 carries a hex chunk; `status` 2, with
+ * `extra_info`, ends the stream and, unless `exclude_aggregated_audio` took effect, repeats the whole clip, which
+ * is only used when no chunk came before), then `chunks` hands out the audio. A JSON answer in place of the
+ * stream (MiniMax's errors) is one such event: its base_resp error fails the stream before any audio.
  */
-export async function* streamedAudio(
-  body: UpstreamBody,
-  signal: CallSignal,
-  maxLineChars: number,
-): AsyncGenerator<Buffer> {
-  let emitted = false;
-  let wholeClip: Buffer | undefined;
-  const translate = (event: SseEvent): StreamStep<Buffer> => {
+export class StreamedAudio {
+  private emitted = false;
+  private wholeClip: Buffer | undefined;
+
+  readonly translate = (event: SseEvent): StreamStep<Buffer> => {
     const reply = parseJsonBody(event.data);
     throwOnBaseResp(reply);
     const data = isRecord(reply.data) ? reply.data : {};
     if (data.status === 2 || isRecord(reply.extra_info)) {
-      if (!emitted) wholeClip = hexAudio(data.audio);
+      if (!this.emitted) this.wholeClip = hexAudio(data.audio);
       return 'end';
     }
     const audio = hexAudio(data.audio);
-    if (audio) emitted = true;
+    if (audio) this.emitted = true;
     return audio;
   };
-  yield* relaySse(body, signal, translate, maxLineChars);
-  if (wholeClip) yield wholeClip;
-  else if (!emitted) throw noAudio();
+
+  /** The translated events' audio, then the whole clip if only the final event carried it; no audio at all fails. */
+  async *chunks(events: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+    yield* events;
+    if (this.wholeClip) yield this.wholeClip;
+    else if (!this.emitted) throw noAudio();
+  }
 }
 
 /** The longest clip a reply may carry whole (hex in one JSON reply or one SSE event): the sync speech audio cap's default. */
@@ -128,9 +121,4 @@ export function mp3BitrateOf(first: Buffer): number | undefined {
   } catch {
     return undefined; // the first chunk held no whole frame: the request's bitrate stands
   }
-}
-
-export function isJson(response: UpstreamResponse): boolean {
-  const type = response.headers['content-type'];
-  return typeof type === 'string' && type.includes('application/json');
 }

@@ -16,15 +16,14 @@ import {
 } from './provider-adapter';
 import type { SpeechOptions } from './speech-fields';
 import { multipartBody } from './multipart';
-import { isRecord, readJsonBody, UpstreamClientOptions } from './http';
+import { isRecord, UpstreamCall, UpstreamClientOptions } from './http';
 import {
-  isJson,
   mp3BitrateOf,
   noAudio,
   once,
   replyAudio,
   startingWith,
-  streamedAudio,
+  StreamedAudio,
   throwOnBaseResp,
   throwOnVoiceReply,
   wholeClipCap,
@@ -114,17 +113,20 @@ export class MiniMaxAdapter extends HttpProviderAdapter implements ProviderAdapt
       ...options,
     });
     const { contentType } = outputShape(output);
-    const response = await this.http.request({
+    const upstreamCall: UpstreamCall = {
       method: 'POST',
       path: `/t2a_v2${this.query}`,
       headers: this.headers,
       body,
       signal: ctx.signal,
-    });
-    // errors come back as a JSON object even when a stream was asked for
-    if (!stream || isJson(response))
-      return { contentType, chunks: once(replyAudio(await readJsonBody(response, ctx.signal, wholeClipCap(output)))) };
-    const chunks = streamedAudio(response.body, ctx.signal, wholeClipCap(output));
+    };
+    const cap = wholeClipCap(output);
+    if (!stream) return { contentType, chunks: once(replyAudio(await this.http.json(upstreamCall, cap))) };
+    // errors come back as a JSON object even when a stream was asked for: read whole, as one event
+    const audio = new StreamedAudio();
+    const chunks = audio.chunks(
+      await this.http.events(upstreamCall, audio.translate, { maxLineChars: cap, wholeJsonCap: cap }),
+    );
     // the first audio decides the attempt: a base_resp error before it fails the call, not the stream
     const first = await chunks.next();
     if (first.done) throw noAudio();

@@ -34,21 +34,22 @@ function reads(res: ServerResponse, parts: string[], end = true): void {
   next(0);
 }
 
-describe('UpstreamClient.events: a server-sent-events answer through a dispatch handler', () => {
-  const withServer = async (
-    handler: Handler,
-    body: (client: UpstreamClient, server: { closedEarly: () => number; connections: () => number }) => Promise<void>,
-  ): Promise<void> => {
-    const server = await serve(handler);
-    const client = new UpstreamClient(server.url);
-    try {
-      await body(client, server);
-    } finally {
-      await client.close(0);
-      await server.close();
-    }
-  };
+/** A loopback upstream with `handler`, and a client of it, for `body`; both closed after. */
+async function withServer(
+  handler: Handler,
+  body: (client: UpstreamClient, server: { closedEarly: () => number; connections: () => number }) => Promise<void>,
+): Promise<void> {
+  const server = await serve(handler);
+  const client = new UpstreamClient(server.url);
+  try {
+    await body(client, server);
+  } finally {
+    await client.close(0);
+    await server.close();
+  }
+}
 
+describe('UpstreamClient.events: a server-sent-events answer through a dispatch handler', () => {
   it('hands out the chunks of every read in order, skips what the translator drops, and keeps the socket after the end marker', async () => {
     await withServer(
       (_req, res) =>
@@ -143,7 +144,7 @@ describe('UpstreamClient.events: a server-sent-events answer through a dispatch 
     await withServer(
       (_req, res) => reads(res, [`data: ${'x'.repeat(5000)}\n\n`], false),
       async (client) => {
-        const events = await client.events(call(), translate, 1000);
+        const events = await client.events(call(), translate, { maxLineChars: 1000 });
         expect(await outcomeOf(() => events.next())).toMatchObject({ code: 'response_too_large' });
       },
     );
@@ -170,6 +171,101 @@ describe('UpstreamClient.events: a server-sent-events answer through a dispatch 
         expect(values.every((v, i) => v.startsWith(`${i + 1} `))).toBe(true);
       },
     );
+  });
+});
+
+describe('UpstreamClient.events with wholeJsonCap: a 2xx JSON answer in place of the stream', () => {
+  /** Like MiniMax: the JSON reply is one event; a `fault` field fails it, `[DONE]` ends it, anything else is a chunk. */
+  const translateReply = (event: SseEvent): StreamStep<string> => {
+    if (event.data === '[DONE]') return 'end';
+    const reply = JSON.parse(event.data) as { fault?: string; text?: string };
+    if (reply.fault) throw new UpstreamFailure({ kind: 'provider_error', code: reply.fault });
+    return reply.text;
+  };
+  const json =
+    (text: string, headers: Record<string, string> = {}) =>
+    (_req: unknown, res: ServerResponse) => {
+      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', ...headers });
+      res.end(text);
+    };
+
+  it('translates the whole body as one event and ends there (no end marker awaited), keeping the socket', async () => {
+    await withServer(json('{"text":"the whole clip"}'), async (client, server) => {
+      for (let i = 0; i < 3; i++) {
+        const events = await client.events(call(), translateReply, { wholeJsonCap: 1000 });
+        expect(await collectChunks(events)).toEqual({ values: ['the whole clip'], error: null });
+        await sleep(20); // undici hands the socket back to the pool just after the body's end
+      }
+      expect(server.connections()).toBe(1);
+      expect(server.closedEarly()).toBe(0);
+    });
+  });
+
+  it("fails the first read with what the translator threw on the reply (MiniMax's base_resp error)", async () => {
+    await withServer(json('{"fault":"1002"}'), async (client) => {
+      const events = await client.events(call(), translateReply, { wholeJsonCap: 1000 });
+      expect(await outcomeOf(() => events.next())).toEqual({ kind: 'provider_error', code: '1002' });
+      expect(await events.next()).toEqual({ done: true, value: undefined });
+    });
+  });
+
+  it('reads the reply whole even when it comes in several reads', async () => {
+    await withServer(
+      (_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('{"te', () => setTimeout(() => res.end('xt":"late half"}'), 20));
+      },
+      async (client) => {
+        const events = await client.events(call(), translateReply, { wholeJsonCap: 1000 });
+        expect(await collectChunks(events)).toEqual({ values: ['late half'], error: null });
+      },
+    );
+  });
+
+  it('fails a reply over the cap as response_too_large, declared or read, and drops the socket', async () => {
+    const big = `{"text":"${'x'.repeat(5000)}"}`;
+    for (const declared of [true, false]) {
+      await withServer(
+        (_req, res) => {
+          res.writeHead(200, {
+            'content-type': 'application/json',
+            ...(declared ? { 'content-length': String(big.length) } : {}),
+          });
+          res.write(big.slice(0, 2000), () => setTimeout(() => res.end(big.slice(2000)), 20));
+        },
+        async (client, server) => {
+          const events = await client.events(call(), translateReply, { wholeJsonCap: 1000 });
+          expect(await outcomeOf(() => events.next())).toMatchObject({ code: 'response_too_large' });
+          await waitFor(() => server.closedEarly() === 1);
+        },
+      );
+    }
+  });
+
+  it('cuts the connection when the consumer leaves, or the signal fires, before the reply is all read', async () => {
+    const halfReply = (_req: unknown, res: ServerResponse): void => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"text":');
+    };
+    await withServer(halfReply, async (client, server) => {
+      const events = await client.events(call(), translateReply, { wholeJsonCap: 1000 });
+      expect(await events.return!()).toEqual({ done: true, value: undefined });
+      await waitFor(() => server.closedEarly() === 1);
+    });
+    await withServer(halfReply, async (client, server) => {
+      const controller = new AbortController();
+      const events = await client.events(call(controller.signal), translateReply, { wholeJsonCap: 1000 });
+      const reading = outcomeOf(() => events.next());
+      controller.abort(new Error('the client left'));
+      expect(await reading).toMatchObject({ kind: 'connection', code: 'ABORTED' });
+      await waitFor(() => server.closedEarly() === 1);
+    });
+  });
+
+  it('parses a JSON-typed body as events without wholeJsonCap (the option is what turns the mode on)', async () => {
+    await withServer(json('data: a\n\ndata: [DONE]\n\n'), async (client) => {
+      expect(await collectChunks(await client.events(call(), translate))).toEqual({ values: ['a'], error: null });
+    });
   });
 });
 

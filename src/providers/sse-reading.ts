@@ -16,6 +16,24 @@ export interface SseReadingOptions {
   /** After the end marker, the rest of the body read at most this far (for the socket's reuse), then dropped. */
   drainLimit: number;
   drainTimeoutMs: number;
+  /**
+   * A 2xx answered with a JSON body instead of a stream (MiniMax answers its errors so, even when a stream was
+   * asked for): read whole up to this many bytes and translated as one event whose data is the whole body, the
+   * answer then complete without an end marker. Without it, such a body is parsed as server-sent events.
+   */
+  wholeJsonCap?: number;
+}
+
+const CONTENT_TYPE = 'content-type';
+
+/** Whether undici's raw response headers (name, value, ...) declare a JSON body. */
+function declaresJson(raw: Buffer[]): boolean {
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i];
+    if (name.length === CONTENT_TYPE.length && name.toString('latin1').toLowerCase() === CONTENT_TYPE)
+      return raw[i + 1].toString('latin1').toLowerCase().includes('application/json');
+  }
+  return false;
 }
 
 /**
@@ -28,13 +46,15 @@ export interface SseReadingOptions {
  * translator or the line cap threw (after the chunks before it), STREAM_TRUNCATED when the body ends without
  * the marker, or the transport fault. After the marker the rest of the body is drained so the socket is
  * reused; a consumer that stops early (`return`), a fault or the call's signal drop the socket instead.
- * Translated chunks not yet taken past QUEUE_HIGH pause the upstream's reads until they are.
+ * Translated chunks not yet taken past QUEUE_HIGH pause the upstream's reads until they are. With
+ * `wholeJsonCap`, a 2xx JSON answer is one event (see SseReadingOptions).
  */
 export class SseReading<T> extends SignalledDispatch implements Dispatcher.DispatchHandler, AsyncIterableIterator<T> {
   private resume: (() => void) | null = null;
   private paused = false;
-  /** A non-2xx answer's body, read for its message. */
+  /** A non-2xx answer's body, read for its message; or a 2xx JSON answer's, read whole (wholeJsonCap). */
   private errorBody: TextReading | null = null;
+  private wholeBody: TextReading | null = null;
   private readonly parser: SseParser;
   private queue: T[] = [];
   private head = 0;
@@ -70,12 +90,46 @@ export class SseReading<T> extends SignalledDispatch implements Dispatcher.Dispa
     }
     this.resume = resume;
     this.state = 'open';
+    if (this.options.wholeJsonCap !== undefined && declaresJson(rawHeaders)) this.readWhole(this.options.wholeJsonCap);
     this.opened(this);
-    return true;
+    return this.wholeBody ? this.wholeBody.onHeaders(statusCode, rawHeaders) : true;
+  }
+
+  /**
+   * A 2xx JSON answer: the body is read whole by a TextReading (its cap; the call's signal now cancels through
+   * it), then translated. This reading keeps the connection's abort, so a consumer that leaves still cuts it.
+   */
+  private readWhole(cap: number): void {
+    this.detach();
+    const done = (failure: Error | null): void => {
+      if (this.state === 'open') {
+        if (failure) {
+          this.state = 'failed';
+          this.failure = failure;
+        } else this.state = 'ended'; // the whole answer: no end marker to wait for
+      } else if (this.state !== 'ended') return; // the consumer left
+      this.settle(); // the body is all read: nothing to drain
+      this.wake();
+    };
+    this.wholeBody = new TextReading(
+      this.signal,
+      cap,
+      (text) => {
+        try {
+          this.take([{ event: 'message', data: text }]);
+        } catch (err) {
+          return done(toUpstreamFailure(err, this.signal));
+        }
+        done(null);
+      },
+      (err) => done(err instanceof Error ? err : new Error(String(err))),
+    );
+    if (this.abort) this.wholeBody.onConnect(this.abort);
   }
 
   onData(chunk: Buffer): boolean {
     if (this.errorBody) return this.errorBody.onData(chunk);
+    if (this.wholeBody) return this.wholeBody.onData(chunk);
     if (this.state === 'ended') {
       this.drained += chunk.length;
       if (this.drained > this.options.drainLimit) this.drop(new Error('the rest of the stream is not worth reading'));
@@ -94,6 +148,7 @@ export class SseReading<T> extends SignalledDispatch implements Dispatcher.Dispa
 
   onComplete(): void {
     if (this.errorBody) return this.errorBody.onComplete();
+    if (this.wholeBody) return this.wholeBody.onComplete();
     if (this.state === 'open') {
       try {
         this.take(this.parser.rest());
@@ -115,6 +170,7 @@ export class SseReading<T> extends SignalledDispatch implements Dispatcher.Dispa
 
   onError(err: Error): void {
     if (this.errorBody) return this.errorBody.onError(err);
+    if (this.wholeBody) return this.wholeBody.onError(err);
     if (this.state === 'headers') {
       this.settle();
       this.refused(toUpstreamFailure(err, this.signal));

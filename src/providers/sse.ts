@@ -144,24 +144,3 @@ export async function* sseEvents(
   const last = parser.finish();
   if (last) yield last;
 }
-
-interface DrainableBody {
-  dump(options: { limit: number }): Promise<void>;
-  on(event: 'error', listener: () => void): DrainableBody;
-  destroy(): unknown;
-}
-
-const ignore = (): void => undefined;
-
-/**
- * After a stream's end marker: the rest of the body (usually nothing) is read, up to `limit` bytes, so the
- * socket returns to the pool; past `timeoutMs` it is destroyed. A plain timer, not AbortSignal.timeout:
- * no signal, event target and weak reference per stream.
- */
-export function drainBody(body: DrainableBody, limit: number, timeoutMs: number): void {
-  const timer = setTimeout(() => body.on('error', ignore).destroy(), timeoutMs);
-  body
-    .dump({ limit })
-    .catch(ignore)
-    .finally(() => clearTimeout(timer));
-}
