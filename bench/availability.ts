@@ -4,7 +4,14 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { projectRoot } from '../src/common/paths';
 import { runLoad, type LoadResult } from './load';
-import { forkHelper, startGateway, type GatewayProcess, BENCH_ADMIN_TOKEN, gatewayEnv } from './processes';
+import {
+  createBenchKey,
+  forkHelper,
+  startGateway,
+  type GatewayProcess,
+  BENCH_ADMIN_TOKEN,
+  gatewayEnv,
+} from './processes';
 import { renderTargetTable, writeSection, type TargetRow } from './results-file';
 import { log, machine, Run, runBenchmark, secondsFromEnv } from './run';
 import type { UpstreamUrls } from './upstream';
@@ -141,17 +148,8 @@ async function benchmark(run: Run): Promise<void> {
       env: gatewayEnv(database.url, config),
     }),
   );
-  const key = async (name: string, chain: object[]): Promise<string> => {
-    const res = await fetch(`${gateway.url}/v1/admin/keys`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name, chain }),
-    });
-    const body = (await res.json()) as { secret?: string };
-    if (res.status !== 201 || !body.secret)
-      throw new Error(`key creation failed: ${res.status} ${JSON.stringify(body)}`);
-    return body.secret;
-  };
+  const key = (name: string, chain: Array<{ provider: string; model: string }>): Promise<string> =>
+    createBenchKey(gateway.url, name, chain);
   const chatSecret = await key('availability chat', [{ provider: 'primary', model: CHAT_MODEL }]);
   const speechSecret = await key('availability speech', [{ provider: 'espeak', model: 'speech-02-hd' }]);
   const loadAtStart = loadavg()[0];

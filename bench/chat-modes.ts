@@ -1,7 +1,7 @@
 import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { projectRoot } from '../src/common/paths';
-import { startGateway, BENCH_ADMIN_TOKEN, gatewayEnv } from './processes';
+import { createBenchKey, startGateway, BENCH_ADMIN_TOKEN, gatewayEnv } from './processes';
 import type { GatewayProcess } from './processes';
 import type { Target } from './report';
 import { log, Run } from './run';
@@ -147,26 +147,14 @@ export async function bootGateway(
       }),
     }),
   );
-  const secret = await createKey(gateway.url, `bench ${label}`, mode.chain);
+  const secret = await createBenchKey(gateway.url, `bench ${label}`, mode.chain);
   if (options.trip ?? name === 'circuit-open') await tripPrimary(gateway.url, secret);
   const booted: BootedGateway = { gateway, secret, database: database.name };
   if (options.openKey) {
-    booted.openSecret = await createKey(gateway.url, `bench ${label} past an open circuit`, OPEN_KEY_CHAIN);
+    booted.openSecret = await createBenchKey(gateway.url, `bench ${label} past an open circuit`, OPEN_KEY_CHAIN);
     await tripPrimary(gateway.url, booted.openSecret, 'dead');
   }
   return booted;
-}
-
-async function createKey(url: string, name: string, chain: GatewayMode['chain']): Promise<string> {
-  const created = await fetch(`${url}/v1/admin/keys`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ name, chain }),
-  });
-  const body = (await created.json()) as { secret?: string };
-  if (created.status !== 201 || !body.secret)
-    throw new Error(`key creation failed: ${created.status} ${JSON.stringify(body)}`);
-  return body.secret;
 }
 
 /** Sends requests until the key's first step (`provider`) is skipped for an open circuit, then checks the health route agrees. */

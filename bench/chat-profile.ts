@@ -347,6 +347,7 @@ Session 19, point 2 again: undici's \`request\` itself (its headers object, the 
 end-of-stream wiring) was still about 24 µs of a streamed request's extra over a plain one. A chat stream is now read
 through undici's \`dispatch\` by \`SseReading\` (src/providers/sse-reading.ts), which parses and translates each read
 as it arrives into the iterator's queue; undici's share of the extra fell to about 8 µs (item 19 of the one-step
-profile notes, with the A/B figures). \`relaySse\` remains for MiniMax's speech stream, which reads the answer's
-content type first.
+profile notes, with the A/B figures). Session 21: MiniMax's speech stream reads through \`SseReading\` too, and
+\`relaySse\` is gone. MiniMax answers its errors to a stream request as one JSON body, so \`SseReading\` now reads a
+2xx JSON answer whole, up to a cap, as one event (\`wholeJsonCap\`); nothing in this chat benchmark's path changed.
 `;

@@ -5,7 +5,7 @@ import { Client } from 'pg';
 import { projectRoot } from '../src/common/paths';
 import { runLoad } from './load';
 import type { LoadResult } from './load';
-import { forkHelper, startGateway, BENCH_ADMIN_TOKEN, gatewayEnv } from './processes';
+import { createBenchKey, forkHelper, startGateway, BENCH_ADMIN_TOKEN, gatewayEnv } from './processes';
 import { renderTargetTable, writeSection } from './results-file';
 import type { TargetRow } from './results-file';
 import { log, machine, Run, runBenchmark, secondsFromEnv } from './run';
@@ -79,18 +79,10 @@ async function measureWindow(run: Run, urls: UpstreamUrls, window: string): Prom
       }),
     }),
   );
-  const created = await fetch(`${gateway.url}/v1/admin/keys`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-    body: JSON.stringify({
-      name: 'bench event lock',
-      chain: [
-        { provider: 'primary', model: 'bench-model' },
-        { provider: 'backup', model: 'bench-model' },
-      ],
-    }),
-  });
-  const { secret } = (await created.json()) as { secret: string };
+  const secret = await createBenchKey(gateway.url, 'bench event lock', [
+    { provider: 'primary', model: 'bench-model' },
+    { provider: 'backup', model: 'bench-model' },
+  ]);
   const spec = {
     url: `${gateway.url}${CHAT_PATH}`,
     headers: { authorization: `Bearer ${secret}` },

@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { projectRoot } from '../src/common/paths';
-import { rssMb, startGateway, BENCH_ADMIN_TOKEN } from './processes';
+import { createBenchKey, rssMb, startGateway, BENCH_ADMIN_TOKEN } from './processes';
 import { renderTargetTable, writeSection } from './results-file';
 import type { TargetRow } from './results-file';
 import { log, machine, Run, runBenchmark, secondsFromEnv } from './run';
@@ -70,17 +70,10 @@ async function measure(
   run.track(gateway);
   await sleep(SETTLE_SECONDS * 1000);
   const idle = sample(gateway.pid);
-  const admin = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
-  const key = (await (
-    await fetch(`${gateway.url}/v1/admin/keys`, {
-      method: 'POST',
-      headers: admin,
-      body: JSON.stringify({ name: 'memory', chain: [{ provider: 'espeak', model: 'speech-02-hd' }] }),
-    })
-  ).json()) as { secret: string };
+  const secret = await createBenchKey(gateway.url, 'memory', [{ provider: 'espeak', model: 'speech-02-hd' }]);
   const speech = await fetch(`${gateway.url}/v1/audio/speech`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
     body: JSON.stringify({
       model: 'speech-02-hd',
       text: 'How much memory does the gateway hold when it is idle?',

@@ -123,7 +123,6 @@ export function gatewayEnv(
 const BANNER = /Gateway listening on (http:\/\/\S+)/;
 const BOOT_POLL_MS = 100;
 
-/** Starts `node dist/src/main.js` with its output in a file, and waits (bounded) for its banner. */
 /**
  * The node flags `npm start` runs the service with (package.json's `start` script), so a benchmark
  * measures the process as it is deployed; the Dockerfile's CMD carries the same flags.
@@ -140,6 +139,7 @@ export function serviceNodeFlags(): string[] {
   return match[1].split(/\s+/).filter(Boolean);
 }
 
+/** Starts `node dist/src/main.js` with its output in a file, and waits (bounded) for its banner. */
 export async function startGateway(launch: GatewayLaunch): Promise<GatewayProcess> {
   const fd = openSync(launch.logFile, 'w');
   const child = spawn(process.execPath, [...serviceNodeFlags(), ...(launch.nodeArgs ?? []), launch.script], {
@@ -160,6 +160,23 @@ export async function startGateway(launch: GatewayLaunch): Promise<GatewayProces
   throw new Error(
     `gateway printed no banner within ${launch.bootTimeoutMs ?? 60000} ms:\n${readFileSync(launch.logFile, 'utf8').slice(-4000)}`,
   );
+}
+
+/** Creates a key with this chain through a bench gateway's admin API; its secret. */
+export async function createBenchKey(
+  url: string,
+  name: string,
+  chain: Array<{ provider: string; model: string }>,
+): Promise<string> {
+  const created = await fetch(`${url}/v1/admin/keys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${BENCH_ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name, chain }),
+  });
+  const body = (await created.json()) as { secret?: string };
+  if (created.status !== 201 || !body.secret)
+    throw new Error(`key creation failed: ${created.status} ${JSON.stringify(body)}`);
+  return body.secret;
 }
 
 /** Resident set size of a process in MB (VmRSS), or null once it is gone. */

@@ -5,7 +5,16 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
  * rewrites only its own section, so `npm run bench:speech` keeps the chat figures and vice versa.
  */
 
-export const SECTIONS = ['chat', 'chat-ab', 'speech', 'event-lock', 'availability', 'memory', 'usage-write'] as const;
+export const SECTIONS = [
+  'chat',
+  'chat-ab',
+  'speech',
+  'speech-ab',
+  'event-lock',
+  'availability',
+  'memory',
+  'usage-write',
+] as const;
 export type Section = (typeof SECTIONS)[number];
 
 const HEADER = `# Benchmark results

@@ -1,4 +1,4 @@
-import { cpSync, existsSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { loadavg } from 'node:os';
 import type { AddressInfo } from 'node:net';
@@ -11,8 +11,9 @@ import { parseFlacStreamInfo, parseWavHeader, pcmFrameCount, scanMp3Frames } fro
 import { cpuBetween, Roles, snapshot, waitForQuiet } from './cpu';
 import { percentile, runLoad } from './load';
 import type { LoadSpec } from './load';
-import { ask, forkHelper, rssMb, startGateway, watchRss, BENCH_ADMIN_TOKEN, gatewayEnv } from './processes';
+import { ask, forkHelper, rssMb, startGateway, watchRss, BENCH_ADMIN_TOKEN } from './processes';
 import type { Forked, GatewayProcess } from './processes';
+import { bootSpeechGateway, isUrl, type BootedGateway } from './speech-gateway';
 import { writeSection } from './results-file';
 import { log, machine, Run, runBenchmark, secondsFromEnv } from './run';
 import { EngineSpeed, FirstAudio, SpeechFigures, Startup, StreamsHeld, SyncCell } from './speech-figures';
@@ -77,7 +78,6 @@ function countFromEnv(name: string, fallback: number, max: number): number {
 const WS_SAMPLES = countFromEnv('BENCH_WS_SAMPLES', 200, 10000);
 const STREAMS = countFromEnv('BENCH_STREAMS', 1000, 20000);
 
-const isUrl = (m: unknown): m is { url: string } => typeof m === 'object' && m !== null && 'url' in m;
 const isCounts = (m: unknown): m is { counts: SpeechUpstreamCounts } =>
   typeof m === 'object' && m !== null && 'counts' in m;
 const isLast = (m: unknown): m is { last: unknown } => typeof m === 'object' && m !== null && 'last' in m;
@@ -100,39 +100,9 @@ function snapshotDist(run: Run): string {
 /** The snapshot's main.js, set when the run starts. */
 let gatewayScript = '';
 
-interface BootedGateway {
-  gateway: GatewayProcess;
-  database: string;
-  createKey(name: string, chain: Array<{ provider: string; model: string }>): Promise<string>;
-}
-
-async function bootGateway(run: Run, label: string, upstreamUrl: string): Promise<BootedGateway> {
-  const config = join(run.tmp, `gateway-${label}.yaml`);
-  writeFileSync(
-    config,
-    `providers:\n  - name: minimax\n    kind: minimax\n    base_url: ${upstreamUrl}\n    api_key: x\n  - name: espeak\n    kind: espeak\n`,
-  );
-  const database = await run.createDatabase(label);
-  const gateway = run.track(
-    await startGateway({
-      script: gatewayScript,
-      logFile: join(run.tmp, `gateway-${label}.log`),
-      env: gatewayEnv(database.url, config),
-    }),
-  );
-  const createKey = async (name: string, chain: Array<{ provider: string; model: string }>): Promise<string> => {
-    const res = await fetch(`${gateway.url}/v1/admin/keys`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name, chain }),
-    });
-    const body = (await res.json()) as { secret?: string };
-    if (res.status !== 201 || !body.secret)
-      throw new Error(`key creation failed: ${res.status} ${JSON.stringify(body)}`);
-    return body.secret;
-  };
-  return { gateway, database: database.name, createKey };
-}
+/** A gateway of the snapshot's build with MiniMax (the fake) and the offline engine. */
+const bootGateway = (run: Run, label: string, upstreamUrl: string): Promise<BootedGateway> =>
+  bootSpeechGateway(run, label, upstreamUrl, gatewayScript);
 
 /** Cores used by processes outside `roles` while `work` ran. */
 async function timed<T>(roles: () => Roles, work: () => Promise<T>): Promise<{ value: T; otherCores: number }> {
