@@ -250,6 +250,20 @@ Then, on a slower 2-core machine (its bare proxy did 7,700 req/s where the first
    micro-benchmark, too little to trade the kept library for code of our own. What the gateway does beyond the
    logged proxy is the work that reference leaves out (validation, metrics, rate limit, breaker, failover core,
    the fast path's routing), a microsecond or two each.
+21. **Session 21: the first byte at c=1, timed inside both processes.** A preload (not kept) stamped, per streamed
+   request at c=1, the \`request\` event, the upstream dispatch, the upstream's first bytes, the first client write,
+   the \`end\` and the next request, in the gateway and the logged stream proxy measured in turns (4 to 6 rounds of
+   3 s in each of six runs; the host's spells moved the first byte from 0.8 to 2.3 ms between runs). In the three
+   faster runs the upstream's wait (341 to 368 against 347 to 370 µs, medians) and the relay from its first bytes to
+   the client write (52 to 56 against 53 to 56 µs) were the same; the work before the upstream call was not: 97 to
+   108 against 66 to 73 µs from arrival to dispatch, the gap the first byte showed (0.03 to 0.12 ms). Marks inside
+   the gateway in one slow run (µs from arrival, medians): the fast path's routing check 12, the request id 9, the
+   key's admission 18, the body's end 69 (47 and 54 in two faster runs, where the logged proxy's came at 32), the
+   request line 25, the global pipes 29, the failover core and the adapter up to the dispatch 23. At c=1 each piece
+   runs cold and costs several times its share at c=20 (item 20: a microsecond or two each); none is large enough
+   that moving it would close the gap alone, and all but the routing check are required before the upstream call.
+   After the answer's \`end\` the gateway worked on for 93 µs (the logged proxy 58; one run) before its event loop
+   was free.
 
 Still open, and why: a failover request makes two upstream calls, each a socket write and read that the
 kernel charges to this process, plus its event's INSERT, so on this machine it costs about 1.7 times a
