@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
@@ -133,6 +134,59 @@ describe('request logs without an AsyncLocalStorage', () => {
       (l) => l.msg === 'request completed' && l.req?.id === id,
     );
     expect(requestLine).toMatchObject({ level: 30, res: { statusCode: 200 } });
+  });
+
+  it.each([
+    ['the chat fast path', '/v1/chat/completions'],
+    ['the Express route', '/v1/chat/completions?via=express'],
+  ])("times the request line from the request's arrival, its slow body included: %s", async (_what, path) => {
+    const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
+    const { hostname, port } = new URL(url);
+    // the headers at once, the body 400 ms later
+    const answered = new Promise<{ status: number; id: string }>((resolve, reject) => {
+      const req = httpRequest(
+        {
+          hostname,
+          port,
+          path,
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${secret}`,
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(body),
+          },
+        },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, id: String(res.headers['x-svc-request-id']) }));
+        },
+      );
+      req.on('error', reject);
+      req.flushHeaders();
+      setTimeout(() => req.end(body), 400);
+    });
+    const { status, id } = await answered;
+    expect(status).toBe(200);
+    const requestLine = await lineWhere(
+      `request line of ${id}`,
+      (l) => l.msg === 'request completed' && l.req?.id === id,
+    );
+    expect(requestLine.responseTime).toBeGreaterThanOrEqual(400);
+  });
+
+  it('writes the request line of a chat request the fast path refuses after reading its body', async () => {
+    const res = await request(url)
+      .post('/v1/chat/completions')
+      .set('Authorization', `Bearer ${secret}`)
+      .send({ model: 'gpt-4o-mini' });
+    expect(res.status).toBe(400);
+    const id = res.headers['x-svc-request-id'];
+    expect(id).toMatch(/^req_/);
+    const requestLine = await lineWhere(
+      `request line of ${id}`,
+      (l) => l.msg === 'request completed' && l.req?.id === id,
+    );
+    expect(requestLine).toMatchObject({ level: 40, res: { statusCode: 400 } });
   });
 
   it("names the request on a voice provider's failure warning", async () => {

@@ -1,5 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { startTime } from 'pino-http';
 import { newRequestId } from '../ids';
 
 export const REQUEST_ID_HEADER = 'x-svc-request-id';
@@ -13,8 +14,13 @@ interface WithId {
   id?: unknown;
 }
 
-/** Gives the request its `req_` id and puts it on the response (the Express chain and the chat fast path). */
+/**
+ * Gives the request its `req_` id and puts it on the response (the Express chain and the chat fast path), and
+ * marks its arrival: the request line's response time counts from here, before the body is read, however
+ * late its logger is made.
+ */
 export function assignRequestId(req: IncomingMessage, res: ServerResponse): string {
+  res[startTime] = Date.now();
   const id = newRequestId();
   (req as WithId).id = id;
   res.setHeader(REQUEST_ID_HEADER, id);
