@@ -14,8 +14,9 @@ import { projectRoot } from '../src/common/paths';
  * c=20 — alternating A, B, B, A… in short cells for many rounds (bench/ab-rounds.ts), so that a slow spell of
  * the shared host falls on both builds. Prints each round and the median of the per-round ratios, for "no
  * regression over 5 %" checks of a change, and writes them to bench/results.md (BENCH_NO_WRITE=1: print only).
- * Then, for the latency at c=1, both builds' requests taken in turns (bench/paired.ts): one step's time to the
- * whole answer and a stream's time to its first event, each build's p50 and their difference.
+ * Then, for the latency at c=1, both builds' requests taken in turns (bench/paired.ts, 20 in a row a turn, the
+ * first 5 not kept, as bench:chat judges its c=1 targets): one step's time to the whole answer and a stream's time
+ * to its first event, each build's p50 and their difference.
  * Env: BENCH_AB_ROUNDS (12), BENCH_AB_SECONDS (4), BENCH_AB_CASES (comma-separated case names, e.g.
  * `one step c=20`; default all), BENCH_AB_PAIRED_SECONDS (20 per group; 0: none), BENCH_BASELINE_LABEL (how
  * the file names the baseline, e.g. its commit; never a machine path).
@@ -58,8 +59,8 @@ function pairedLine(what: string, run: PairedRun): string {
   if (run.faults > 0) throw new Error(`${what}: ${run.faults} answers not 2xx or not from the expected provider`);
   return (
     `${what}, the two builds' requests taken in turns: p50 this build - baseline = ${ms(difference(run.all))} ` +
-    `(${run.all['this build'].p50.toFixed(3)} - ${run.all.baseline.p50.toFixed(3)} ms, ${run.all.baseline.count} turns ` +
-    `in ${run.seconds} s; ${blocks.length} blocks of consecutive turns: ${ms(Math.min(...blocks))} to ${ms(Math.max(...blocks))})`
+    `(${run.all['this build'].p50.toFixed(3)} - ${run.all.baseline.p50.toFixed(3)} ms, ${run.all.baseline.count} requests ` +
+    `each in ${run.seconds} s; ${blocks.length} blocks of consecutive turns: ${ms(Math.min(...blocks))} to ${ms(Math.max(...blocks))})`
   );
 }
 
@@ -75,7 +76,7 @@ async function pairedLines(thisBuild: BootedGateway, other: BootedGateway): Prom
     const run = await pairedRequests(
       [pairedTarget('this build', thisBuild, body, firstByte), pairedTarget('baseline', other, body, firstByte)],
       PAIRED_SECONDS,
-      { warmupSeconds: 3, blocks: 10 },
+      { warmupSeconds: 3, blocks: 10, inARow: 20, settling: 5 },
     );
     lines.push(pairedLine(what, run));
   }
@@ -100,7 +101,7 @@ runBenchmark('bench:chat-ab', async (run) => {
     'Written by `npm run bench:chat-ab` (bench/chat-ab.ts): one-step gateways of both builds side by side, each case\n' +
       `measured in alternating ${SECONDS} s cells (A B, then B A) for ${ROUNDS} rounds; the ratio is the median of the per-round ratios.` +
       (PAIRED_SECONDS > 0
-        ? ` Then at c=1 the two builds' requests in turns (one keep-alive connection each, A B then B A) for ${PAIRED_SECONDS} s per line.`
+        ? ` Then at c=1 the two builds' requests in turns (one keep-alive connection each, A B then B A, 20 in a row a turn of which the first 5 not kept) for ${PAIRED_SECONDS} s per line.`
         : ''),
     lines,
   );

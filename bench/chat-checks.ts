@@ -211,7 +211,11 @@ function pairedFigure(
     blocks.length > 0
       ? `; ${blocks.length} blocks of consecutive turns: ${show(Math.min(...blocks))} to ${show(Math.max(...blocks))}`
       : '';
-  return { value, text: `${show(value)} (${count} turns in ${run.seconds} s${spread})` };
+  const taken =
+    run.inARow > 1
+      ? `${count} requests each in ${run.seconds} s, ${run.inARow} in a row a turn of which the first ${run.settling} not kept`
+      : `${count} turns in ${run.seconds} s`;
+  return { value, text: `${show(value)} (${taken}${spread})` };
 }
 
 const msText = (x: number): string => `${ms(x)} ms`;
@@ -225,8 +229,9 @@ interface C1Targets {
 
 /**
  * Issue 16's c=1 targets. With paired requests (bench/paired.ts: the entries' requests taken in turns, one at a
- * time, so both sides of a figure see the same moments of the host) they are judged by those, and the medians of
- * the interleaved rounds are shown beside them; without (BENCH_PAIRED_SECONDS=0), by the rounds as before.
+ * time, so both sides of a figure see the same moments of the host) they are judged by those, each target's
+ * requests in runs, and beside them the same with one request a turn and the medians of the interleaved rounds;
+ * without (BENCH_PAIRED_SECONDS=0), by the rounds as before.
  */
 function c1Targets(rounds: Rounds, cells: Cell[]): C1Targets {
   const openRounds = roundRatio(rounds, 'gateway circuit open, one-step process c=1', 'gateway one step c=1');
@@ -265,15 +270,24 @@ function c1Targets(rounds: Rounds, cells: Cell[]): C1Targets {
     };
   const info = (name: string, value: string): Check => ({ name, value, target: '-', pass: null });
   const inRounds = `the same from the interleaved rounds (autocannon cells of ${rounds.seconds} s)`;
+  const oneATurn = "with one request a turn (each target's request after the other targets')";
+  const cold = paired.oneATurn;
   const over = (top: string, bottom: string) => (f: Record<string, PairedFigures>) => f[top].p50 - f[bottom].p50;
   // at c=1 a target's req/s is one over its mean time per request
-  const open = pairedFigure(
-    paired.c1,
-    (f) => f['gateway one step'].mean / f['gateway circuit open, one-step process'].mean,
-    pct,
-  );
-  const firstByte = pairedFigure(paired.firstByte, over('gateway stream', 'bare stream proxy'), msText);
-  const added = pairedFigure(paired.c1, over('gateway one step', 'upstream direct'), msText);
+  const openRatio = (f: Record<string, PairedFigures>): number =>
+    f['gateway one step'].mean / f['gateway circuit open, one-step process'].mean;
+  const open = pairedFigure(paired.c1, openRatio, pct);
+  const streamOverBare = over('gateway stream', 'bare stream proxy');
+  const firstByte = pairedFigure(paired.firstByte, streamOverBare, msText);
+  const addedOver = over('gateway one step', 'upstream direct');
+  const added = pairedFigure(paired.c1, addedOver, msText);
+  const references = [
+    ['bare proxy', 'bare proxy'],
+    ['logged proxy (bare proxy + the per-request work every request needs)', 'logged proxy'],
+  ] as const;
+  const loggedStream =
+    'streaming first byte at c=1 of the logged stream proxy (bare stream proxy + the per-request work every streamed request needs), p50 over the bare streaming proxy';
+  const loggedStreamOver = over('logged stream proxy', 'bare stream proxy');
   return {
     circuitOpen: [
       judged(
@@ -282,6 +296,7 @@ function c1Targets(rounds: Rounds, cells: Cell[]): C1Targets {
         `>= ${pct(GOALS_16.circuitOpenVsOneStep)}`,
         open.value >= GOALS_16.circuitOpenVsOneStep,
       ),
+      info(`the same ${oneATurn}`, pairedFigure(cold.c1, openRatio, pct).text),
       info(inRounds, openRounds.text),
     ],
     firstByte: [
@@ -291,11 +306,10 @@ function c1Targets(rounds: Rounds, cells: Cell[]): C1Targets {
         atMostMs(GOALS_16.firstByteOverBareMs),
         firstByte.value <= GOALS_16.firstByteOverBareMs,
       ),
+      info(`the same ${oneATurn}`, pairedFigure(cold.firstByte, streamOverBare, msText).text),
       info(inRounds, firstByteRounds.text),
-      info(
-        'streaming first byte at c=1 of the logged stream proxy (bare stream proxy + the per-request work every streamed request needs), p50 over the bare streaming proxy, taken in the same turns',
-        pairedFigure(paired.firstByte, over('logged stream proxy', 'bare stream proxy'), msText).text,
-      ),
+      info(`${loggedStream}, taken in the same turns`, pairedFigure(paired.firstByte, loggedStreamOver, msText).text),
+      info(`the same ${oneATurn}`, pairedFigure(cold.firstByte, loggedStreamOver, msText).text),
     ],
     addedP50: [
       judged(
@@ -304,18 +318,15 @@ function c1Targets(rounds: Rounds, cells: Cell[]): C1Targets {
         atMostMs(GOALS_16.addedP50AtC1Ms),
         added.value <= GOALS_16.addedP50AtC1Ms,
       ),
+      info(`the same ${oneATurn}`, pairedFigure(cold.c1, addedOver, msText).text),
       info(inRounds, addedRounds.text),
-      ...(
-        [
-          ['bare proxy', 'bare proxy'],
-          ['logged proxy (bare proxy + the per-request work every request needs)', 'logged proxy'],
-        ] as const
-      ).map(([what, name]) =>
+      ...references.flatMap(([what, name]) => [
         info(
           `added p50 at c=1 of the ${what} (- upstream direct), taken in the same turns`,
           pairedFigure(paired.c1, over(name, 'upstream direct'), msText).text,
         ),
-      ),
+        info(`the same ${oneATurn}`, pairedFigure(cold.c1, over(name, 'upstream direct'), msText).text),
+      ]),
     ],
   };
 }

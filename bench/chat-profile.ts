@@ -264,6 +264,30 @@ Then, on a slower 2-core machine (its bare proxy did 7,700 req/s where the first
    that moving it would close the gap alone, and all but the routing check are required before the upstream call.
    After the answer's \`end\` the gateway worked on for 93 µs (the logged proxy 58; one run) before its event loop
    was free.
+22. **Session 22: one request a turn measured every request cold.** Measured alone, one after the other (10 s
+   each at c=1, streaming), the gateway's and the logged stream proxy's p50 to the first event were 0.621 and 0.609
+   ms, their main threads' CPU 552 and 546 µs a request. Taken in turns with one request a turn, the gateway was
+   0.09 to 0.16 ms behind the logged stream proxy in every run, whatever its place in the turn (three orders, two
+   runs each: 0.16, 0.11, 0.10, 0.12, 0.10, 0.09 ms), so following its own request at the edge of a turn was not
+   the cause. With each target's requests in runs (bare stream proxy, logged stream proxy, gateway; 12 s each way,
+   three runs; over the bare stream proxy, then over the logged stream proxy): one a turn 0.434 / 0.227 / 0.195 and
+   0.158 / 0.117 / 0.097 ms; two in a row, the first not kept, 0.166 / 0.185 / 0.164 and 0.016 / 0.028 / 0.067;
+   twenty in a row, the first five not kept, 0.134 / 0.116 / 0.142 and 0.045 / 0.039 / 0.030. Every target's p50
+   fell in runs (the bare stream proxy's from 0.69 to 1.27 ms to 0.52 to 0.56): a request that follows other
+   processes' requests finds the caches and branch predictors as they left them, and the gateway, the process that
+   touches the most code and heap per request, pays the most for it. A c=1 client of a gateway sends it one request
+   after another, so the paired figures are now taken in runs of 20, the first 5 not kept (turns of a few tens of
+   ms, still fine enough for the host's spells), with one request a turn shown beside them. Measured and left
+   alone: \`strace -c\` of the main threads at c=1, streaming: 7.76 against 7.75 syscalls a request (the gateway
+   writes a whole stream in one writev where the logged proxy writes its end apart); the request line's logger made
+   after the upstream dispatch instead of before, in \`bench:chat-ab\`'s paired lines against the build before
+   (one request a turn, 20 s): one step +0.019 ms, first event -0.004 ms, inside the blocks' spread (-0.030 to
+   +0.038), so not kept; at c=20 a 32 MB semi-space cut the scavenges' time to a third (33 to 47 against 103 to 121
+   ms in 4 s) and \`--single-threaded-gc\` changed nothing, and neither moved the p99 beyond the cells' own spread
+   (medians of 4 rounds 19.15 ms with the start flags, 21.08 and 20.35 with those, req/s from 2,072 to 3,515 across
+   the cells); the idle gateway's main thread uses 3 to 4 % of a core, mostly the once-a-second re-reads of shared
+   state (keys, circuits, counts: \`SVC_SYNC_INTERVAL_MS\`) through TypeORM, and wakes every 10 ms for prom-client's
+   event-loop-lag timer.
 
 Still open, and why: a failover request makes two upstream calls, each a socket write and read that the
 kernel charges to this process, plus its event's INSERT, so on this machine it costs about 1.7 times a

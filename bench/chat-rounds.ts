@@ -80,8 +80,13 @@ const ROUND_WARMUP_SECONDS = secondsFromEnv('BENCH_WARMUP_SECONDS', 2);
 const CELL_WARMUP_SECONDS = secondsFromEnv('BENCH_CELL_WARMUP_SECONDS', 1);
 /** Each group of paired requests at c=1 after the rounds (bench/paired.ts); 0 leaves them out (the c=1 targets are then judged by the rounds). */
 const PAIRED_SECONDS = process.env.BENCH_PAIRED_SECONDS === '0' ? 0 : secondsFromEnv('BENCH_PAIRED_SECONDS', 30);
-/** Turns before the kept ones (a first block of turns ran slower in trials with 1 s), and the blocks a figure's spread is read from. */
-const PAIRED_OPTIONS = { warmupSeconds: 3, blocks: 10 };
+/**
+ * Turns before the kept ones (a first block of turns ran slower in trials with 1 s), the blocks a figure's spread
+ * is read from, and each target's requests per turn: 20 in a row, the first 5 not kept (bench/chat-profile.ts
+ * item 22). The judged figures; the same with one request a turn is shown beside them.
+ */
+const PAIRED_OPTIONS = { warmupSeconds: 3, blocks: 10, inARow: 20, settling: 5 };
+const ONE_A_TURN = { ...PAIRED_OPTIONS, inARow: 1, settling: 0 };
 
 interface Spec {
   url: string;
@@ -260,46 +265,46 @@ export async function interleavedRounds(
   }
   if (PAIRED_SECONDS > 0) {
     rounds.paired = await paired(entries);
-    rounds.faults += rounds.paired.c1.faults + rounds.paired.firstByte.faults;
+    const { c1, firstByte, oneATurn } = rounds.paired;
+    rounds.faults += c1.faults + firstByte.faults + oneATurn.c1.faults + oneATurn.firstByte.faults;
   }
   for (const booted of [...Object.values(ours), ...Object.values(theirs ?? {})]) await booted.gateway.stop();
   for (const helper of [loggedFailover, logged, relay, bare]) await helper.stop();
   return rounds;
 }
 
-/** The c=1 figures again, the same entries' requests taken in turns (bench/paired.ts): two groups, one after the other. */
+/**
+ * The c=1 figures again, the same entries' requests taken in turns (bench/paired.ts): two groups, each in runs of
+ * requests (judged) and with one request a turn (shown beside).
+ */
 async function paired(entries: Entry[]): Promise<NonNullable<Rounds['paired']>> {
   const target = (name: string, as: string): PairedTarget => {
     const entry = entries.find((e) => e.name === name);
     if (!entry) throw new Error(`no entry ${name} to pair`);
     return { name: as, ...entry.spec, firstByte: entry.firstByte };
   };
-  log(`paired requests at c=1: ${PAIRED_SECONDS} s per group`);
-  const c1 = await pairedRequests(
-    [
-      target('upstream direct c=1', 'upstream direct'),
-      target('bare proxy c=1', 'bare proxy'),
-      target('logged proxy c=1', 'logged proxy'),
-      target('gateway one step c=1', 'gateway one step'),
-      target('gateway circuit open, one-step process c=1', 'gateway circuit open, one-step process'),
-    ],
-    PAIRED_SECONDS,
-    PAIRED_OPTIONS,
-  );
-  const firstByte = await pairedRequests(
-    [
-      target('bare stream proxy first byte', 'bare stream proxy'),
-      target('logged stream proxy first byte', 'logged stream proxy'),
-      target('gateway stream first byte', 'gateway stream'),
-    ],
-    PAIRED_SECONDS,
-    PAIRED_OPTIONS,
-  );
-  for (const run of [c1, firstByte])
+  log(`paired requests at c=1: ${PAIRED_SECONDS} s per group and way`);
+  const c1Targets = [
+    target('upstream direct c=1', 'upstream direct'),
+    target('bare proxy c=1', 'bare proxy'),
+    target('logged proxy c=1', 'logged proxy'),
+    target('gateway one step c=1', 'gateway one step'),
+    target('gateway circuit open, one-step process c=1', 'gateway circuit open, one-step process'),
+  ];
+  const firstByteTargets = [
+    target('bare stream proxy first byte', 'bare stream proxy'),
+    target('logged stream proxy first byte', 'logged stream proxy'),
+    target('gateway stream first byte', 'gateway stream'),
+  ];
+  const c1 = await pairedRequests(c1Targets, PAIRED_SECONDS, PAIRED_OPTIONS);
+  const c1OneATurn = await pairedRequests(c1Targets, PAIRED_SECONDS, ONE_A_TURN);
+  const firstByte = await pairedRequests(firstByteTargets, PAIRED_SECONDS, PAIRED_OPTIONS);
+  const firstByteOneATurn = await pairedRequests(firstByteTargets, PAIRED_SECONDS, ONE_A_TURN);
+  for (const run of [c1, c1OneATurn, firstByte, firstByteOneATurn])
     log(
-      `  ${Object.entries(run.all)
+      `  ${run.inARow} a turn: ${Object.entries(run.all)
         .map(([name, f]) => `${name} p50 ${f.p50.toFixed(3)} ms mean ${f.mean.toFixed(3)} ms (${f.count})`)
         .join(', ')}; ${run.faults} faults`,
     );
-  return { c1, firstByte };
+  return { c1, firstByte, oneATurn: { c1: c1OneATurn, firstByte: firstByteOneATurn } };
 }

@@ -4,11 +4,13 @@ import { percentile } from './load';
 
 /**
  * Paired requests at concurrency 1: several targets served one request at a time, in turns (A B C, then
- * C B A, …), each over its own keep-alive connection. Two targets' requests are never more than a few
- * milliseconds apart, so a slow spell of the shared host falls on every target alike: the finest
- * interleaving there is, for the figures measured at c=1 (a time per request or a p50), where 3 s rounds
- * still differ by tens of percent with the host's state. At c=1 a target's req/s is one over its mean
- * time per request, so the ratio of two targets' means is the ratio of their req/s at c=1.
+ * C B A, …), each over its own keep-alive connection. In each turn a target gets `inARow` requests one after
+ * another, as a c=1 client sends them, and the first `settling` of those are not kept: they meet the process
+ * as the other targets' requests left the machine's caches, which no client of one gateway does (with one
+ * request a turn, a larger process paid for it the most: bench/chat-profile.ts item 22). Two targets' runs are
+ * then a few tens of milliseconds apart, so a slow spell of the shared host falls on every target alike, where
+ * 3 s rounds still differ by tens of percent with the host's state. At c=1 a target's req/s is one over its
+ * mean time per request, so the ratio of two targets' means is the ratio of their req/s at c=1.
  */
 
 export interface PairedTarget {
@@ -29,8 +31,21 @@ export interface PairedFigures {
   mean: number;
 }
 
+export interface PairedOptions {
+  /** Turns before the kept ones (default 1 s). */
+  warmupSeconds?: number;
+  /** The run is cut in this many equal parts for a figure's spread (default 10). */
+  blocks?: number;
+  /** Requests to a target one after another in each turn (default 1). */
+  inARow?: number;
+  /** Of those, the first ones not kept (default 0). */
+  settling?: number;
+}
+
 export interface PairedRun {
   seconds: number;
+  inARow: number;
+  settling: number;
   /** Each target's figures over the whole run. */
   all: Record<string, PairedFigures>;
   /** The same per block of consecutive turns (the run cut in `blocks` equal parts), for the spread of a figure. */
@@ -67,27 +82,32 @@ async function timed(client: Client, target: PairedTarget, path: string): Promis
   return { ms, ok };
 }
 
-/** Turns of one request per target for `seconds` (after `warmupSeconds` of the same, not kept). */
+/** Turns of `inARow` requests per target for `seconds` (after `warmupSeconds` of the same, not kept). */
 export async function pairedRequests(
   targets: PairedTarget[],
   seconds: number,
-  options: { warmupSeconds?: number; blocks?: number } = {},
+  options: PairedOptions = {},
 ): Promise<PairedRun> {
   const blocks = options.blocks ?? 10;
+  const inARow = options.inARow ?? 1;
+  const settling = options.settling ?? 0;
+  if (!(settling < inARow)) throw new Error(`paired requests: ${settling} settling of ${inARow} in a row keeps none`);
   const clients = targets.map((t) => new Client(new URL(t.url).origin));
   const paths = targets.map((t) => new URL(t.url).pathname);
-  const turns: number[][] = [];
+  /** Per turn, each target's kept times. */
+  const turns: number[][][] = [];
   let faults = 0;
   try {
     const turn = async (index: number, keep: boolean): Promise<void> => {
       // forwards on even turns, backwards on odd ones: no target always follows the same one
       const order = index % 2 === 0 ? targets.map((_, i) => i) : targets.map((_, i) => targets.length - 1 - i);
-      const times = new Array<number>(targets.length);
-      for (const i of order) {
-        const { ms, ok } = await timed(clients[i], targets[i], paths[i]);
-        times[i] = ms;
-        if (keep && !ok) faults += 1;
-      }
+      const times = targets.map((): number[] => []);
+      for (const i of order)
+        for (let n = 0; n < inARow; n++) {
+          const { ms, ok } = await timed(clients[i], targets[i], paths[i]);
+          if (keep && !ok) faults += 1;
+          if (n >= settling) times[i].push(ms);
+        }
       if (keep) turns.push(times);
     };
     const warmUntil = performance.now() + (options.warmupSeconds ?? 1) * 1000;
@@ -98,10 +118,12 @@ export async function pairedRequests(
     await Promise.all(clients.map((c) => c.close()));
   }
   const of = (from: number, to: number): Record<string, PairedFigures> =>
-    Object.fromEntries(targets.map((t, i) => [t.name, figures(turns.slice(from, to).map((times) => times[i]))]));
+    Object.fromEntries(targets.map((t, i) => [t.name, figures(turns.slice(from, to).flatMap((times) => times[i]))]));
   const size = Math.floor(turns.length / blocks);
   return {
     seconds,
+    inARow,
+    settling,
     all: of(0, turns.length),
     blocks: size > 0 ? Array.from({ length: blocks }, (_, b) => of(b * size, (b + 1) * size)) : [],
     faults,

@@ -69,8 +69,11 @@ export interface Rounds {
   p50: Record<string, number[]>;
   /** Non-2xx responses, socket errors and header mismatches over all rounds. */
   faults: number;
-  /** The c=1 figures from requests taken in turns (bench/paired.ts): one step, circuit open and the references; the first byte. */
-  paired?: { c1: PairedRun; firstByte: PairedRun };
+  /**
+   * The c=1 figures from requests taken in turns (bench/paired.ts): one step, circuit open and the references; the
+   * first byte. Each target's requests in runs (judged), and `oneATurn` the same with one request a turn.
+   */
+  paired?: { c1: PairedRun; firstByte: PairedRun; oneATurn: { c1: PairedRun; firstByte: PairedRun } };
 }
 
 export function renderTable(cells: Cell[]): string {
@@ -162,10 +165,13 @@ Written by \`npm run bench:chat\` (bench/chat.ts).
   issue 16's three c=1 targets are judged: the entries' requests taken in turns on one keep-alive connection each,
   one request at a time (upstream direct, bare proxy, logged proxy, one step, circuit open; then the bare stream
   proxy, the logged stream proxy and the streaming one step for the first byte), forwards then backwards, for BENCH_PAIRED_SECONDS (30 s)
-  after 3 s of the same; the two sides of a figure are then never more than a few milliseconds apart, where two
-  3 s cells of a round can fall on different states of the host (their per-round figures spread over tens of
-  percent). At c=1 req/s is one over the mean time per request, so the circuit-open ratio is one step's mean time
-  over circuit open's. Each paired figure is shown with its range over 10 blocks of consecutive turns; the webhook
+  after 3 s of the same, each target's requests 20 in a row a turn, as a c=1 client sends them, the first 5 of
+  each run not kept; the two sides of a figure are then a few tens of milliseconds apart, where two 3 s cells of
+  a round can fall on different states of the host (their per-round figures spread over tens of percent). The
+  same with one request a turn is shown beside: there every request meets the machine's caches as the other
+  targets' requests left them, which no client of one gateway does, and the larger process pays the most for it
+  (bench/chat-profile.ts item 22). At c=1 req/s is one over the mean time per request, so the circuit-open ratio
+  is one step's mean time over circuit open's. Each paired figure is shown with its range over 10 blocks of consecutive turns; the webhook
   figure counts deliveries to one subscriber of a circuit-open gateway loaded at c=20 for one
   \`SVC_FAILOVER_EVENT_WINDOW\` (BENCH_WEBHOOK_SECONDS, default 30 s)
 - The req/s ratio targets are the median of per-round ratios from interleaved short rounds (every target
