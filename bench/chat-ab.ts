@@ -3,7 +3,7 @@ import { chosenCases, compareBuilds, reportComparison, type AbCase, type AbTarge
 import { baselineScript, bootGateway, CHAT_BODY, CHAT_PATH, MODES, STREAM_BODY } from './chat-modes';
 import type { BootedGateway } from './chat-modes';
 import { isUrls } from './chat-measure';
-import { pairedRequests, type PairedRun, type PairedTarget } from './paired';
+import { IN_RUNS, pairedRequests, type PairedRun, type PairedTarget } from './paired';
 import { forkHelper } from './processes';
 import { runBenchmark, secondsFromEnv } from './run';
 import { projectRoot } from '../src/common/paths';
@@ -76,7 +76,7 @@ async function pairedLines(thisBuild: BootedGateway, other: BootedGateway): Prom
     const run = await pairedRequests(
       [pairedTarget('this build', thisBuild, body, firstByte), pairedTarget('baseline', other, body, firstByte)],
       PAIRED_SECONDS,
-      { warmupSeconds: 3, blocks: 10, inARow: 20, settling: 5 },
+      IN_RUNS,
     );
     lines.push(pairedLine(what, run));
   }

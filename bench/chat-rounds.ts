@@ -3,7 +3,7 @@ import { bootGateway, CHAT_BODY, CHAT_PATH, MODES, STREAM_BODY } from './chat-mo
 import type { BootedGateway, ModeName } from './chat-modes';
 import { isProxyUrl } from './chat-measure';
 import { measureFirstByte } from './first-byte';
-import { pairedRequests } from './paired';
+import { IN_RUNS, pairedRequests } from './paired';
 import type { PairedTarget } from './paired';
 import { runLoad } from './load';
 import { LOGGED_PROXY_SECRET } from './logged-proxy';
@@ -80,13 +80,8 @@ const ROUND_WARMUP_SECONDS = secondsFromEnv('BENCH_WARMUP_SECONDS', 2);
 const CELL_WARMUP_SECONDS = secondsFromEnv('BENCH_CELL_WARMUP_SECONDS', 1);
 /** Each group of paired requests at c=1 after the rounds (bench/paired.ts); 0 leaves them out (the c=1 targets are then judged by the rounds). */
 const PAIRED_SECONDS = process.env.BENCH_PAIRED_SECONDS === '0' ? 0 : secondsFromEnv('BENCH_PAIRED_SECONDS', 30);
-/**
- * Turns before the kept ones (a first block of turns ran slower in trials with 1 s), the blocks a figure's spread
- * is read from, and each target's requests per turn: 20 in a row, the first 5 not kept (bench/chat-profile.ts
- * item 22). The judged figures; the same with one request a turn is shown beside them.
- */
-const PAIRED_OPTIONS = { warmupSeconds: 3, blocks: 10, inARow: 20, settling: 5 };
-const ONE_A_TURN = { ...PAIRED_OPTIONS, inARow: 1, settling: 0 };
+/** The judged c=1 figures are taken IN_RUNS (bench/chat-profile.ts item 22); the same with one request a turn is shown beside them. */
+const ONE_A_TURN = { ...IN_RUNS, inARow: 1, settling: 0 };
 
 interface Spec {
   url: string;
@@ -296,9 +291,9 @@ async function paired(entries: Entry[]): Promise<NonNullable<Rounds['paired']>> 
     target('logged stream proxy first byte', 'logged stream proxy'),
     target('gateway stream first byte', 'gateway stream'),
   ];
-  const c1 = await pairedRequests(c1Targets, PAIRED_SECONDS, PAIRED_OPTIONS);
+  const c1 = await pairedRequests(c1Targets, PAIRED_SECONDS, IN_RUNS);
   const c1OneATurn = await pairedRequests(c1Targets, PAIRED_SECONDS, ONE_A_TURN);
-  const firstByte = await pairedRequests(firstByteTargets, PAIRED_SECONDS, PAIRED_OPTIONS);
+  const firstByte = await pairedRequests(firstByteTargets, PAIRED_SECONDS, IN_RUNS);
   const firstByteOneATurn = await pairedRequests(firstByteTargets, PAIRED_SECONDS, ONE_A_TURN);
   for (const run of [c1, c1OneATurn, firstByte, firstByteOneATurn])
     log(

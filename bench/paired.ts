@@ -42,6 +42,12 @@ export interface PairedOptions {
   settling?: number;
 }
 
+/**
+ * How the c=1 figures are taken (bench:chat's judged ones, bench:chat-ab's): 3 s of turns first (a first block ran
+ * slower in trials with 1 s), 10 blocks for a figure's spread, 20 requests in a row a turn, the first 5 not kept.
+ */
+export const IN_RUNS: PairedOptions = { warmupSeconds: 3, blocks: 10, inARow: 20, settling: 5 };
+
 export interface PairedRun {
   seconds: number;
   inARow: number;
