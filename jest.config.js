@@ -6,9 +6,10 @@ const transform = {
 module.exports = {
   // a hung hook or test fails after a minute instead of holding the run (jest reads this only at the top level)
   testTimeout: 60000,
-  // one worker process (a 2-core machine gets one either way), replaced between test files once its heap passes
-  // 1 GB: run in the jest process itself, the heap grew past 4 GB over the suites, and its collections' pauses
-  // fell on the e2e tests that time an answer (a /healthz while speech runs, a request line's clock)
+  // test files run in worker processes (on a 2-core machine one), each replaced between files once its heap passes
+  // 1 GB. Run in the jest process itself (jest's choice for one worker without this), that process grew past 4 GB
+  // RSS over the suites, and its collections' pauses fell on the e2e tests that time an answer (a /healthz while
+  // speech runs, a request line's clock)
   workerIdleMemoryLimit: '1GB',
   projects: [
     {
