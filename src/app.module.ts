@@ -1,9 +1,9 @@
-import { MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
+import { Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { LoggerModule } from 'nestjs-pino';
 import { AdminToken } from './auth/admin-token';
 import { globalPipelineProviders } from './auth/global-pipeline';
-import { loggerParams, RequestLineMiddleware } from './config/logging';
+import { loggerParams } from './config/logging';
 import { ChatModule } from './chat/chat.module';
 import { AppConfigModule } from './config/config.module';
 import { EnvironmentVariables } from './config/env.schema';
@@ -54,9 +54,4 @@ import { WebhooksModule } from './webhooks/webhooks.module';
     ...globalPipelineProviders(),
   ],
 })
-export class AppModule implements NestModule {
-  configure(consumer: MiddlewareConsumer): void {
-    // where nestjs-pino's middleware was, without its AsyncLocalStorage (see loggerParams)
-    consumer.apply(RequestLineMiddleware).forRoutes({ path: '*', method: RequestMethod.ALL });
-  }
-}
+export class AppModule {}

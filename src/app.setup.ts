@@ -13,6 +13,7 @@ import { requestIdMiddleware } from './common/http/request-id';
 import { refuseUnreadBody } from './common/http/unread-body';
 import { ChatFastPath } from './chat/chat-fast-path';
 import { EnvironmentVariables } from './config/env.schema';
+import { requestLineMiddleware } from './config/logging';
 import { KeyDirectory } from './keys/key-directory';
 import { MetricsService } from './metrics/metrics.service';
 import { MINIMAX_STREAM_PATH, STREAM_PATH } from './speech/stream/speech-stream.gateway';
@@ -43,6 +44,7 @@ export function setupApp(app: NestExpressApplication): NestExpressApplication {
   app.set('etag', false);
   app.set('query parser', 'simple');
   app.use(requestIdMiddleware);
+  app.use(requestLineMiddleware(app.get(EnvironmentVariables)));
   app.use(app.get(MetricsService).httpMiddleware);
   app.use(credentialBeforeBody(app.get(KeyDirectory), app.get(AdminToken)));
   app.use(jsonBody);

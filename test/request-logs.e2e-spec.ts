@@ -183,6 +183,35 @@ describe('request logs without an AsyncLocalStorage', () => {
     expect(requestLine.responseTime).toBeLessThanOrEqual(clientElapsedMs + 50);
   });
 
+  const tooLarge = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x'.repeat(1100000) }] });
+  it.each([
+    ['the chat fast path, no key', '/v1/chat/completions', null, '{"model":"gpt-4o-mini"}', 401],
+    ['the chat fast path, an unknown key', '/v1/chat/completions', 'sk-unknown', '{"model":"gpt-4o-mini"}', 401],
+    ['the chat fast path, a body that is not JSON', '/v1/chat/completions', 'valid', '{"model":', 400],
+    ['the chat fast path, a body over 1 MiB', '/v1/chat/completions', 'valid', tooLarge, 413],
+    ['an Express route, an unknown key', '/v1/audio/speech', 'sk-unknown', '{"model":"speech-02-hd"}', 401],
+    ['an Express route, a body that is not JSON', '/v1/chat/completions?via=express', 'valid', '{"model":', 400],
+    ['an Express route, a body over 1 MiB', '/v1/chat/completions?via=express', 'valid', tooLarge, 413],
+  ])(
+    'writes the request line of a request refused before or at its body: %s',
+    async (_what, path, credential, body, status) => {
+      const call = request(url).post(path).set('Content-Type', 'application/json');
+      if (credential) call.set('Authorization', `Bearer ${credential === 'valid' ? secret : credential}`);
+      const res = await call.send(body);
+      expect(res.status).toBe(status);
+      const id = res.headers['x-svc-request-id'];
+      expect(id).toMatch(/^req_/);
+      const requestLine = await lineWhere(
+        `request line of ${id}`,
+        (l) => l.msg === 'request completed' && l.req?.id === id,
+      );
+      expect(requestLine).toMatchObject({ level: 40, res: { statusCode: status } });
+      // the credential is never written, a wrong one included
+      expect(JSON.stringify(requestLine)).not.toContain('sk-unknown');
+      if (credential === 'valid') expect(JSON.stringify(requestLine)).not.toContain(secret);
+    },
+  );
+
   it('writes the request line of a chat request the fast path refuses after reading its body', async () => {
     const res = await request(url)
       .post('/v1/chat/completions')

@@ -47,9 +47,9 @@ const sameClasses = (instances: readonly object[], classes: readonly Type<unknow
 /**
  * `POST /v1/chat/completions` without Express routing, Nest's execution context and rxjs, for the plain case
  * (exact path, a JSON body): the steps of the Nest pipeline in its order, each done by the same code —
- * request id and metrics (the middleware's), the key and its rate limit before the body (credentialBeforeBody
- * and the AuthGuard's `authenticateProxyKey`; MultipartOnUploadRoutes has nothing to refuse on a JSON body),
- * the JSON body parser, the request log, the route's FailoverInterceptor (the same ProxiedCall), the
+ * request id, the request log and metrics (the middlewares'), the key and its rate limit before the body
+ * (credentialBeforeBody and the AuthGuard's `authenticateProxyKey`; MultipartOnUploadRoutes has nothing to refuse
+ * on a JSON body), the JSON body parser, the route's FailoverInterceptor (the same ProxiedCall), the
  * application's global pipes themselves, `ChatService`, and the ApiErrorFilter's `renderError`.
  * On every request it checks that the application's enhancers are still exactly those (GLOBAL_GUARDS,
  * GLOBAL_FILTERS, no global interceptor, the route's FailoverInterceptor alone): if one was added, the
@@ -130,6 +130,8 @@ export class ChatFastPath {
 
   handle(req: FastRequest, res: ServerResponse): void {
     assignRequestId(req, res);
+    // the request line first, as on the Express chain: a request refused before or at its body is logged too
+    this.requestLine()(req, res);
     this.metrics.countOnClose(res);
     req.route = CHAT_ROUTE;
     // the key first, from the headers: an unauthenticated body is never read (credentialBeforeBody's rule);
@@ -160,7 +162,6 @@ export class ChatFastPath {
         renderError(toDomainError(err) ?? err, req, res, this.logger);
         return;
       }
-      this.requestLine()(req, res);
       void this.serve(req, res, key);
     };
     // plain UTF-8 JSON is read directly (raw-body, as body-parser would); anything else by body-parser itself

@@ -1,4 +1,3 @@
-import { Injectable, NestMiddleware } from '@nestjs/common';
 import { PinoLogger, type Params } from 'nestjs-pino';
 import { pinoHttp } from 'pino-http';
 import type { HttpLogger, Options } from 'pino-http';
@@ -28,7 +27,7 @@ const LOG_FLUSH_MS = 100;
  * JSON logs, credentials redacted, written to stdout off the request path. nestjs-pino's own middleware is
  * applied to no route (`forRoutes: []`): it binds each request's logger in an AsyncLocalStorage, and on Node 20
  * that turns on a promise hook for every promise of the process (without it the chat routes answer 7 to 10 %
- * more requests a second: bench/chat-profile.ts). The request line is written by RequestLineMiddleware (and the
+ * more requests a second: bench/chat-profile.ts). The request line is written by requestLineMiddleware (and the
  * chat fast path) instead, with the same options; a line written while serving a request names it with
  * `request_id` (`requestFields`).
  */
@@ -50,19 +49,19 @@ export function requestLineWriter(env: EnvironmentVariables): () => HttpLogger {
   return () => (writer ??= pinoHttp({ ...httpLoggerOptions(env), logger: PinoLogger.root }));
 }
 
-/** Every Express route's request line (`request completed`, with the status, time and who served). */
-@Injectable()
-export class RequestLineMiddleware implements NestMiddleware {
-  private readonly writer: () => HttpLogger;
-
-  constructor(env: EnvironmentVariables) {
-    this.writer = requestLineWriter(env);
-  }
-
-  use(req: IncomingMessage, res: ServerResponse, next: () => void): void {
-    this.writer()(req, res);
+/**
+ * Every request's line (`request completed`, with the status, time and who served), on the Express chain
+ * right after the request id: a request refused before its body is read (no key, an unknown one, its rate
+ * limit) or whose body is refused (not JSON, too large) gets its line too, so the id its error names is in the log.
+ */
+export function requestLineMiddleware(
+  env: EnvironmentVariables,
+): (req: IncomingMessage, res: ServerResponse, next: () => void) => void {
+  const writer = requestLineWriter(env);
+  return (req, res, next) => {
+    writer()(req, res);
     next();
-  }
+  };
 }
 
 /** pino-http's options: the Nest middleware's, and the chat fast path's (which logs the same line). */
