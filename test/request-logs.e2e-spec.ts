@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
@@ -211,6 +212,30 @@ describe('request logs without an AsyncLocalStorage', () => {
       if (credential === 'valid') expect(JSON.stringify(requestLine)).not.toContain(secret);
     },
   );
+
+  it.each([
+    ['bytes that are not HTTP', 'NOT HTTP AT ALL\r\n\r\n', 400, 'invalid_value'],
+    [
+      'headers over 16 KiB',
+      `GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20000)}\r\n\r\n`,
+      431,
+      'headers_too_large',
+    ],
+  ])('writes a line with the request id of a request the HTTP parser refuses: %s', async (_what, raw, status, code) => {
+    const { hostname, port } = new URL(url);
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), hostname, () => socket.end(raw));
+      let text = '';
+      socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
+      socket.on('close', () => resolve(text));
+      socket.on('error', reject);
+    });
+    expect(answer.startsWith(`HTTP/1.1 ${status} `)).toBe(true);
+    const id = /x-svc-request-id: (req_\S+)/i.exec(answer)?.[1];
+    expect(id).toMatch(/^req_/);
+    const line = await lineWhere(`warning of ${id}`, (l) => l.request_id === id);
+    expect(line).toMatchObject({ level: 40, context: 'HttpParser', status, code });
+  });
 
   it('writes the request line of a chat request the fast path refuses after reading its body', async () => {
     const res = await request(url)
