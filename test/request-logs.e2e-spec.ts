@@ -6,6 +6,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
+import { WebSocket } from 'ws';
 import { FakeMiniMax, startFakeMiniMax } from './fakes/fake-minimax';
 import { FakeOpenAi, startFakeOpenAi } from './fakes/fake-openai';
 import { spawnService, ServiceProcess } from './support/process';
@@ -236,6 +237,43 @@ describe('request logs without an AsyncLocalStorage', () => {
     const line = await lineWhere(`warning of ${id}`, (l) => l.request_id === id);
     expect(line).toMatchObject({ level: 40, context: 'HttpParser', status, code });
   });
+
+  it.each([
+    ['an unknown path', '/ws/nowhere?api_key=sk-unknown', '/ws/nowhere', 404, 'route_not_found'],
+    [
+      'the stream, an unknown key',
+      '/v1/audio/speech/stream?api_key=sk-unknown',
+      '/v1/audio/speech/stream',
+      401,
+      'invalid_api_key',
+    ],
+    [
+      "MiniMax's stream path, an unknown key",
+      '/ws/v1/t2a_v2?api_key=sk-unknown',
+      '/ws/v1/t2a_v2',
+      401,
+      'invalid_api_key',
+    ],
+  ])(
+    'writes a line with the request id of a refused WebSocket upgrade: %s',
+    async (_what, path, logged, status, code) => {
+      const ws = new WebSocket(`${url.replace(/^http/, 'ws')}${path}`);
+      const refused = await new Promise<{ status: number; id: string }>((resolve, reject) => {
+        ws.on('unexpected-response', (_req, res) => {
+          res.resume();
+          resolve({ status: res.statusCode ?? 0, id: String(res.headers['x-svc-request-id']) });
+        });
+        ws.on('error', () => undefined);
+        ws.once('open', () => reject(new Error('the upgrade was accepted')));
+      });
+      expect(refused.status).toBe(status);
+      expect(refused.id).toMatch(/^req_/);
+      const line = await lineWhere(`warning of ${refused.id}`, (l) => l.request_id === refused.id);
+      expect(line).toMatchObject({ level: 40, context: 'WebSocketUpgrade', status, code, path: logged });
+      // the query, which may hold a credential, is not written
+      expect(JSON.stringify(line)).not.toContain('sk-unknown');
+    },
+  );
 
   it('writes the request line of a chat request the fast path refuses after reading its body', async () => {
     const res = await request(url)

@@ -1,4 +1,4 @@
-import { INestApplicationContext } from '@nestjs/common';
+import { INestApplicationContext, Logger } from '@nestjs/common';
 import { WsAdapter } from '@nestjs/platform-ws';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -9,6 +9,20 @@ import { REQUEST_ID_HEADER, SDK_REQUEST_ID_HEADER } from './request-id';
 
 /** What Nest's adapter registers per gateway: a ws server without a port, and the path it serves. */
 type PathServer = WebSocketServer & { path: string };
+
+const logger = new Logger('WebSocketUpgrade');
+
+/**
+ * The log line of an upgrade refused with `error` (no HTTP request line is written for an upgrade): its id, as
+ * the refusal's headers carry it, its status and code, and the path without its query (which may hold a credential).
+ */
+export function logRefusedUpgrade(request: IncomingMessage, error: DomainError, requestId: string): void {
+  const path = (request.url ?? '/').split('?', 1)[0];
+  logger.warn(
+    { request_id: requestId, status: error.status, code: error.code, path },
+    `refused a WebSocket upgrade to ${path} (${error.status} ${error.code}) as ${requestId}`,
+  );
+}
 
 /** An HTTP answer written on the raw socket of an upgrade that will not become a WebSocket. */
 export function refuseUpgrade(socket: Duplex, error: DomainError, requestId: string): void {
@@ -53,11 +67,7 @@ export class GatewayWsAdapter extends WsAdapter {
     try {
       pathname = new URL(request.url ?? '/', 'http://localhost').pathname;
     } catch {
-      return refuseUpgrade(
-        socket,
-        new DomainError('invalid_value', 'The upgrade request has an invalid URL.'),
-        newRequestId(),
-      );
+      return this.refuse(request, socket, new DomainError('invalid_value', 'The upgrade request has an invalid URL.'));
     }
     const servers = (this.wsServersRegistry.get(port) ?? []) as PathServer[];
     const served = this.aliases[pathname] ?? pathname;
@@ -69,8 +79,14 @@ export class GatewayWsAdapter extends WsAdapter {
         'route_not_found',
         `Unknown WebSocket path: ${pathname}. WebSocket paths: ${known}.`,
       );
-      return refuseUpgrade(socket, error, newRequestId());
+      return this.refuse(request, socket, error);
     }
     server.handleUpgrade(request, socket, head, (ws: WebSocket) => server.emit('connection', ws, request));
+  }
+
+  private refuse(request: IncomingMessage, socket: Duplex, error: DomainError): void {
+    const requestId = newRequestId();
+    logRefusedUpgrade(request, error, requestId);
+    refuseUpgrade(socket, error, requestId);
   }
 }

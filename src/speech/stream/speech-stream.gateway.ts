@@ -8,6 +8,7 @@ import { admitProxyKey, authenticateProxyKey, ProxyKeyCheck } from '../../auth/a
 import { DomainError } from '../../common/errors/domain-error';
 import { newId, newRequestId } from '../../common/ids';
 import { REQUEST_ID_HEADER, requestIdOf, SDK_REQUEST_ID_HEADER } from '../../common/http/request-id';
+import { logRefusedUpgrade } from '../../common/http/gateway-ws-adapter';
 import { EnvironmentVariables } from '../../config/env.schema';
 import { FailoverService } from '../../failover/failover.service';
 import { AuthenticatedKey, KeyDirectory } from '../../keys/key-directory';
@@ -178,12 +179,14 @@ export class SpeechStreamGateway
     const requestId = newRequestId();
     (request as IncomingMessage & { id?: string }).id = requestId;
     const idHeaders = { [REQUEST_ID_HEADER]: requestId, [SDK_REQUEST_ID_HEADER]: requestId };
-    const refuse = (error: DomainError): void =>
+    const refuse = (error: DomainError): void => {
+      logRefusedUpgrade(request, error, requestId);
       done(false, error.status, JSON.stringify(error.toBody()), {
         ...error.headers,
         'Content-Type': 'application/json',
         ...idHeaders,
       });
+    };
     try {
       const url = new URL(request.url ?? '/', 'http://localhost');
       const key = await this.authenticate(request, url);
