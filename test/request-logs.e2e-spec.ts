@@ -275,6 +275,25 @@ describe('request logs without an AsyncLocalStorage', () => {
     },
   );
 
+  it('writes the line of a WebSocket stream when it closes, with the id of its 101', async () => {
+    const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/v1/audio/speech/stream`, {
+      headers: { Authorization: `Bearer ${secret}` },
+    });
+    // the 101's id ('upgrade' comes just before 'open', in the same turn)
+    let id = '';
+    ws.once('upgrade', (res) => (id = String(res.headers['x-svc-request-id'])));
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+    });
+    expect(id).toMatch(/^req_/);
+    ws.close(1000, 'bye');
+    const line = await lineWhere(`stream line of ${id}`, (l) => l.request_id === id && l.context === 'SpeechStream');
+    expect(line).toMatchObject({ level: 30, close_code: 1000, close_reason: 'bye', turns: 0 });
+    expect(typeof line.session_id).toBe('string');
+    expect(line.duration_ms).toEqual(expect.any(Number));
+  });
+
   it('writes the request line of a chat request the fast path refuses after reading its body', async () => {
     const res = await request(url)
       .post('/v1/chat/completions')

@@ -51,6 +51,7 @@ export class SpeechStreamSession {
   private turns = 0;
   /** Turns queued or being spoken: the one running is the task's last once task_finish came and this is 1. */
   private queuedTurns = 0;
+  private readonly openedAt = Date.now();
 
   constructor(
     private readonly ws: WebSocket,
@@ -79,7 +80,7 @@ export class SpeechStreamSession {
       touch: () => this.touch(),
     });
     ws.on('message', (data, isBinary) => this.onMessage(data as Buffer, isBinary));
-    ws.on('close', () => this.onClose());
+    ws.on('close', (code: number, reason: Buffer) => this.onClose(code, reason));
     this.send({ event: 'connected_success' });
     this.touch();
   }
@@ -278,13 +279,25 @@ export class SpeechStreamSession {
     else this.ws.close(code, reason.slice(0, 120));
   }
 
-  private onClose(): void {
+  private onClose(code: number, reason: Buffer): void {
     if (this.idleTimer) clearTimeout(this.idleTimer);
     if (this.state !== 'closed') {
       this.state = 'closed';
       for (const controller of this.inFlight) controller.abort();
     }
     this.audio.drop();
+    // the stream's own line, as an HTTP request has its request line: the upgrade's id, how it ended, how long it ran
+    this.logger.log(
+      {
+        request_id: this.requestId,
+        session_id: this.sessionId,
+        close_code: code,
+        close_reason: reason.toString('utf8'),
+        turns: this.turns,
+        duration_ms: Date.now() - this.openedAt,
+      },
+      `stream ${this.sessionId} closed (${code})`,
+    );
   }
 
   private touch(): void {
