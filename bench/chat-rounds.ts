@@ -80,7 +80,7 @@ const ROUND_WARMUP_SECONDS = secondsFromEnv('BENCH_WARMUP_SECONDS', 2);
 const CELL_WARMUP_SECONDS = secondsFromEnv('BENCH_CELL_WARMUP_SECONDS', 1);
 /** Each group of paired requests at c=1 after the rounds (bench/paired.ts); 0 leaves them out (the c=1 targets are then judged by the rounds). */
 const PAIRED_SECONDS = process.env.BENCH_PAIRED_SECONDS === '0' ? 0 : secondsFromEnv('BENCH_PAIRED_SECONDS', 30);
-/** The judged c=1 figures are taken IN_RUNS (bench/chat-profile.ts item 22); the same with one request a turn is shown beside them. */
+/** The judged c=1 figures are taken IN_RUNS (docs/performance.md, "How figures are judged"); the same with one request a turn is shown beside them. */
 const ONE_A_TURN = { ...IN_RUNS, inARow: 1, settling: 0 };
 
 interface Spec {

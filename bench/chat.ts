@@ -5,7 +5,6 @@ import { projectRoot } from '../src/common/paths';
 import { runLoad } from './load';
 import { forkHelper } from './processes';
 import type { Forked } from './processes';
-import { CHAT_PROFILE_NOTE, STREAM_PROFILE_NOTE } from './chat-profile';
 import { checks } from './chat-checks';
 import { baselineScript, bootGateway, CHAT_BODY, CHAT_PATH, MODES, STREAM_BODY } from './chat-modes';
 import type { ModeName } from './chat-modes';
@@ -161,12 +160,7 @@ async function benchmark(run: Run): Promise<void> {
     seconds: MEASURE_SECONDS,
   };
   const write = process.env.BENCH_NO_WRITE !== '1';
-  if (write)
-    writeSection(
-      RESULTS_FILE,
-      'chat',
-      `${renderResults(info, cells, list).trimEnd()}\n\n${STREAM_PROFILE_NOTE}\n${CHAT_PROFILE_NOTE}`,
-    );
+  if (write) writeSection(RESULTS_FILE, 'chat', renderResults(info, cells, list));
   process.stdout.write(
     `\n${renderTable(cells)}\n\n${renderChecks(list)}\n\n${write ? `written to ${RESULTS_FILE}` : 'not written (BENCH_NO_WRITE=1)'} (${info.cores} cores, ${info.date})\n`,
   );

@@ -7,7 +7,7 @@ import { percentile } from './load';
  * C B A, …), each over its own keep-alive connection. In each turn a target gets `inARow` requests one after
  * another, as a c=1 client sends them, and the first `settling` of those are not kept: they meet the process
  * as the other targets' requests left the machine's caches, which no client of one gateway does (with one
- * request a turn, a larger process paid for it the most: bench/chat-profile.ts item 22). Two targets' runs are
+ * request a turn, a larger process paid for it the most: docs/performance.md). Two targets' runs are
  * then a few tens of milliseconds apart, so a slow spell of the shared host falls on every target alike, where
  * 3 s rounds still differ by tens of percent with the host's state. At c=1 a target's req/s is one over its
  * mean time per request, so the ratio of two targets' means is the ratio of their req/s at c=1.

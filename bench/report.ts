@@ -126,62 +126,14 @@ export function renderResults(info: RunInfo, cells: Cell[], list: Check[]): stri
   );
   return `## Chat benchmark
 
-Written by \`npm run bench:chat\` (bench/chat.ts).
+Written by \`npm run bench:chat\` (bench/chat.ts); the method, the references and the conclusions are in
+[docs/performance.md](../docs/performance.md).
 
 - Date: ${info.date}
 - Cores (\`nproc\`): ${info.cores} (${info.cpu})
 - Node: ${info.node}
 - Each cell: ${info.warmupSeconds} s warm-up, then ${info.seconds} s measured, autocannon with c keep-alive connections, no pipelining
-- Request: \`POST /v1/chat/completions\` \`{"model":"bench-model","messages":[{"role":"user","content":"hi"}]}\`, non-streaming;
-  *stream* targets send the same with \`"stream": true\` (the fake upstream answers in 7 events plus \`[DONE]\`, one write each)
-- Load generator, fake upstream, the references and the gateway are separate processes on the same cores; one target is measured at a time
-- References: *bare proxy* = \`node:http\` + an undici pool passing bytes through, four headers added (bench/bare-proxy.ts);
-  *bare proxy chunked* = the same writing the upstream's answer chunk by chunk as it arrives (chunked transfer
-  encoding, no content-length); *bare stream proxy* = that relay answering the streaming request (the SSE passed through);
-  *logged proxy* = the bare proxy plus only the work every gateway request needs (key hash, body parsed and model
-  replaced, answer parsed with \`provider\` added, the gateway's own request line to a file (pino-http with the
-  gateway's options), each upstream call under a timer as the gateway's, a usage record batched to PostgreSQL;
-  bench/logged-proxy.ts), for information: about the most a gateway that logs, authenticates and records can reach;
-  *logged failover* = the logged proxy sending each request to the 500ing upstream first (error body read, a warning
-  logged), then to the answering one, its failover event stored before the answer (decisions §8; concurrent events
-  share an INSERT, at most two in flight) and the alert header added: the same floor for a request that fails over;
-  *logged stream proxy* = the logged proxy answering the streaming request: the bare stream proxy's relay with the
-  same per-request work, each event parsed (usage, a mid-stream error) and sent on with \`provider\` appended
-- Gateway: \`node dist/src/main.js\`, \`LOG_LEVEL=info\` (JSON logs written to a file), proxy-key auth, usage records,
-  x-svc-* headers, a fresh PostgreSQL database per gateway process; one gateway process per mode
-- Modes: *one step* = chain \`[primary]\`; *failover* = chain \`[primary, backup]\`, primary always answers 500,
-  \`SVC_BREAKER_THRESHOLD=1000000000\` so every request really tries it first; *circuit open* = the same chain,
-  default threshold, the primary's circuit tripped before measuring (\`SVC_BREAKER_COOLDOWN_MS=600000\`); in the
-  rounds the one-step gateway also holds a second key, chain \`[dead, backup]\` with dead's circuit tripped at boot,
-  and issue 16's circuit-open targets compare its two keys in that one process (the two paths, not two processes'
-  histories); the circuit-open gateway of its own is shown beside them
-- Each target that writes to PostgreSQL starts after a CHECKPOINT, so the writes of the target before are not
-  flushed while it is measured
-- Targets marked [16] are issue 16's (the others are the earlier targets, kept so the change is visible); the
-  c=1 ratios, the first byte (request sent to the first SSE event, one keep-alive connection) and the added p50
-  (the one-step gateway's p50 at c=1 less the upstream's own, measured beside it; the bare and the logged proxy's
-  the same way, as the floor any proxy and the required work set) are measured twice: in the same interleaved
-  rounds, as medians of per-round differences, and after the rounds in paired requests (bench/paired.ts), by which
-  issue 16's three c=1 targets are judged: the entries' requests taken in turns on one keep-alive connection each,
-  one request at a time (upstream direct, bare proxy, logged proxy, one step, circuit open; then the bare stream
-  proxy, the logged stream proxy and the streaming one step for the first byte), forwards then backwards, for BENCH_PAIRED_SECONDS (30 s)
-  after 3 s of the same, each target's requests 20 in a row a turn, as a c=1 client sends them, the first 5 of
-  each run not kept; the two sides of a figure are then a few tens of milliseconds apart, where two 3 s cells of
-  a round can fall on different states of the host (their per-round figures spread over tens of percent). The
-  same with one request a turn is shown beside: there every request meets the machine's caches as the other
-  targets' requests left them, which no client of one gateway does, and the larger process pays the most for it
-  (bench/chat-profile.ts item 22). At c=1 req/s is one over the mean time per request, so the circuit-open ratio
-  is one step's mean time over circuit open's. Each paired figure is shown with its range over 10 blocks of consecutive turns; the webhook
-  figure counts deliveries to one subscriber of a circuit-open gateway loaded at c=20 for one
-  \`SVC_FAILOVER_EVENT_WINDOW\` (BENCH_WEBHOOK_SECONDS, default 30 s)
-- The req/s ratio targets are the median of per-round ratios from interleaved short rounds (every target
-  running at once, measured one after another in each round, the two sides of each ratio back to back or one
-  entry apart, every other round in the reverse order, each cell after 1 s of unmeasured load:
-  BENCH_CELL_WARMUP_SECONDS), so a slow spell of the shared host falls on both sides of a ratio and no process
-  is measured cold after idling through the rest of the round; the ratio of the longer cells in the tables is
-  shown beside it
-- Latency percentiles are computed from every response's own time (sub-millisecond), nearest rank
-- On a shared VM absolute figures move by tens of percent between runs; the targets compare cells of the same run
+- Targets marked [16] are issue 16's; ratios are medians of interleaved rounds, c=1 targets are judged by paired requests
 
 ### Targets
 

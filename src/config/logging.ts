@@ -27,7 +27,7 @@ const LOG_FLUSH_MS = 100;
  * JSON logs, credentials redacted, written to stdout off the request path. nestjs-pino's own middleware is
  * applied to no route (`forRoutes: []`): it binds each request's logger in an AsyncLocalStorage, and on Node 20
  * that turns on a promise hook for every promise of the process (without it the chat routes answer 7 to 10 %
- * more requests a second: bench/chat-profile.ts). The request line is written by requestLineMiddleware (and the
+ * more requests a second: docs/performance.md). The request line is written by requestLineMiddleware (and the
  * chat fast path) instead, with the same options; a line written while serving a request names it with
  * `request_id` (`requestFields`).
  */
