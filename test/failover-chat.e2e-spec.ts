@@ -8,7 +8,7 @@ import {
   health,
   modelsSent,
   ProviderPool,
-  REQUEST_ID,
+  expectServedBy,
   servedAlert,
   sleep,
 } from './support/failover';
@@ -44,11 +44,7 @@ describe('chat completion failover', () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ object: 'chat.completion', model: 'm-a', provider: a.name });
     expect(res.body.choices[0].message.content).toBe(a.fake.replyFor('m-a'));
-    expect(res.headers['x-svc-provider-used']).toBe(a.name);
-    expect(res.headers['x-svc-is-fallback']).toBe('false');
-    expect(res.headers['x-svc-fallback-level']).toBe('0');
-    expect(res.headers['x-svc-request-id']).toMatch(REQUEST_ID);
-    expect(res.headers['x-svc-fallback-alert']).toBeUndefined();
+    expectServedBy(res, { provider: a.name, level: 0, alert: null });
     expect(modelsSent(a.fake)).toEqual(['m-a']);
     expect(b.fake.count()).toBe(0);
   });
@@ -66,9 +62,7 @@ describe('chat completion failover', () => {
 
     expect(res.status).toBe(200);
     expect(res.body.provider).toBe(b.name);
-    expect(res.headers['x-svc-provider-used']).toBe(b.name);
-    expect(res.headers['x-svc-is-fallback']).toBe('false');
-    expect(res.headers['x-svc-fallback-level']).toBe('0');
+    expectServedBy(res, { provider: b.name, level: 0 });
     expect(modelsSent(b.fake)).toEqual(['m-shared']);
     expect(a.fake.count()).toBe(0);
     expect(c.fake.count()).toBe(0);
@@ -110,10 +104,7 @@ describe('chat completion failover', () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ provider: c.name, model: 'llama-3' });
     expect(res.body.choices[0].message.content).toBe(c.fake.replyFor('llama-3'));
-    expect(res.headers['x-svc-provider-used']).toBe(c.name);
-    expect(res.headers['x-svc-is-fallback']).toBe('true');
-    expect(res.headers['x-svc-fallback-level']).toBe('2');
-    expect(JSON.parse(res.headers['x-svc-fallback-alert'])).toEqual(servedAlert(b.name, 'HTTP 503', c.name, 2));
+    expectServedBy(res, { provider: c.name, level: 2, alert: servedAlert(b.name, 'HTTP 503', c.name, 2) });
     expect(modelsSent(a.fake)).toEqual(['gpt-4o']);
     expect(modelsSent(b.fake)).toEqual(['claude-haiku']);
     expect(modelsSent(c.fake)).toEqual(['llama-3']);
@@ -145,11 +136,7 @@ describe('chat completion failover', () => {
       expect(res.status).toBe(200);
       expect(res.body.provider).toBe(b.name);
       expect(res.body.choices[0].message.content).toBe(b.fake.replyFor('m-b'));
-      expect(res.headers['x-svc-provider-used']).toBe(b.name);
-      expect(res.headers['x-svc-is-fallback']).toBe('true');
-      expect(res.headers['x-svc-fallback-level']).toBe('1');
-      expect(res.headers['x-svc-request-id']).toMatch(REQUEST_ID);
-      expect(JSON.parse(res.headers['x-svc-fallback-alert'])).toEqual(servedAlert(a.name, reason, b.name, 1));
+      expectServedBy(res, { provider: b.name, level: 1, alert: servedAlert(a.name, reason, b.name, 1) });
       expect(modelsSent(a.fake)).toEqual(['m-a']);
       expect(modelsSent(b.fake)).toEqual(['m-b']);
     },
@@ -247,11 +234,7 @@ describe('chat completion failover', () => {
         code: 'upstream_rejected',
       },
     });
-    expect(res.headers['x-svc-provider-used']).toBe(a.name);
-    expect(res.headers['x-svc-is-fallback']).toBe('false');
-    expect(res.headers['x-svc-fallback-level']).toBe('0');
-    expect(res.headers['x-svc-request-id']).toMatch(REQUEST_ID);
-    expect(res.headers['x-svc-fallback-alert']).toBeUndefined();
+    expectServedBy(res, { provider: a.name, level: 0, alert: null });
     expect(b.fake.count()).toBe(0);
   });
 
@@ -287,10 +270,7 @@ describe('chat completion failover', () => {
     expect(res.status).toBe(400);
     expect(res.body.error).toMatchObject({ type: 'invalid_request_error', code: 'upstream_rejected' });
     expect(res.body.error.message).toContain('messages[0].content is too long for m-b');
-    expect(res.headers['x-svc-provider-used']).toBe(b.name);
-    expect(res.headers['x-svc-is-fallback']).toBe('true');
-    expect(res.headers['x-svc-fallback-level']).toBe('1');
-    expect(JSON.parse(res.headers['x-svc-fallback-alert'])).toEqual(servedAlert(a.name, 'HTTP 503', b.name, 1));
+    expectServedBy(res, { provider: b.name, level: 1, alert: servedAlert(a.name, 'HTTP 503', b.name, 1) });
     expect(c.fake.count()).toBe(0);
   });
 
@@ -370,13 +350,8 @@ describe('chat completion failover', () => {
     expect(res.body).toEqual({
       error: { message: expect.any(String), type: 'upstream_error', param: null, code: 'all_providers_failed' },
     });
-    expect(res.headers['x-svc-request-id']).toMatch(REQUEST_ID);
     // every answer carries the failover headers (interface §4.3): none served, after the chain reached level 1
-    expect(res.headers).toMatchObject({
-      'x-svc-provider-used': 'none',
-      'x-svc-is-fallback': 'true',
-      'x-svc-fallback-level': '1',
-    });
+    expectServedBy(res, { provider: 'none', level: 1 });
     const alert = JSON.parse(res.headers['x-svc-fallback-alert']) as Record<string, unknown>;
     expect(alert).toEqual({
       message: expect.any(String),
@@ -408,13 +383,7 @@ describe('chat completion failover', () => {
         code: 'model_not_supported',
       },
     });
-    expect(res.headers['x-svc-request-id']).toMatch(REQUEST_ID);
-    expect(res.headers).toMatchObject({
-      'x-svc-provider-used': 'none',
-      'x-svc-is-fallback': 'false',
-      'x-svc-fallback-level': '0',
-    });
-    expect(res.headers['x-svc-fallback-alert']).toBeUndefined();
+    expectServedBy(res, { provider: 'none', level: 0, alert: null });
     expect(a.fake.count()).toBe(0);
     expect(b.fake.count()).toBe(0);
   });
@@ -442,12 +411,7 @@ describe('chat completion failover', () => {
 
       expect(res.status).toBe(status);
       expect(res.body.error).toEqual(expect.objectContaining({ type: expect.any(String), code: expect.any(String) }));
-      expect(res.headers).toMatchObject({
-        'x-svc-provider-used': 'none',
-        'x-svc-is-fallback': 'false',
-        'x-svc-fallback-level': '0',
-      });
-      expect(res.headers['x-svc-request-id']).toMatch(REQUEST_ID);
+      expectServedBy(res, { provider: 'none', level: 0 });
       expect(a.fake.count()).toBe(0);
     },
   );
@@ -519,13 +483,7 @@ describe('chat completion failover', () => {
     expect(res.body).toEqual({
       error: { message: expect.any(String), type: 'upstream_error', param: null, code: 'no_provider_available' },
     });
-    expect(res.headers['x-svc-request-id']).toMatch(REQUEST_ID);
-    expect(JSON.parse(res.headers['x-svc-fallback-alert'])).toMatchObject({ exhausted_provider: b.name });
-    expect(res.headers).toMatchObject({
-      'x-svc-provider-used': 'none',
-      'x-svc-is-fallback': 'true',
-      'x-svc-fallback-level': '1',
-    });
+    expectServedBy(res, { provider: 'none', level: 1, alert: expect.objectContaining({ exhausted_provider: b.name }) });
     expect(a.fake.count(CHAT_PATH)).toBe(1);
     expect(b.fake.count(CHAT_PATH)).toBe(1);
     // the caps' minute ends in this many seconds: when the key is served again

@@ -131,6 +131,34 @@ export const servedAlert = (
 
 export const REQUEST_ID = /^req_[0-9A-Za-z]+$/;
 
+/** Who served an answer, as the x-svc-* headers say it (decisions §4). */
+export interface ServedBy {
+  /** `x-svc-provider-used`: a provider's name, or `none`. */
+  provider: string;
+  /** `x-svc-fallback-level`. */
+  level: number;
+  /** `x-svc-is-fallback`; by default true past level 0. */
+  fallback?: boolean;
+  /** The parsed `x-svc-fallback-alert` (an exact value, or an asymmetric matcher); null: the header is absent. */
+  alert?: unknown;
+}
+
+/** The failover headers of one answer, and its request id. */
+export function expectServedBy(res: { headers: Record<string, string> }, served: ServedBy): void {
+  expect({
+    provider: res.headers['x-svc-provider-used'],
+    fallback: res.headers['x-svc-is-fallback'],
+    level: res.headers['x-svc-fallback-level'],
+  }).toEqual({
+    provider: served.provider,
+    fallback: String(served.fallback ?? served.level > 0),
+    level: String(served.level),
+  });
+  expect(res.headers['x-svc-request-id']).toMatch(REQUEST_ID);
+  if (served.alert === null) expect(res.headers['x-svc-fallback-alert']).toBeUndefined();
+  else if (served.alert !== undefined) expect(JSON.parse(res.headers['x-svc-fallback-alert'])).toEqual(served.alert);
+}
+
 /** One server-sent event's `data`, parsed unless it is `[DONE]`. */
 export type SseData = Record<string, unknown> | '[DONE]';
 
