@@ -60,7 +60,11 @@ export function exitOnSignals(app: INestApplication): void {
     drained
       .then(() => app.close())
       .then(
-        () => process.exit(0),
+        () => {
+          // the last line says the stop finished, so a process manager's log does not end at "draining"
+          process.stderr.write(`stopped after ${Date.now() - closingSince} ms: exiting 0\n`);
+          process.exit(0);
+        },
         (err: Error) => {
           process.stderr.write(`shutdown failed: ${err.message}\n`);
           process.exit(1);

@@ -168,6 +168,8 @@ describe('SIGTERM', () => {
     expect(await stream.closed).toBe(1001);
     expect(stream.closeReason).toBe('server shutting down');
     expect(await service.exited).toBe(0);
+    // the log does not end at "draining": a line says the stop finished
+    expect(service.output()).toMatch(/SIGTERM received: draining[\s\S]*\nstopped after \d+ ms: exiting 0\n/);
 
     const answered = [...before, ...during];
     const requestIds = answered.map((a) => a.requestId);
