@@ -39,8 +39,16 @@ async function api(path, options = {}) {
 }
 const apiJson = async (path, options) => (await api(path, options)).json();
 
-function setKeyStatus() {
-  $('key-status').textContent = key() ? `key …${key().slice(-4)} (this tab only)` : 'no key';
+/** `accepted`: what the gateway said of the key (null while not yet asked). */
+function setKeyStatus(accepted = null) {
+  const status = $('key-status');
+  const tail = `key …${key().slice(-4)}`;
+  status.textContent = !key()
+    ? 'no key'
+    : accepted === false
+      ? `${tail} is not accepted by the gateway`
+      : `${tail}${accepted ? ' accepted' : ''} (this tab only)`;
+  status.classList.toggle('bad', Boolean(key()) && accepted === false);
 }
 
 $('key-form').addEventListener('submit', (event) => {
@@ -71,6 +79,8 @@ const currentPage = () => (PAGES.includes(location.hash.slice(1)) ? location.has
 
 function showPage() {
   const page = currentPage();
+  // an error belongs to the page it happened on
+  showError('');
   for (const section of document.querySelectorAll('main section')) section.hidden = section.dataset.page !== page;
   for (const link of document.querySelectorAll('nav a[data-page]'))
     link.classList.toggle('active', link.dataset.page === page);
@@ -106,12 +116,29 @@ async function loadVoices() {
   }
   try {
     const list = await apiJson('/v1/audio/voices');
+    setKeyStatus(true);
     const options = list.data.map((voice) => new Option(`${voice.name} (${voice.id}, ${voice.provider})`, voice.id));
     select.replaceChildren(...(options.length ? options : [new Option("(no voice on this key's chain)", '')]));
+    const preferred = voiceForLanguage(list.data, navigator.language);
+    if (preferred) select.value = preferred.id;
   } catch (err) {
+    // a key the gateway refuses must not look like a good one
+    if (err instanceof ApiError && err.status === 401) setKeyStatus(false);
     select.replaceChildren(new Option('(voices unavailable)', ''));
     showError(`Voices: ${err.message}`);
   }
+}
+
+/** The first voice speaking the browser's language (its exact tag, else its base language); null when none does. */
+function voiceForLanguage(voices, language) {
+  const wanted = (language || 'en-US').toLowerCase();
+  const base = wanted.split('-')[0];
+  const speaks = (voice, match) => (voice.languages ?? []).some((tag) => match(tag.toLowerCase()));
+  return (
+    voices.find((voice) => speaks(voice, (tag) => tag === wanted)) ??
+    voices.find((voice) => speaks(voice, (tag) => tag.split('-')[0] === base)) ??
+    null
+  );
 }
 
 /** The upgrade URL: with a single-use ticket where the gateway issues them, else the key in the query. */

@@ -23,6 +23,48 @@ describe('console in a browser', () => {
     expect(await s.page.inputValue('#key')).toBe('');
   });
 
+  it.each([
+    ['en-US', 'en-us'],
+    ['de-DE', 'de'],
+  ])('offers first the voice of the browser language %s (%s), not the first of the list', async (locale, voice) => {
+    const context = await s.browser.newContext({ locale });
+    try {
+      const page = await context.newPage();
+      await page.goto(`${s.t.url}/console/#speech`);
+      await page.fill('#key', s.key.secret);
+      await page.click('#key-form button[type=submit]');
+      await page.waitForSelector(`#speech-voice option[value="${voice}"]`, { state: 'attached' });
+      // the list starts with other voices (OpenAI's, then espeak's Afrikaans): the default follows the browser's language
+      expect(await page.locator('#speech-voice option').first().getAttribute('value')).not.toBe(voice);
+      expect(await page.inputValue('#speech-voice')).toBe(voice);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('says a key the gateway refuses is not accepted, and clears its error on another page', async () => {
+    const page = await s.context.newPage();
+    try {
+      await page.goto(`${s.t.url}/console/#speech`);
+      await page.fill('#key', 'sk-svc-not-a-key-of-this-gateway-0000000000');
+      await page.click('#key-form button[type=submit]');
+      await page.waitForFunction(() => document.getElementById('key-status')!.textContent!.includes('not accepted'));
+      expect(await page.locator('#key-status').innerText()).toBe('key …0000 is not accepted by the gateway');
+      expect(await page.locator('#error').innerText()).toContain('invalid_api_key');
+      await page.click('nav a[data-page="stream-api"]');
+      expect(await page.locator('#error').isHidden()).toBe(true);
+
+      await page.fill('#key', s.key.secret);
+      await page.click('#key-form button[type=submit]');
+      await page.waitForFunction(() => document.getElementById('key-status')!.textContent!.includes(' accepted'));
+      expect(await page.locator('#key-status').innerText()).toBe(
+        `key …${s.key.secret.slice(-4)} accepted (this tab only)`,
+      );
+    } finally {
+      await page.close();
+    }
+  });
+
   it.each(['pcm', 'mp3'])(
     'speaks %s through the WebSocket: audio arrives and plays, with time to first audio, provider and fallback level',
     async (format) => {
