@@ -98,6 +98,16 @@ const CASES: Case[] = [
     code: 'invalid_value',
     param: 'language',
   },
+  ...['english', 'xx-YY', 'en-UK'].map(
+    (language): Case => ({
+      what: `an upload with the well-formed but unregistered tag '${language}'`,
+      send: (c) => upload(c, { language }),
+      status: 400,
+      type: 'invalid_request_error',
+      code: 'invalid_value',
+      param: 'language',
+    }),
+  ),
   {
     what: 'a recording over 10 MiB',
     send: (c) => upload(c, { recording: oversizeWav() }),

@@ -1,3 +1,4 @@
+import languageTags from 'language-tags';
 import { Injectable } from '@nestjs/common';
 import { DomainError, notFound } from '../common/errors/domain-error';
 import { newId } from '../common/ids';
@@ -16,8 +17,11 @@ export interface UploadedRecording {
 
 /** A BCP 47 tag in canonical form, or null when it is not a valid tag. */
 export function canonicalLanguage(tag: string): string | null {
+  const trimmed = tag.trim();
+  // well-formed is not enough ('english', 'xx-YY' are): every subtag must be in the IANA registry
+  if (!languageTags(trimmed).valid()) return null;
   try {
-    const [canonical] = Intl.getCanonicalLocales(tag.trim());
+    const [canonical] = Intl.getCanonicalLocales(trimmed);
     return canonical ?? null;
   } catch {
     return null;
