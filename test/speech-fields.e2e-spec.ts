@@ -103,6 +103,35 @@ describe("MiniMax's optional speech fields", () => {
     expect(ignoredOf(res.headers)).toEqual(['output_format', 'subtitle_enable', 'subtitle_type']);
   });
 
+  it.each([
+    ['hex JSON', { output_format: 'hex' }],
+    ['SSE', { stream: true }],
+  ])(
+    'names on /v1/t2a_v2 (%s) what /v1/audio/speech names for the same body, output_format aside',
+    async (_label, transport) => {
+      const body = request('en-us', { language_boost: 'English', subtitle_enable: true, ...transport }, VOICE_FIELDS);
+      const speech = await speak(t, secrets.espeak, { ...body, output_format: 'hex' });
+      const native = await fetch(`${t.url}${T2A}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${secrets.espeak}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      await native.arrayBuffer();
+      expect([speech.status, native.status]).toEqual([200, 200]);
+      const expected = [
+        'voice_setting.emotion',
+        'voice_setting.text_normalization',
+        'voice_setting.english_normalization',
+        'voice_setting.latex_read',
+        'language_boost',
+        'subtitle_enable',
+      ];
+      expect(ignoredOf(speech.headers).sort()).toEqual([...expected, 'output_format'].sort());
+      // MiniMax's own route answers output_format (hex or url) and stream itself: only those are not named
+      expect(ignoredOf(native.headers).sort()).toEqual([...expected].sort());
+    },
+  );
+
   it('sends no ignored-fields header when everything the request carried was used', async () => {
     const res = await speak(
       t,

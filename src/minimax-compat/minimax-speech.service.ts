@@ -5,8 +5,9 @@ import { DomainError } from '../common/errors/domain-error';
 import { sendJson } from '../common/http/send-json';
 import type { ProxiedCall } from '../failover/proxied-call';
 import type { AudioStream } from '../providers/provider-adapter';
+import { ignoredFieldsHeader, IGNORED_FIELDS_HEADER, type SpeechField } from '../providers/speech-fields';
 import type { SpeechJob } from '../speech/speech-job';
-import { SpeechService } from '../speech/speech.service';
+import { routeIgnoredFields, SpeechService } from '../speech/speech.service';
 import { extraInfo } from './extra-info';
 import { MINIMAX_CODES, MINIMAX_OK, TRACE_HEADER } from './minimax-errors';
 import { MiniMaxFilesService } from './minimax-files.service';
@@ -20,6 +21,12 @@ export type T2aAnswer =
 const brokeMessage = (call: ProxiedCall, reason: string): string =>
   `${call.scope.served?.provider ?? 'the provider'} failed after the audio began: ${reason}`;
 
+/** `x-svc-ignored-fields`, as `/v1/audio/speech` sends it: what the serving step and this route did not use. */
+function putIgnoredFields(res: Response, job: SpeechJob, ignored: SpeechField[]): void {
+  const header = ignoredFieldsHeader([...ignored, ...routeIgnoredFields(job, true)]);
+  if (header) res.setHeader(IGNORED_FIELDS_HEADER, header);
+}
+
 /** MiniMax's T2A answers around the one speech pipeline (SpeechService.deliver): only the wire format is this module's. */
 @Injectable()
 export class MiniMaxSpeechService {
@@ -30,7 +37,8 @@ export class MiniMaxSpeechService {
 
   async t2a(call: ProxiedCall, job: SpeechJob, answer: T2aAnswer, res: Response): Promise<void> {
     if (answer.kind === 'sse') return this.sse(call, job, answer.excludeAggregated, res);
-    const { audio, bytes } = await this.collect(call, job);
+    const { audio, bytes, ignored } = await this.collect(call, job);
+    putIgnoredFields(res, job, ignored);
     const data =
       answer.kind === 'url'
         ? await this.files.link(call.key.id, bytes, audio.contentType, job.output.format, answer.baseUrl)
@@ -45,13 +53,21 @@ export class MiniMaxSpeechService {
   }
 
   /** The whole clip through the pipeline (for JSON answers, and a designed voice's trial audio). */
-  async collect(call: ProxiedCall, job: SpeechJob): Promise<{ audio: AudioStream; bytes: Buffer }> {
+  async collect(
+    call: ProxiedCall,
+    job: SpeechJob,
+  ): Promise<{ audio: AudioStream; bytes: Buffer; ignored: SpeechField[] }> {
     const parts: Buffer[] = [];
     // set by the pipeline's callbacks
-    const state: { audio: AudioStream | null; broke: DomainError | null } = { audio: null, broke: null };
+    const state: { audio: AudioStream | null; ignored: SpeechField[]; broke: DomainError | null } = {
+      audio: null,
+      ignored: [],
+      broke: null,
+    };
     await this.speech.deliver(call, job, {
-      open: (audio) => {
+      open: (audio, ignored) => {
         state.audio = audio;
+        state.ignored = ignored;
       },
       write: (bytes) => {
         parts.push(bytes);
@@ -68,7 +84,7 @@ export class MiniMaxSpeechService {
     if (state.broke) throw state.broke;
     if (!state.audio || call.aborted)
       throw new DomainError('internal_error', 'The client left before the audio was made.');
-    return { audio: state.audio, bytes: Buffer.concat(parts) };
+    return { audio: state.audio, bytes: Buffer.concat(parts), ignored: state.ignored };
   }
 
   /** MiniMax's SSE: `data: {"data":{"audio":"<hex>","status":1},…}` per chunk, then `status: 2` with `extra_info`. */
@@ -77,9 +93,10 @@ export class MiniMaxSpeechService {
     let bitrate = job.output.bitrate;
     const event = (body: unknown): string => `data: ${JSON.stringify(body)}\n\n`;
     await this.speech.deliver(call, job, {
-      open: (audio) => {
+      open: (audio, ignored) => {
         bitrate = audio.bitrate ?? bitrate;
         res.status(200);
+        putIgnoredFields(res, job, ignored);
         res.setHeader('Content-Type', 'text/event-stream');
         res.setHeader('Cache-Control', 'no-cache');
         res.setHeader(TRACE_HEADER, call.requestId);

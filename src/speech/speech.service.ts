@@ -31,10 +31,13 @@ export interface SynthesisOptions {
 /** How `respond` sends the audio: the bytes themselves, or OpenAI's speech SSE events (`stream_format: "sse"`). */
 export type SpeechAnswer = 'audio' | 'openai-sse';
 
-/** Fields `/v1/audio/speech` cannot honour whatever the step: its answer is the audio bytes, with no subtitle file. */
-export function routeIgnoredFields(job: SpeechJob): string[] {
+/**
+ * Fields a sync speech route cannot honour whatever the step: no answer carries a subtitle file, and
+ * `/v1/audio/speech` answers with the audio bytes whatever `output_format` says (MiniMax's `/v1/t2a_v2` honours it).
+ */
+export function routeIgnoredFields(job: SpeechJob, honoursOutputFormat = false): string[] {
   return [
-    ...(job.transport?.output_format !== undefined ? ['output_format'] : []),
+    ...(job.transport?.output_format !== undefined && !honoursOutputFormat ? ['output_format'] : []),
     ...(job.options?.subtitle_enable !== undefined ? ['subtitle_enable'] : []),
     ...(job.options?.subtitle_type !== undefined ? ['subtitle_type'] : []),
   ];
