@@ -128,6 +128,7 @@ describe('the Grafana dashboard ops/grafana/gateway.json', () => {
         'svc_circuit_state',
         'svc_failovers_total',
         'svc_gateway_events_pending',
+        'svc_http_request_duration_seconds_bucket',
         'svc_http_requests_total',
         'svc_queue_depth',
         'svc_upstream_request_duration_seconds_bucket',
