@@ -85,8 +85,8 @@ describe('the Grafana dashboard ops/grafana/gateway.json', () => {
     metricsText = await eventually(
       scrape,
       (text) =>
-        text.includes('svc_speech_task_duration_seconds_count{outcome="completed"} 1') &&
-        text.includes('svc_webhook_deliveries_total{outcome="delivered"} 1'),
+        /^svc_speech_task_duration_seconds_count\{outcome="completed"\} [1-9]/m.test(text) &&
+        /^svc_webhook_deliveries_total\{outcome="delivered"\} [1-9]/m.test(text),
       60000,
       'the async task and the delivery counted',
     );
