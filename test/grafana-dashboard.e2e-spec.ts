@@ -18,7 +18,7 @@ import { speak } from './support/speech';
 const DASHBOARD_PATH = join(__dirname, '..', 'ops', 'grafana', 'gateway.json');
 const readDashboard = (): Dashboard => JSON.parse(readFileSync(DASHBOARD_PATH, 'utf8')) as Dashboard;
 
-/** README "Metrics": the Grafana dashboard in ops/grafana queries only metrics and labels the service exposes. */
+/** docs/operations.md "Grafana dashboard": every metric and label the dashboard queries exists on a running service. */
 describe('the Grafana dashboard ops/grafana/gateway.json', () => {
   let db: { url: string; drop(): Promise<void> };
   let t: TestApp;
