@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { NextFunction, Request, Response } from 'express';
+import { startTime } from 'pino-http';
 import { MetricsService } from './metrics.service';
 
 /** An Express-like request/response pair that closes when told to. */
@@ -8,12 +9,14 @@ function exchange(
   route: { path: string } | undefined,
   status: number,
   provider?: string,
+  arrivedAt?: number,
 ): { req: Request; res: Response } {
   const req = { method, route } as unknown as Request;
   const res = Object.assign(new EventEmitter(), {
     req,
     statusCode: status,
     getHeader: (name: string) => (name === 'x-svc-provider-used' ? provider : undefined),
+    [startTime]: arrivedAt,
   }) as unknown as Response;
   return { req, res };
 }
@@ -58,6 +61,28 @@ describe('MetricsService', () => {
       / 1$/,
     );
     expect(text).not.toContain('{*path}');
+  });
+
+  it('times responses by method and route from their arrival to their close, as a histogram', async () => {
+    const metrics = new MetricsService();
+    const chat = { path: '/v1/chat/completions' };
+    const slow = exchange('POST', chat, 200, 'openai', Date.now() - 300);
+    serve(metrics, slow.req, slow.res);
+    const fast = exchange('POST', chat, 502, undefined, Date.now());
+    serve(metrics, fast.req, fast.res);
+
+    const text = await metrics.render();
+
+    expect(text).toContain('# TYPE svc_http_request_duration_seconds histogram');
+    const series = 'method="POST",route="/v1/chat/completions"';
+    expect(line(text, `svc_http_request_duration_seconds_bucket{${series},le="0.005"}`)).toMatch(/ 1$/);
+    expect(line(text, `svc_http_request_duration_seconds_bucket{${series},le="0.25"}`)).toMatch(/ 1$/);
+    expect(line(text, `svc_http_request_duration_seconds_bucket{${series},le="0.5"}`)).toMatch(/ 2$/);
+    expect(line(text, `svc_http_request_duration_seconds_bucket{${series},le="+Inf"}`)).toMatch(/ 2$/);
+    expect(line(text, `svc_http_request_duration_seconds_count{${series}}`)).toMatch(/ 2$/);
+    const sum = Number(line(text, `svc_http_request_duration_seconds_sum{${series}}`)?.split(' ')[1]);
+    expect(sum).toBeGreaterThanOrEqual(0.3);
+    expect(sum).toBeLessThan(0.5);
   });
 
   it('keeps counting across scrapes (a counter never goes back)', async () => {

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
 import type { ServerResponse } from 'node:http';
+import { startTime } from 'pino-http';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { currentAudioPool } from '../audio/pool/pool-jobs';
 import { PairCounter, RequestCounter, RequestLabel, RouteLike } from './request-counter';
@@ -52,6 +53,7 @@ export class MetricsService {
         requests.exportTo(this);
       },
     });
+    this.registry.registerMetric(requestSeconds(requests));
     this.upstreamSeconds = new Histogram({
       name: 'svc_upstream_request_duration_seconds',
       help: 'Latency of each upstream attempt (to the first chunk for streams), by provider and outcome (ok, error).',
@@ -113,6 +115,7 @@ export class MetricsService {
         (this.req as { route?: RouteLike }).route,
         this.statusCode,
         this.getHeader(PROVIDER_HEADER),
+        this[startTime],
       );
     };
   }
@@ -164,4 +167,29 @@ export class MetricsService {
   render(): Promise<string> {
     return this.registry.metrics();
   }
+}
+
+/**
+ * `svc_http_request_duration_seconds`: from a request's arrival (before its body is read) to its response's close,
+ * by method and route. Its numbers live in RequestCounter's cells, so the request path adds a bucket increment and
+ * no label hashing; prom-client's registry only calls get() when /metrics is scraped.
+ */
+function requestSeconds(requests: RequestCounter): Histogram {
+  const name = 'svc_http_request_duration_seconds';
+  const metric = {
+    name,
+    help: 'Time from a request arriving to its response closing (the last byte of a stream), by method and route template.',
+    type: 'histogram',
+    aggregator: 'sum',
+    get: () =>
+      Promise.resolve({
+        name,
+        help: metric.help,
+        type: 'histogram',
+        aggregator: 'sum',
+        values: requests.latencySamples(name),
+      }),
+    reset: (): void => undefined,
+  };
+  return metric as unknown as Histogram;
 }

@@ -12,6 +12,30 @@ interface RouteCells {
   readonly method: string;
   readonly route: string;
   readonly byStatus: Map<number, Map<string, Cell>>;
+  readonly latency: LatencyCells;
+}
+
+/** Upper bounds, in seconds, of `svc_http_request_duration_seconds`. */
+export const REQUEST_SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+/** One route's latencies in plain numbers: how many fell in each bucket (not cumulative; +Inf last) and their sum. */
+class LatencyCells {
+  readonly counts = new Float64Array(REQUEST_SECONDS_BUCKETS.length + 1);
+  sum = 0;
+
+  observe(seconds: number): void {
+    let i = 0;
+    while (i < REQUEST_SECONDS_BUCKETS.length && seconds > REQUEST_SECONDS_BUCKETS[i]) i++;
+    this.counts[i] += 1;
+    this.sum += seconds;
+  }
+}
+
+/** One sample of a histogram's exposition, as prom-client's registry prints it. */
+export interface HistogramSample {
+  metricName: string;
+  labels: Record<string, string>;
+  value: number;
 }
 
 /** The Express route that handled a request: one object per registered handler. */
@@ -33,9 +57,13 @@ export class RequestCounter {
   private readonly routes = new Map<object, RouteCells | null>();
   private readonly unmatched = new Map<string, RouteCells>();
 
-  /** One finished request; `provider` is its `x-svc-provider-used` (anything else counts as none). */
-  count(method: string, route: RouteLike | undefined, status: number, servedBy: unknown): void {
+  /**
+   * One finished request; `provider` is its `x-svc-provider-used` (anything else counts as none), `arrivedAt` the
+   * epoch milliseconds it arrived at (its latency is not counted without one).
+   */
+  count(method: string, route: RouteLike | undefined, status: number, servedBy: unknown, arrivedAt?: unknown): void {
     const cells = (route && this.routeCells(route, method)) ?? this.unmatchedCells(method);
+    if (typeof arrivedAt === 'number') cells.latency.observe((Date.now() - arrivedAt) / 1000);
     let byProvider = cells.byStatus.get(status);
     if (!byProvider) {
       byProvider = new Map();
@@ -61,6 +89,24 @@ export class RequestCounter {
     }
   }
 
+  /** The latency histogram's samples (`name`_bucket, _sum, _count by method and route), read at scrape time. */
+  latencySamples(name: string): HistogramSample[] {
+    const samples: HistogramSample[] = [];
+    for (const cells of [...this.routes.values(), ...this.unmatched.values()]) {
+      if (!cells) continue;
+      const labels = { method: cells.method, route: cells.route };
+      let cumulative = 0;
+      cells.latency.counts.forEach((n, i) => {
+        cumulative += n;
+        const le = i < REQUEST_SECONDS_BUCKETS.length ? String(REQUEST_SECONDS_BUCKETS[i]) : '+Inf';
+        samples.push({ metricName: `${name}_bucket`, labels: { ...labels, le }, value: cumulative });
+      });
+      samples.push({ metricName: `${name}_sum`, labels, value: cells.latency.sum });
+      samples.push({ metricName: `${name}_count`, labels, value: cumulative });
+    }
+    return samples;
+  }
+
   /** A handler's route is registered for one method, so its method label is taken from its first request. */
   private routeCells(route: RouteLike, method: string): RouteCells | null {
     let cells = this.routes.get(route);
@@ -68,7 +114,7 @@ export class RequestCounter {
       const path = route.path;
       cells =
         typeof path === 'string' && !path.includes('*')
-          ? { method: methodLabel(method), route: path, byStatus: new Map() }
+          ? { method: methodLabel(method), route: path, byStatus: new Map(), latency: new LatencyCells() }
           : null;
       this.routes.set(route, cells);
     }
@@ -80,7 +126,7 @@ export class RequestCounter {
     const label = methodLabel(method);
     let cells = this.unmatched.get(label);
     if (!cells) {
-      cells = { method: label, route: UNMATCHED_ROUTE, byStatus: new Map() };
+      cells = { method: label, route: UNMATCHED_ROUTE, byStatus: new Map(), latency: new LatencyCells() };
       this.unmatched.set(label, cells);
     }
     return cells;
