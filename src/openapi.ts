@@ -44,6 +44,14 @@ const ERROR_SAMPLES: Partial<Record<ErrorCode, { message: string; param?: string
   body_too_large: { message: 'The JSON body is larger than 1 MiB.' },
   unsupported_media_type: { message: 'Send the request body as application/json (uploads: multipart/form-data).' },
   rate_limited: { message: 'Rate limit reached for this key; retry in 12 s.' },
+  quota_exceeded: {
+    message:
+      'This key already holds 1000 voice consents (the quota SVC_QUOTA_CONSENTS); delete one it no longer needs first.',
+  },
+  insufficient_storage: {
+    message:
+      "The gateway's storage is full (the database holds 10737418240 bytes, its budget SVC_STORAGE_BUDGET_BYTES is 10737418240): nothing new can be stored until an operator frees space.",
+  },
   all_providers_failed: { message: 'Every provider failed: openai (HTTP 503), anthropic (timeout).' },
   no_provider_available: {
     message: 'Every provider of this request is unavailable (open circuit or usage cap); retry later.',

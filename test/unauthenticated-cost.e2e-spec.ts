@@ -66,6 +66,13 @@ describe('unauthenticated cost', () => {
     ['admin keys', '/v1/admin/keys', 'application/json'],
     ['consent upload (multipart)', '/v1/audio/voice_consents', 'multipart/form-data; boundary=x'],
     ['a body of another type', '/v1/audio/speech', 'text/plain'],
+    // Express routes paths case-insensitively: the upper-case spelling reaches the same route
+    ['speech, upper-case /V1/', '/V1/audio/speech', 'application/json'],
+    ['chat, upper-case /V1/ (Express, not the fast path)', '/V1/Chat/Completions', 'application/json'],
+    ['admin keys, upper-case', '/V1/ADMIN/keys', 'application/json'],
+    ['a path no route has', '/no/such/route', 'application/json'],
+    ['a path under /v1 no route has', '/v1/no-such-route', 'application/json'],
+    ['a public route (it takes no body)', '/healthz', 'application/json'],
   ])(
     'answers a 1 MiB %s request with no or a wrong key 401 before any body byte is sent, and closes',
     async (_, path, type) => {
@@ -84,6 +91,12 @@ describe('unauthenticated cost', () => {
     const exchange = await headOnly(t.url, headOf('/v1/chat/completions', 'application/json', `Bearer ${secret}`), 700);
     expect(exchange.response).toBe('');
     expect(exchange.closedByServer).toBe(false);
+  });
+
+  it('keeps public routes without a body open to requests without a key', async () => {
+    expect((await t.http.get('/healthz')).status).toBe(200);
+    expect((await t.http.get('/V1/t2a_v2/audio/not-a-link.mp3')).status).toBe(404);
+    expect((await t.http.get('/v1/t2a_v2/audio/not-a-link.mp3')).status).toBe(404);
   });
 
   it('drops a client that trickles its request head past the headers deadline', async () => {

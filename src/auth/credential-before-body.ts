@@ -21,8 +21,8 @@ export async function credentialProblem(
   admin: AdminToken,
   req: IncomingMessage,
 ): Promise<DomainError | null> {
-  // no credential can pass there: say so now, as the guard would
-  if (!admin.value && req.url?.startsWith('/v1/admin/')) return adminApiDisabled();
+  // no credential can pass there: say so now, as the guard would (Express routes /V1/Admin/ there too)
+  if (!admin.value && req.url?.toLowerCase().startsWith('/v1/admin/')) return adminApiDisabled();
   const token = bearerToken(req.headers.authorization);
   if (!token)
     return new DomainError('missing_api_key', 'Missing API key: send the header `Authorization: Bearer <API_KEY>`.');
@@ -36,13 +36,15 @@ export function dropUnreadBody(res: ServerResponse): void {
 }
 
 /**
- * Before any body parser: a request to the API that announces a body must carry a credential that
- * authenticates, or it is answered 401 at once and its body is never read (an anonymous client costs
- * no buffer and no wait for a slow upload). Every body-taking route needs a credential.
+ * Before any body parser: a request that announces a body must carry a credential that authenticates,
+ * or it is answered 401 at once and its body is never read (an anonymous client costs no buffer and no
+ * wait for a slow upload). Every path, whatever its case (Express routes `/V1/...` as `/v1/...`) and
+ * whether a route exists: no route takes a body without a bearer credential, and the public ones
+ * (probes, docs, console, audio links) take none.
  */
 export function credentialBeforeBody(keys: KeyDirectory, admin: AdminToken) {
   return (req: Request, res: Response, next: NextFunction): void => {
-    if (!announcesBody(req) || !req.path.startsWith('/v1/')) {
+    if (!announcesBody(req)) {
       next();
       return;
     }

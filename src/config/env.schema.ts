@@ -157,6 +157,48 @@ export class EnvironmentVariables {
   @Min(1)
   SVC_TASKS_MAX_PENDING_PER_KEY: number = 50;
 
+  /** MiniMax-native uploads (`/v1/files/upload`) one key may hold unexpired at once; more are refused with 429. */
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  SVC_QUOTA_PENDING_UPLOADS: number = 20;
+
+  /** Bytes of those uploads one key may hold at once (200 MB); an upload past it is refused with 429. */
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  SVC_QUOTA_PENDING_UPLOAD_BYTES: number = 200_000_000;
+
+  /** Voice consents one key may hold; more are refused with 429. */
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  SVC_QUOTA_CONSENTS: number = 1000;
+
+  /** Unexpired `output_format: "url"` audio links one key may hold; more are refused with 429. */
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  SVC_QUOTA_AUDIO_LINKS: number = 1000;
+
+  /** Bytes the database may grow to (`pg_database_size`) before stored-data writes are refused with 507; 0 = no budget. */
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  SVC_STORAGE_BUDGET_BYTES: number = 0;
+
+  /** Embedded database: free bytes its data directory's disk must keep, else stored-data writes are refused with 507. */
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  SVC_STORAGE_MIN_FREE_BYTES: number = 1024 * 1024 * 1024;
+
+  /** How often each replica samples the database's size and free space for the 507 guard. */
+  @IsOptional()
+  @IsInt()
+  @Min(100)
+  SVC_STORAGE_SAMPLE_MS: number = 30000;
+
   /** Open speech WebSockets one key may hold on one replica; more are refused with 429. */
   @IsOptional()
   @IsInt()

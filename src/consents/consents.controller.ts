@@ -47,7 +47,7 @@ export class ConsentsController {
   @ApiConsumes('multipart/form-data')
   @ApiBody({ type: CreateVoiceConsentForm })
   @ApiOkResponse({ type: VoiceConsentDto })
-  @ApiErrors(400, 413, 415)
+  @ApiErrors(400, 413, 415, 429, 507)
   create(
     @CurrentKey() key: AuthenticatedKey,
     @Body() form: CreateVoiceConsentDto,

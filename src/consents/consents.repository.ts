@@ -19,9 +19,14 @@ export class ConsentsRepository {
     @InjectRepository(ConsentRecordingEntity) private readonly recordings: Repository<ConsentRecordingEntity>,
   ) {}
 
-  /** The consent and its recording are written together or not at all. */
-  insert(consent: NewConsent, recording: Buffer): Promise<VoiceConsentEntity> {
+  /**
+   * The consent and its recording are written together or not at all; null when the key already holds
+   * `limit` consents. A per-key transaction lock makes concurrent creates (on any replica) count one after another.
+   */
+  insertWithinLimit(consent: NewConsent, recording: Buffer, limit: number): Promise<VoiceConsentEntity | null> {
     return this.dataSource.transaction(async (manager) => {
+      await manager.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`voice_consents:${consent.keyId}`]);
+      if ((await manager.countBy(VoiceConsentEntity, { keyId: consent.keyId })) >= limit) return null;
       const row = await manager.save(manager.create(VoiceConsentEntity, consent));
       await manager.insert(ConsentRecordingEntity, { consentId: row.id, data: recording });
       return row;

@@ -4,6 +4,8 @@ import { DomainError, notFound } from '../common/errors/domain-error';
 import { newId } from '../common/ids';
 import { Page, toPage } from '../common/http/pagination.dto';
 import { ACCEPTED_AUDIO, sniffAudioType } from './audio-type';
+import { StorageSpace } from '../database/storage-space';
+import { StorageQuotas } from '../quotas/storage-quotas';
 import { ConsentsRepository } from './consents.repository';
 import { CreateVoiceConsentDto, VoiceConsentDeletedDto, VoiceConsentDto } from './dto/voice-consent.dto';
 import { VoiceConsentEntity } from './voice-consent.entity';
@@ -41,7 +43,11 @@ const consentNotFound = (id: string): DomainError => notFound('voice consent', i
 /** Voice consent recordings of one key: required before a custom voice is made. */
 @Injectable()
 export class ConsentsService {
-  constructor(private readonly repository: ConsentsRepository) {}
+  constructor(
+    private readonly repository: ConsentsRepository,
+    private readonly quotas: StorageQuotas,
+    private readonly space: StorageSpace,
+  ) {}
 
   async create(
     keyId: string,
@@ -69,10 +75,13 @@ export class ConsentsService {
         },
       );
     }
-    const row = await this.repository.insert(
+    this.space.assertRoom();
+    const row = await this.repository.insertWithinLimit(
       { id: newId('vc'), keyId, name: form.name, language, recordingType: type, recordingSize: recording.size },
       recording.buffer,
+      this.quotas.limit('consents'),
     );
+    if (!row) throw this.quotas.exceeded('consents');
     return toDto(row);
   }
 

@@ -10,6 +10,14 @@ export class DatabaseStatus {
     await this.dataSource.query('SELECT 1');
   }
 
+  /** The size of the current database on disk (tables, indexes, TOAST), for the free-space guard. */
+  async databaseBytes(): Promise<number> {
+    const [row] = await this.dataSource.query<Array<{ bytes: string }>>(
+      'SELECT pg_database_size(current_database())::text AS bytes',
+    );
+    return Number(row.bytes);
+  }
+
   /** Whether some migration is not applied yet. */
   migrationsPending(): Promise<boolean> {
     return this.dataSource.showMigrations();

@@ -8,6 +8,7 @@ import { JobQueue } from './job-queue';
 import { JobQueueMetrics } from './job-queue-metrics';
 import { runMigrationsExclusively } from './migrate';
 import { PgChangeFeed } from './pg-change-feed';
+import { StorageSpace } from './storage-space';
 import { dataSourceOptions } from './typeorm-options';
 
 @Global()
@@ -65,7 +66,7 @@ function withoutDeadlines(options: DataSourceOptions): DataSourceOptions {
       },
     }),
   ],
-  providers: [PgChangeFeed, JobQueue, JobQueueMetrics, DatabaseStatus],
-  exports: [DatabaseEndpointModule, PgChangeFeed, JobQueue, DatabaseStatus],
+  providers: [PgChangeFeed, JobQueue, JobQueueMetrics, DatabaseStatus, StorageSpace],
+  exports: [DatabaseEndpointModule, PgChangeFeed, JobQueue, DatabaseStatus, StorageSpace],
 })
 export class DatabaseModule {}

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { registerErrorDialect } from '../common/errors/error-dialects';
+import { QuotasModule } from '../quotas/quotas.module';
 import { SpeechModule } from '../speech/speech.module';
 import { VoicesModule } from '../voices/voices.module';
 import { MINIMAX_ERROR_DIALECT } from './minimax-errors';
@@ -22,7 +23,7 @@ import { MiniMaxVoicesService } from './minimax-voices.service';
  * voice-design, get-voice, errorcode) and what the official `minimax-mcp-js` client reads.
  */
 @Module({
-  imports: [SpeechModule, VoicesModule, TypeOrmModule.forFeature([MiniMaxFileEntity])],
+  imports: [QuotasModule, SpeechModule, VoicesModule, TypeOrmModule.forFeature([MiniMaxFileEntity])],
   controllers: [MiniMaxSpeechController, MiniMaxVoicesController, MiniMaxAudioLinksController],
   providers: [
     MiniMaxFilesRepository,

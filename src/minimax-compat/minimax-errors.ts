@@ -56,6 +56,7 @@ const CODE_FOR: Record<ErrorCode, number | null> = {
   rate_limited: MINIMAX_CODES.rateLimit,
   too_many_streams: MINIMAX_CODES.rateLimit,
   too_many_tasks: MINIMAX_CODES.rateLimit,
+  quota_exceeded: MINIMAX_CODES.rateLimit,
   internal_error: MINIMAX_CODES.unknown,
   all_providers_failed: MINIMAX_CODES.unknown,
   voice_creation_failed: MINIMAX_CODES.unknown,
@@ -63,6 +64,7 @@ const CODE_FOR: Record<ErrorCode, number | null> = {
   database_unavailable: MINIMAX_CODES.unknown,
   not_ready: MINIMAX_CODES.unknown,
   upstream_timeout: MINIMAX_CODES.timeout,
+  insufficient_storage: MINIMAX_CODES.unknown,
   upstream_rejected: MINIMAX_CODES.invalidParams,
 };
 

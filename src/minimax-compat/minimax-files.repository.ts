@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { Repository } from 'typeorm';
+import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
+import { DataSource, EntityManager, Repository } from 'typeorm';
 import { MiniMaxFileEntity } from './minimax-file.entity';
 
 export type NewMiniMaxFile = Pick<
@@ -8,16 +8,58 @@ export type NewMiniMaxFile = Pick<
   'keyId' | 'purpose' | 'filename' | 'contentType' | 'data' | 'linkHash' | 'expiresAt'
 >;
 
+/** The files a quota counts together: a key's uploads (for cloning), or its T2A audio links. */
+export type MiniMaxFileKind = 'uploads' | 'links';
+
+/** How many of a kind's unexpired files a key may hold, and how many bytes of them (null: not limited). */
+export interface MiniMaxFileLimits {
+  files: number;
+  bytes: number | null;
+}
+
+const kindOf = (purpose: MiniMaxFileEntity['purpose']): MiniMaxFileKind => (purpose === 't2a' ? 'links' : 'uploads');
+const KIND_FILTER: Record<MiniMaxFileKind, string> = { uploads: `"purpose" <> 't2a'`, links: `"purpose" = 't2a'` };
+
 /** Expired files removed per statement (they hold audio: short transactions, however far behind the sweep is). */
 const SWEEP_BATCH = 500;
 
 @Injectable()
 export class MiniMaxFilesRepository {
-  constructor(@InjectRepository(MiniMaxFileEntity) private readonly files: Repository<MiniMaxFileEntity>) {}
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @InjectRepository(MiniMaxFileEntity) private readonly files: Repository<MiniMaxFileEntity>,
+  ) {}
 
-  /** Stores the file (its id is MiniMax's `file_id`). */
-  async insert(file: NewMiniMaxFile): Promise<MiniMaxFileEntity> {
-    const rows = await this.files.query<MiniMaxFileEntity[]>(
+  /** How many unexpired files of the kind the key holds, and their bytes. */
+  async held(keyId: string, kind: MiniMaxFileKind, manager?: EntityManager): Promise<{ files: number; bytes: number }> {
+    const [row] = await (manager ?? this.files.manager).query<Array<{ files: number; bytes: string }>>(
+      `SELECT count(*)::int AS "files", COALESCE(sum("bytes"), 0)::text AS "bytes" FROM "minimax_files"
+       WHERE "key_id" = $1 AND ${KIND_FILTER[kind]} AND "expires_at" > now()`,
+      [keyId],
+    );
+    return { files: row.files, bytes: Number(row.bytes) };
+  }
+
+  /**
+   * Stores the file (its id is MiniMax's `file_id`) unless the key's unexpired files of its kind are at
+   * `limits`: then which limit. A per-key transaction lock makes concurrent writes (on any replica) count
+   * one after another, so they cannot all see room for one more.
+   */
+  insertWithinLimits(file: NewMiniMaxFile, limits: MiniMaxFileLimits): Promise<MiniMaxFileEntity | 'files' | 'bytes'> {
+    const kind = kindOf(file.purpose);
+    return this.dataSource.transaction(async (manager) => {
+      await manager.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [
+        `minimax_files:${kind}:${file.keyId}`,
+      ]);
+      const held = await this.held(file.keyId, kind, manager);
+      if (held.files >= limits.files) return 'files';
+      if (limits.bytes !== null && held.bytes + file.data.length > limits.bytes) return 'bytes';
+      return this.insert(file, manager);
+    });
+  }
+
+  private async insert(file: NewMiniMaxFile, manager: EntityManager): Promise<MiniMaxFileEntity> {
+    const rows = await manager.query<MiniMaxFileEntity[]>(
       `INSERT INTO "minimax_files" ("key_id", "purpose", "filename", "content_type", "bytes", "data", "link_hash", "expires_at")
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
        RETURNING "id", "key_id" AS "keyId", "purpose", "filename", "content_type" AS "contentType", "bytes", "link_hash" AS "linkHash", "created_at" AS "createdAt", "expires_at" AS "expiresAt"`,

@@ -3,7 +3,9 @@ import { createHash } from 'node:crypto';
 import { DomainError, notFound } from '../common/errors/domain-error';
 import { randomBase62 } from '../common/ids';
 import { MiniMaxFileEntity, MiniMaxFilePurpose } from './minimax-file.entity';
-import { MiniMaxFilesRepository } from './minimax-files.repository';
+import { MiniMaxFileLimits, MiniMaxFilesRepository, NewMiniMaxFile } from './minimax-files.repository';
+import { StorageSpace } from '../database/storage-space';
+import { StorageQuotas } from '../quotas/storage-quotas';
 
 /** How long a T2A link downloads (decisions §10), and how long an upload waits for its clone. */
 export const LINK_TTL_MS = 24 * 60 * 60 * 1000;
@@ -35,16 +37,47 @@ export const toFileDto = (
   purpose: row.purpose,
 });
 
-/** Uploads for cloning, and T2A audio behind unguessable links that expire. */
+/**
+ * Uploads for cloning, and T2A audio behind unguessable links that expire. Both count against the key's
+ * storage quotas while they are unexpired (an upload stays pending for its 24 h, whether or not a clone
+ * has read it: a clone reads its sample, it does not consume it), and the free-space guard refuses both.
+ */
 @Injectable()
 export class MiniMaxFilesService {
-  constructor(private readonly repository: MiniMaxFilesRepository) {}
+  constructor(
+    private readonly repository: MiniMaxFilesRepository,
+    private readonly quotas: StorageQuotas,
+    private readonly space: StorageSpace,
+  ) {}
+
+  /**
+   * Throws what storing a link would: the free-space guard's 507, or 429 when the key's links are at their
+   * quota. Asked before synthesis, so a request that could not be stored spends no provider call.
+   */
+  async assertLinkRoom(keyId: string): Promise<void> {
+    this.space.assertRoom();
+    if ((await this.repository.held(keyId, 'links')).files >= this.quotas.limit('audioLinks'))
+      throw this.quotas.exceeded('audioLinks');
+  }
+
+  /** Stores the file within the quotas of its kind (the count decided under a lock at the insert itself). */
+  private async store(file: NewMiniMaxFile): Promise<MiniMaxFileEntity> {
+    this.space.assertRoom();
+    const links = file.purpose === 't2a';
+    const limits: MiniMaxFileLimits = links
+      ? { files: this.quotas.limit('audioLinks'), bytes: null }
+      : { files: this.quotas.limit('pendingUploads'), bytes: this.quotas.limit('pendingUploadBytes') };
+    const stored = await this.repository.insertWithinLimits(file, limits);
+    if (stored === 'files') throw this.quotas.exceeded(links ? 'audioLinks' : 'pendingUploads');
+    if (stored === 'bytes') throw this.quotas.exceeded('pendingUploadBytes');
+    return stored;
+  }
 
   /** Stores audio for `output_format: "url"`; the link (`baseUrl` + path + token) needs no key for 24 h. */
   async link(keyId: string, audio: Buffer, contentType: string, format: string, baseUrl: string): Promise<string> {
     // 43 base62 characters: 256 bits, never guessed; only its hash is stored, so a database dump opens no link
     const token = randomBase62(43);
-    await this.repository.insert({
+    await this.store({
       keyId,
       purpose: 't2a',
       filename: `audio.${format}`,
@@ -81,7 +114,7 @@ export class MiniMaxFilesService {
       });
     }
     if (!file) throw new DomainError('missing_field', "Missing required file 'file'.", { param: 'file' });
-    const row = await this.repository.insert({
+    const row = await this.store({
       keyId,
       purpose: purpose as MiniMaxFilePurpose,
       filename: file.originalname ?? 'upload',

@@ -37,6 +37,8 @@ export class MiniMaxSpeechService {
 
   async t2a(call: ProxiedCall, job: SpeechJob, answer: T2aAnswer, res: Response): Promise<void> {
     if (answer.kind === 'sse') return this.sse(call, job, answer.excludeAggregated, res);
+    // a link that could not be stored is refused before any provider is called
+    if (answer.kind === 'url') await this.files.assertLinkRoom(call.key.id);
     const { audio, bytes, ignored } = await this.collect(call, job);
     putIgnoredFields(res, job, ignored);
     const data =

@@ -45,6 +45,7 @@ export const ERROR_CODES = {
   rate_limited: { status: 429, type: 'rate_limit_error' },
   too_many_streams: { status: 429, type: 'rate_limit_error' },
   too_many_tasks: { status: 429, type: 'rate_limit_error' },
+  quota_exceeded: { status: 429, type: 'rate_limit_error' },
   internal_error: { status: 500, type: 'api_error' },
   all_providers_failed: { status: 502, type: 'upstream_error' },
   voice_creation_failed: { status: 502, type: 'upstream_error' },
@@ -52,6 +53,7 @@ export const ERROR_CODES = {
   database_unavailable: { status: 503, type: 'api_error' },
   not_ready: { status: 503, type: 'api_error' },
   upstream_timeout: { status: 504, type: 'upstream_error' },
+  insufficient_storage: { status: 507, type: 'api_error' },
   upstream_rejected: { status: 400, type: 'invalid_request_error' },
 } as const satisfies Record<string, { status: number; type: ErrorType }>;
 

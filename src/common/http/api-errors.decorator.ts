@@ -44,9 +44,10 @@ const DESCRIPTIONS: Record<number, string> = {
   410: 'Gone: past its retention.',
   413: 'Payload too large.',
   415: 'Unsupported media type.',
-  429: 'Rate limited.',
+  429: 'Rate limited, or a storage quota of the key is full (`quota_exceeded`).',
   502: 'Every upstream provider failed.',
   503: 'No provider available (every step skipped: `Retry-After` says when the soonest is served again), or the database is unavailable.',
+  507: 'The database is short of room (the free-space guard): nothing new is stored until there is room.',
 };
 
 /** Documents error responses, all in the one error body shape. */

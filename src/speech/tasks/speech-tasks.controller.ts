@@ -39,7 +39,7 @@ export class SpeechTasksController {
       },
     },
   })
-  @ApiErrors(400, 413)
+  @ApiErrors(400, 413, 429, 507)
   async create(
     @CurrentKey() key: AuthenticatedKey,
     @Body() body: AsyncSpeechRequestDto,

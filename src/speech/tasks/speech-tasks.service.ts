@@ -5,6 +5,7 @@ import { EnvironmentVariables } from '../../config/env.schema';
 import { GatewayConfig } from '../../config/gateway-config';
 import { ignoredBy } from '../../providers/speech-fields';
 import { JobQueue } from '../../database/job-queue';
+import { StorageSpace } from '../../database/storage-space';
 import type { AuthenticatedKey } from '../../keys/key-directory';
 import { contentTypeFor } from '../../audio/encoders';
 import type { AsyncSpeechRequestDto } from '../dto/speech-request.dto';
@@ -60,6 +61,7 @@ export class SpeechTasksService {
     private readonly voices: VoicesService,
     private readonly env: EnvironmentVariables,
     private readonly gateway: GatewayConfig,
+    private readonly space: StorageSpace,
   ) {}
 
   /** The task row and its job are committed together: a 202 always means a worker will run it. */
@@ -85,6 +87,8 @@ export class SpeechTasksService {
       ...(job.options?.subtitle_enable !== undefined ? ['subtitle_enable'] : []),
       ...(job.options?.subtitle_type !== undefined ? ['subtitle_type'] : []),
     ];
+    // a task stores its text and then its audio: refused while the database is short of room (507)
+    this.space.assertRoom();
     const plan = planChunks(job.text);
     const id = newId('task');
     const max = this.env.SVC_TASKS_MAX_PENDING_PER_KEY;
