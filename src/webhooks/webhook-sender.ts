@@ -26,7 +26,7 @@ export class AddressRefused extends Error {
   readonly code = 'EWEBHOOKADDRESS';
   constructor(
     readonly address: string,
-    readonly range: BlockedRange | 'port',
+    readonly range: BlockedRange | 'port' | 'unresolved',
   ) {
     super(DESTINATION_NOT_ALLOWED);
   }
@@ -38,6 +38,9 @@ type Resolve = (
   callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
 ) => void;
 
+/** Lookup errors that mean "this name has no address" (as opposed to a resolver that is down). */
+const UNRESOLVED = new Set(['ENOTFOUND', 'ENODATA', 'ENONAME']);
+
 /**
  * The lookup the connection itself uses: every address of the host is checked and the socket
  * connects to a checked one, so a second DNS answer (rebinding) can never slip past the check.
@@ -45,6 +48,9 @@ type Resolve = (
 export function guardedLookup(allowPrivate: boolean, resolve: Resolve = dnsLookup): LookupFunction {
   return (hostname, options, callback) => {
     resolve(hostname, { ...options, all: true }, (err, addresses) => {
+      // a name that does not resolve reads like a refused one: else the two answers map which internal names exist
+      const unresolved = !err ? addresses.length === 0 : UNRESOLVED.has(err.code ?? '');
+      if (unresolved && !allowPrivate) return callback(new AddressRefused('', 'unresolved'), '', 0);
       if (err) return callback(err, '', 0);
       const refused = allowPrivate
         ? undefined
