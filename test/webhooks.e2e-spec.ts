@@ -426,5 +426,28 @@ describe('webhook endpoints', () => {
       expect(JSON.stringify(res.body)).not.toMatch(/127\.0\.0\.1|::1|loopback/);
       expect(receiver.callsTo('/strict-host')).toHaveLength(0);
     });
+
+    it('answers a name that does not resolve and a name that resolves to loopback with one message naming the setting', async () => {
+      const port = new URL(receiver.url('/')).port;
+      const tested = async (url: string): Promise<Record<string, unknown>> => {
+        const created = await strictAs(secret).post(PATH, { url: 'https://hooks.example.com/same-answer' });
+        expect(created.status).toBe(201);
+        await strict.app
+          .get(DataSource)
+          .query(`UPDATE webhook_endpoints SET url = $1 WHERE id = $2`, [url, created.body.id]);
+        const res = await strictAs(secret).post(`${PATH}/${created.body.id as string}/test`);
+        expect(res.status).toBe(200);
+        return res.body as Record<string, unknown>;
+      };
+      // .invalid never resolves (RFC 6761); localhost resolves to this machine
+      const missing = await tested(`http://no-such-receiver.invalid:${port}/same-answer`);
+      const loopback = await tested(`http://localhost:${port}/same-answer`);
+      expect(missing).toMatchObject({ delivered: false, status_code: null });
+      expect(missing.error).toBe(loopback.error);
+      expect(missing.error).toBe(DESTINATION_NOT_ALLOWED);
+      expect(missing.error).toContain('SVC_WEBHOOK_ALLOW_PRIVATE');
+      expect(JSON.stringify([missing, loopback])).not.toMatch(/not found|127\.0\.0\.1|::1|loopback/);
+      expect(receiver.callsTo('/same-answer')).toHaveLength(0);
+    });
   });
 });

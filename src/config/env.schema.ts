@@ -253,6 +253,16 @@ export class EnvironmentVariables {
   @IsBoolean()
   SVC_WEBHOOK_ALLOW_PRIVATE: boolean = false;
 
+  /**
+   * How long one webhook attempt may take (connect, answer, snippet). The contract's success is a 2xx within
+   * 10 s, so that is the default and the ceiling: a lower value frees lanes sooner at the cost of failing slow receivers.
+   */
+  @IsOptional()
+  @IsInt()
+  @Min(500)
+  @Max(10000)
+  SVC_WEBHOOK_TIMEOUT_MS: number = 10000;
+
   /** Test sends (`POST /v1/user/webhooks/{id}/test`) one key may make per UTC minute on one replica. */
   @IsOptional()
   @IsInt()

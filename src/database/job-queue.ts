@@ -39,6 +39,8 @@ export class JobQueue implements OnModuleInit, BeforeApplicationShutdown {
   private readonly inFlight = new Set<Promise<unknown>>();
   /** The queues this process uses (its owners create them at start), in that order. */
   private readonly created = new Set<string>();
+  /** Queues kept in their owner's own table (webhook deliveries): metrics ask the owner for their depth. */
+  private readonly depthSources = new Map<string, () => Promise<number>>();
 
   constructor(private readonly dataSource: DataSource) {
     const pool = pgPoolOf(dataSource);
@@ -103,14 +105,20 @@ export class JobQueue implements OnModuleInit, BeforeApplicationShutdown {
     return this.started;
   }
 
+  /** Reports a queue its owner keeps in its own table alongside pg-boss's, under `name`. */
+  registerDepth(name: string, size: () => Promise<number>): void {
+    this.depthSources.set(name, size);
+  }
+
   /** The queues created by this process's modules (metrics report their depth). */
   queueNames(): string[] {
-    return [...this.created];
+    return [...new Set([...this.created, ...this.depthSources.keys()])];
   }
 
   /** Jobs of a queue not yet done (for metrics and readiness). */
   async queueSize(name: string): Promise<number> {
-    return this.boss.getQueueSize(name);
+    const own = this.depthSources.get(name);
+    return own ? own() : this.boss.getQueueSize(name);
   }
 
   /**

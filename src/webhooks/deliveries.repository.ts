@@ -9,12 +9,11 @@ import type { WebhookEventType } from './signature';
 import { isUnstorableText, storableText } from './storable-text';
 import { DeliveryStatus, WebhookAttemptEntity } from './webhook-delivery.entity';
 
-/** Sends the jobs of new deliveries inside the fan-out transaction. */
-export type EnqueueDeliveries = (manager: EntityManager, deliveryIds: string[]) => Promise<void>;
-
 export interface ClaimedDelivery {
   id: string;
   endpointId: string;
+  /** The key that owns the endpoint: lanes are shared across keys. */
+  keyId: string;
   eventId: string;
   event: WebhookEventType;
   payload: string;
@@ -23,11 +22,6 @@ export interface ClaimedDelivery {
   secret: string;
   enabled: boolean;
 }
-
-export type ClaimOutcome =
-  | { kind: 'claimed'; delivery: ClaimedDelivery }
-  | { kind: 'early'; dueInSeconds: number }
-  | { kind: 'nothing' };
 
 export type AttemptRecord = Pick<
   WebhookAttemptEntity,
@@ -77,15 +71,15 @@ export class DeliveriesRepository {
   }
 
   /**
-   * Fans out up to `limit` new events in one transaction: their deliveries, their jobs and the moved
-   * cursor commit together. The state row's lock is the claim: null when another replica holds it.
+   * Fans out up to `limit` new events in one transaction: their deliveries and the moved cursor commit
+   * together (the deliveries table is the queue the lanes claim from). The state row's lock is the claim: null when another replica holds it.
    *
    * Events are read in (txid, id) order after the cursor and only below the oldest transaction still
    * in progress: an event of a transaction that has not committed yet can only appear above that
    * bound, so moving the cursor never skips one, however long its transaction ran. Each statement
    * is an index range scan from the cursor, whatever the event rate.
    */
-  fanOutBatch(limit: number, enqueue: EnqueueDeliveries): Promise<number | null> {
+  fanOutBatch(limit: number): Promise<number | null> {
     return this.dataSource.transaction(async (m) => {
       const claimed: Array<{ cursor_txid: string; cursor_id: string }> = await m.query(
         `SELECT cursor_txid, cursor_id FROM webhook_fanout_state WHERE id = 1 FOR UPDATE SKIP LOCKED`,
@@ -123,16 +117,12 @@ export class DeliveriesRepository {
       }
       if (rows.length > 0) {
         const column = (i: number): string[] => rows.map((r) => r[i]);
-        const inserted: Array<{ id: string }> = await m.query(
+        await m.query(
           `INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event, payload, status)
            SELECT t.id, t.endpoint_id, t.event_id, t.event, t.payload, 'pending'
              FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS t(id, endpoint_id, event_id, event, payload)
-           ON CONFLICT (endpoint_id, event_id) DO NOTHING RETURNING id`,
+           ON CONFLICT (endpoint_id, event_id) DO NOTHING`,
           [column(0), column(1), column(2), column(3), column(4)],
-        );
-        await enqueue(
-          m,
-          inserted.map((r) => r.id),
         );
       }
       const last = events[events.length - 1];
@@ -174,44 +164,128 @@ export class DeliveriesRepository {
       e.type === 'failover' ? (e.key_id ? (byKey.get(e.key_id) ?? []) : []) : (byProvider.get(e.provider) ?? []);
   }
 
-  /** Locks a due, pending delivery for one attempt; the lock outlives the send timeout, so only a dead worker's lock expires. */
-  async claim(id: string, claim: string, lockSeconds: number): Promise<ClaimOutcome> {
-    const rows: Array<Omit<ClaimedDelivery, 'endpointId' | 'eventId'> & { endpoint_id: string; event_id: string }> =
+  /**
+   * Claims up to `limit` due deliveries for this replica's free lanes in one statement, in turns across keys
+   * (decisions §11). Each due delivery gets a turn within its key: endpoints take turns first (an endpoint's
+   * n-th delivery comes after every endpoint's (n-1)-th), and the turn counts on from the deliveries the
+   * key already has in this replica's lanes (`busy`). The lowest turns go first, oldest first on a tie, and
+   * no key goes past `share` lanes, so one key's backlog cannot hold all of them. An endpoint that is
+   * backed off is skipped; one whose last attempt timed out gets one attempt at a time (a probe).
+   *
+   * The lease is the claim: rows are locked with SKIP LOCKED, marked with `claim` and `locked_until` (past
+   * any attempt, so only a dead worker's lease expires), and another replica ranking the same rows skips them.
+   */
+  async claimDue(
+    limit: number,
+    claim: string,
+    lockSeconds: number,
+    busy: ReadonlyMap<string, number>,
+    share: number,
+  ): Promise<ClaimedDelivery[]> {
+    if (limit <= 0) return [];
+    const rows: Array<
+      Omit<ClaimedDelivery, 'endpointId' | 'eventId' | 'keyId'> & {
+        endpoint_id: string;
+        event_id: string;
+        key_id: string;
+      }
+    > = rowsOf(
       await this.dataSource.query(
-        `WITH c AS (
-         UPDATE webhook_deliveries SET locked_until = now() + make_interval(secs => $3), claim = $2, updated_at = now()
-          WHERE id = $1 AND status = 'pending' AND next_attempt_at <= now() + interval '1 second' AND (locked_until IS NULL OR locked_until < now())
-          RETURNING id, endpoint_id, event_id, event, payload, attempts)
-       SELECT c.id, c.endpoint_id, c.event_id, c.event, c.payload, c.attempts, w.url, w.secret, w.enabled
-         FROM c JOIN webhook_endpoints w ON w.id = c.endpoint_id`,
-        [id, claim, lockSeconds],
-      );
-    const row = rows[0];
-    if (row) {
-      const { endpoint_id: endpointId, event_id: eventId, ...rest } = row;
-      return { kind: 'claimed', delivery: { ...rest, endpointId, eventId } };
-    }
-    const waiting: Array<{ due_in: number }> = await this.dataSource.query(
-      `SELECT EXTRACT(EPOCH FROM next_attempt_at - now())::float8 AS due_in FROM webhook_deliveries
-        WHERE id = $1 AND status = 'pending' AND next_attempt_at > now() + interval '1 second' AND (locked_until IS NULL OR locked_until < now())`,
-      [id],
+        `WITH busy AS (
+           SELECT * FROM unnest($4::text[], $5::int[]) AS b(key_id, n)),
+         due AS (
+           SELECT d.id, d.endpoint_id, w.key_id, d.next_attempt_at, w.consecutive_timeouts,
+                  row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS endpoint_turn
+             FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
+            WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND (d.locked_until IS NULL OR d.locked_until < now())
+              AND (w.backoff_until IS NULL OR w.backoff_until <= now())),
+         eligible AS (
+           SELECT * FROM due
+            WHERE due.consecutive_timeouts = 0
+               OR (due.endpoint_turn = 1 AND NOT EXISTS (
+                    SELECT 1 FROM webhook_deliveries l
+                     WHERE l.endpoint_id = due.endpoint_id AND l.status = 'pending' AND l.locked_until >= now()))),
+         ranked AS (
+           SELECT e.id, e.next_attempt_at,
+                  COALESCE(b.n, 0) + row_number() OVER (PARTITION BY e.key_id ORDER BY e.endpoint_turn, e.next_attempt_at, e.id) AS turn
+             FROM eligible e LEFT JOIN busy b ON b.key_id = e.key_id),
+         picked AS (
+           SELECT id FROM ranked WHERE turn <= $6 ORDER BY turn, next_attempt_at, id LIMIT $1),
+         locked AS (
+           SELECT d.id FROM webhook_deliveries d JOIN picked p ON p.id = d.id
+            WHERE d.status = 'pending' AND (d.locked_until IS NULL OR d.locked_until < now())
+            FOR UPDATE OF d SKIP LOCKED)
+         UPDATE webhook_deliveries d SET locked_until = now() + make_interval(secs => $2), claim = $3, updated_at = now()
+           FROM locked, webhook_endpoints w
+          WHERE d.id = locked.id AND w.id = d.endpoint_id
+          RETURNING d.id, d.endpoint_id, w.key_id, d.event_id, d.event, d.payload, d.attempts, w.url, w.secret, w.enabled`,
+        [limit, lockSeconds, claim, [...busy.keys()], [...busy.values()], share],
+      ),
     );
-    return waiting[0] ? { kind: 'early', dueInSeconds: Math.ceil(waiting[0].due_in) } : { kind: 'nothing' };
+    return rows.map(({ endpoint_id: endpointId, event_id: eventId, key_id: keyId, ...rest }) => ({
+      ...rest,
+      endpointId,
+      eventId,
+      keyId,
+    }));
   }
 
   /**
-   * Records the attempt and the delivery's next state in one transaction, with the next attempt's
-   * job when there is one. False when the claim was lost (the attempt is then not recorded).
+   * Counts an attempt towards its endpoint's backoff, inside the attempt's transaction: a timeout adds one to
+   * the endpoint's timeouts in a row and, past the threshold, backs the endpoint off (visible to every
+   * replica); any other outcome clears both. Returns the timeouts in a row (0 when cleared).
+   */
+  async noteEndpointOutcome(
+    m: EntityManager,
+    endpointId: string,
+    timedOut: boolean,
+    backoffSeconds: (timeouts: number) => number | null,
+  ): Promise<number> {
+    if (!timedOut) {
+      // written only when there is something to clear: a healthy endpoint's attempts do not touch its row
+      await m.query(
+        `UPDATE webhook_endpoints SET consecutive_timeouts = 0, backoff_until = NULL WHERE id = $1 AND consecutive_timeouts <> 0`,
+        [endpointId],
+      );
+      return 0;
+    }
+    const [row] = rowsOf<{ n: number }>(
+      await m.query(
+        `UPDATE webhook_endpoints SET consecutive_timeouts = consecutive_timeouts + 1 WHERE id = $1 RETURNING consecutive_timeouts AS n`,
+        [endpointId],
+      ),
+    );
+    if (!row) return 0;
+    const wait = backoffSeconds(row.n);
+    if (wait !== null)
+      await m.query(`UPDATE webhook_endpoints SET backoff_until = now() + make_interval(secs => $2) WHERE id = $1`, [
+        endpointId,
+        wait,
+      ]);
+    return row.n;
+  }
+
+  /** Pending deliveries, due or not: the depth of the delivery queue for metrics. */
+  async pendingCount(): Promise<number> {
+    const [row] = await this.dataSource.query<Array<{ n: number }>>(
+      `SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'pending'`,
+    );
+    return row?.n ?? 0;
+  }
+
+  /**
+   * Records the attempt and the delivery's next state in one transaction, with `alsoWrite` (the
+   * endpoint's backoff). False when the claim was lost (the attempt is then not recorded).
    */
   async recordAttempt(
     a: AttemptRecord,
     claim: string,
     status: DeliveryStatus,
     waitSeconds: number | null,
-    enqueueNext: (m: EntityManager) => Promise<unknown>,
+    alsoWrite: (m: EntityManager) => Promise<unknown>,
   ): Promise<boolean> {
     try {
-      return await this.writeAttempt(a, claim, status, waitSeconds, enqueueNext);
+      return await this.writeAttempt(a, claim, status, waitSeconds, alsoWrite);
     } catch (err) {
       // text PostgreSQL refuses must not roll back the delivery's new state: it would stay locked and be resent forever
       if (!isUnstorableText(err)) throw err;
@@ -220,7 +294,7 @@ export class DeliveriesRepository {
         claim,
         status,
         waitSeconds,
-        enqueueNext,
+        alsoWrite,
       );
     }
   }
@@ -230,7 +304,7 @@ export class DeliveriesRepository {
     claim: string,
     status: DeliveryStatus,
     waitSeconds: number | null,
-    enqueueNext: (m: EntityManager) => Promise<unknown>,
+    alsoWrite: (m: EntityManager) => Promise<unknown>,
   ): Promise<boolean> {
     return this.dataSource.transaction(async (m) => {
       const updated = rowsOf<{ id: string }>(
@@ -243,7 +317,7 @@ export class DeliveriesRepository {
       );
       if (updated.length === 0) return false;
       await m.insert(WebhookAttemptEntity, { id: newId('whd'), ...a });
-      if (waitSeconds !== null) await enqueueNext(m);
+      await alsoWrite(m);
       return true;
     });
   }
@@ -262,17 +336,6 @@ export class DeliveriesRepository {
       `UPDATE webhook_deliveries SET status = 'failed', locked_until = NULL, claim = NULL, updated_at = now() WHERE id = $1 AND claim = $2`,
       [id, claim],
     );
-  }
-
-  /** Pending deliveries long past due and not locked: their job was lost (e.g. it failed too often). */
-  async stalled(limit: number, overdueSeconds: number): Promise<string[]> {
-    const rows: Array<{ id: string }> = await this.dataSource.query(
-      `SELECT id FROM webhook_deliveries
-        WHERE status = 'pending' AND next_attempt_at < now() - make_interval(secs => $2) AND (locked_until IS NULL OR locked_until < now())
-        ORDER BY next_attempt_at LIMIT $1`,
-      [limit, overdueSeconds],
-    );
-    return rows.map((r) => r.id);
   }
 
   /** Deletes up to `batch` events past `retentionSeconds` that the fan-out has passed (its own, longer deadline). */

@@ -1,21 +1,24 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { Interval } from '@nestjs/schedule';
 import { newId } from '../common/ids';
 import { EnvironmentVariables } from '../config/env.schema';
 import { JobQueue } from '../database/job-queue';
 import { MetricsService } from '../metrics/metrics.service';
 import { ClaimedDelivery, DeliveriesRepository } from './deliveries.repository';
-import { DeliveryJob, enqueueDelivery, WEBHOOK_QUEUE, WEBHOOK_QUEUE_OPTIONS } from './delivery-queue';
+import { endpointBackoffSeconds, TIMEOUTS_BEFORE_BACKOFF } from './endpoint-backoff';
 import { parseRetrySchedule, waitAfterAttempt } from './retry-schedule';
 import { SecretBox } from './secret-box';
 import { AttemptResult, WebhookSender } from './webhook-sender';
 
-/** Deliveries one process sends at the same time (each waits at most the 10 s timeout). */
-const LANES = 4;
-/** Longer than any attempt (DNS, connect, 10 s timeout), so only a dead worker's lock expires. */
+/** The delivery queue's name in metrics (`svc_queue_depth{queue="webhook-deliveries"}`). */
+export const WEBHOOK_QUEUE = 'webhook-deliveries';
+/** Deliveries one process sends at the same time (each waits at most the attempt timeout). */
+export const LANES = 8;
+/** Lanes one key may hold in a process: one key's backlog always leaves the others half of them. */
+export const KEY_SHARE = LANES / 2;
+/** Longer than any attempt (DNS, connect, 10 s timeout), so only a dead worker's lease expires. */
 const LOCK_SECONDS = 60;
-/** A pending delivery this far past due, unlocked, has lost its job. */
-const OVERDUE_SECONDS = 60;
+/** How often a process looks for due deliveries when nothing woke it (a new delivery here, a lane freed). */
+const POLL_MS = 500;
 /** At shutdown, sends in flight get this long to finish and be recorded before they are cut. */
 const SHUTDOWN_GRACE_MS = 2000;
 
@@ -26,20 +29,25 @@ class ShuttingDown extends Error {
 }
 
 /**
- * Sends delivery attempts from pg-boss jobs: claim the delivery, POST it signed, then record the
- * attempt, the delivery's new state and the next attempt's job in one transaction.
+ * Sends delivery attempts: the deliveries table is the queue. One statement claims a batch of due
+ * deliveries for the free lanes, in turns across keys (decisions §11); each is POSTed signed, then the
+ * attempt, the delivery's new state and the endpoint's backoff are recorded in one transaction.
  */
 @Injectable()
 export class WebhookDeliveryWorker implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(WebhookDeliveryWorker.name);
   private readonly schedule: number[];
   private readonly inFlight = new Map<string, { controller: AbortController; done: Promise<unknown> }>();
+  /** Deliveries of each key in this process's lanes: the claim counts a key's turns on from these. */
+  private readonly busy = new Map<string, number>();
   private stopping = false;
-  private queueReady = false;
-  private sweeping: Promise<number> | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private polling: Promise<void> | null = null;
+  /** A wake-up that came while a poll ran: poll once more when it ends. */
+  private again = false;
 
   constructor(
-    private readonly queue: JobQueue,
+    queue: JobQueue,
     private readonly repository: DeliveriesRepository,
     private readonly sender: WebhookSender,
     private readonly secrets: SecretBox,
@@ -47,61 +55,80 @@ export class WebhookDeliveryWorker implements OnApplicationBootstrap, OnModuleDe
     env: EnvironmentVariables,
   ) {
     this.schedule = parseRetrySchedule(env.SVC_WEBHOOK_RETRY_SCHEDULE);
+    queue.registerDepth(WEBHOOK_QUEUE, () => this.repository.pendingCount());
   }
 
-  /** True once the queue exists: fan-out sends no job before. */
-  get ready(): boolean {
-    return this.queueReady;
-  }
-
-  /** After every module's init, so pg-boss has started. */
-  async onApplicationBootstrap(): Promise<void> {
-    await this.queue.createQueue(WEBHOOK_QUEUE, WEBHOOK_QUEUE_OPTIONS);
-    this.queueReady = true;
-    for (let lane = 0; lane < LANES; lane++) {
-      await this.queue.work<DeliveryJob>(WEBHOOK_QUEUE, { pollingIntervalSeconds: 1 }, (job) =>
-        this.deliver(job.data.deliveryId),
-      );
-    }
+  onApplicationBootstrap(): void {
+    this.timer = setInterval(() => this.wake(), POLL_MS);
+    this.timer.unref();
+    this.wake();
   }
 
   async onModuleDestroy(): Promise<void> {
     this.stopping = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.polling;
     const all = (): Promise<unknown> => Promise.allSettled([...this.inFlight.values()].map((f) => f.done));
     await Promise.race([all(), new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref())]);
     for (const { controller } of this.inFlight.values()) controller.abort(new ShuttingDown());
     await all();
-    await this.sweeping;
   }
 
-  /** One job: one attempt. Throwing hands the job back to pg-boss for a later retry. */
-  async deliver(deliveryId: string): Promise<void> {
-    if (this.stopping) throw new ShuttingDown();
-    // tracked from the claim on, so shutdown waits for (or cuts) every attempt it could interrupt
-    const controller = new AbortController();
-    const key = newId('run', 12);
-    const done = this.claimAndAttempt(deliveryId, controller.signal);
-    this.inFlight.set(key, { controller, done });
-    try {
-      await done;
-    } finally {
-      this.inFlight.delete(key);
+  /** Looks for due deliveries now (fan-out stored some, a lane freed, the poll timer): one claim at a time. */
+  wake(): void {
+    if (this.stopping) return;
+    if (this.polling) {
+      this.again = true;
+      return;
     }
+    this.polling = this.poll().finally(() => {
+      this.polling = null;
+      if (this.again) {
+        this.again = false;
+        this.wake();
+      }
+    });
   }
 
-  private async claimAndAttempt(deliveryId: string, signal: AbortSignal): Promise<void> {
+  private async poll(): Promise<void> {
+    const free = LANES - this.inFlight.size;
+    if (free <= 0) return;
+    let claimed: ClaimedDelivery[];
     const claim = newId('clm', 16);
-    const outcome = await this.repository.claim(deliveryId, claim, LOCK_SECONDS);
-    if (outcome.kind === 'early') {
-      await enqueueDelivery(this.queue, deliveryId, outcome.dueInSeconds);
+    try {
+      claimed = await this.repository.claimDue(free, claim, LOCK_SECONDS, this.busy, KEY_SHARE);
+    } catch (err) {
+      this.logger.warn(`webhook claim failed: ${(err as Error).message}; retrying on the next tick`);
       return;
     }
-    if (outcome.kind === 'nothing') return;
-    if (!outcome.delivery.enabled) {
-      await this.repository.abandon(outcome.delivery.id, claim);
+    // a full batch may leave more due: each lane that frees wakes the next claim
+    for (const delivery of claimed) this.start(delivery, claim);
+  }
+
+  /** Runs one claimed delivery in a lane, tracked so shutdown waits for (or cuts) it. */
+  private start(delivery: ClaimedDelivery, claim: string): void {
+    const controller = new AbortController();
+    this.busy.set(delivery.keyId, (this.busy.get(delivery.keyId) ?? 0) + 1);
+    const done = this.run(delivery, claim, controller.signal)
+      .catch((err: Error) => {
+        if (!(err instanceof ShuttingDown)) this.logger.warn(`delivery ${delivery.id}: ${err.message}`);
+      })
+      .finally(() => {
+        this.inFlight.delete(delivery.id);
+        const left = (this.busy.get(delivery.keyId) ?? 1) - 1;
+        if (left > 0) this.busy.set(delivery.keyId, left);
+        else this.busy.delete(delivery.keyId);
+        this.wake();
+      });
+    this.inFlight.set(delivery.id, { controller, done });
+  }
+
+  private async run(delivery: ClaimedDelivery, claim: string, signal: AbortSignal): Promise<void> {
+    if (!delivery.enabled) {
+      await this.repository.abandon(delivery.id, claim);
       return;
     }
-    await this.attempt(outcome.delivery, claim, signal);
+    await this.attempt(delivery, claim, signal);
   }
 
   private async attempt(delivery: ClaimedDelivery, claim: string, signal: AbortSignal): Promise<void> {
@@ -114,6 +141,7 @@ export class WebhookDeliveryWorker implements OnApplicationBootstrap, OnModuleDe
     const attempt = delivery.attempts + 1;
     const wait = result.delivered ? null : waitAfterAttempt(this.schedule, attempt);
     const status = result.delivered ? 'succeeded' : wait === null ? 'failed' : 'pending';
+    let timeouts = 0;
     const recorded = await this.repository.recordAttempt(
       {
         deliveryId: delivery.id,
@@ -129,7 +157,14 @@ export class WebhookDeliveryWorker implements OnApplicationBootstrap, OnModuleDe
       claim,
       status,
       wait,
-      (manager) => enqueueDelivery(this.queue, delivery.id, wait ?? 0, manager),
+      async (manager) => {
+        timeouts = await this.repository.noteEndpointOutcome(
+          manager,
+          delivery.endpointId,
+          result.timedOut === true,
+          endpointBackoffSeconds,
+        );
+      },
     );
     if (recorded) this.metrics.webhookAttempt(status);
     if (!recorded)
@@ -139,6 +174,10 @@ export class WebhookDeliveryWorker implements OnApplicationBootstrap, OnModuleDe
     else if (status === 'failed')
       this.logger.warn(
         `delivery ${delivery.id} to endpoint ${delivery.endpointId} failed after ${attempt} attempt(s): ${result.error}`,
+      );
+    if (recorded && timeouts >= TIMEOUTS_BEFORE_BACKOFF)
+      this.logger.warn(
+        `endpoint ${delivery.endpointId} timed out ${timeouts} times in a row: its deliveries wait ${endpointBackoffSeconds(timeouts)} s`,
       );
   }
 
@@ -150,25 +189,5 @@ export class WebhookDeliveryWorker implements OnApplicationBootstrap, OnModuleDe
       return { delivered: false, statusCode: null, latencyMs: 0, error: (err as Error).message, snippet: null };
     }
     return this.sender.send(delivery.url, delivery.event, secret, delivery.payload, signal);
-  }
-
-  /** Safety net: a pending delivery whose job was lost (failed past its retries, queue purged) gets a new one. */
-  @Interval('webhook-sweep', 30000)
-  async sweep(): Promise<number> {
-    if (this.stopping) return 0;
-    this.sweeping ??= this.resendStalled().finally(() => (this.sweeping = null));
-    return this.sweeping;
-  }
-
-  private async resendStalled(): Promise<number> {
-    try {
-      const ids = await this.repository.stalled(100, OVERDUE_SECONDS);
-      for (const id of ids) await enqueueDelivery(this.queue, id);
-      if (ids.length > 0) this.logger.log(`re-sent the job of ${ids.length} stalled webhook deliveries`);
-      return ids.length;
-    } catch (err) {
-      this.logger.warn(`webhook sweep failed: ${(err as Error).message}`);
-      return 0;
-    }
   }
 }

@@ -42,6 +42,14 @@ export class WebhookEndpointEntity {
   @Column({ type: 'text', select: false })
   secret!: string;
 
+  /** Attempts in a row that got no answer in time; any other outcome sets it back to 0. */
+  @Column({ name: 'consecutive_timeouts', type: 'integer', default: 0 })
+  consecutiveTimeouts!: number;
+
+  /** While in the future, the endpoint's deliveries wait (it kept timing out): they are not attempted. */
+  @Column({ name: 'backoff_until', type: 'timestamptz', nullable: true })
+  backoffUntil!: Date | null;
+
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt!: Date;
 

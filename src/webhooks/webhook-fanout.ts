@@ -1,8 +1,6 @@
 import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
-import { JobQueue } from '../database/job-queue';
 import { DeliveriesRepository } from './deliveries.repository';
-import { enqueueDelivery } from './delivery-queue';
 import { WebhookDeliveryWorker } from './delivery.worker';
 
 /** Events fanned out per transaction. */
@@ -12,8 +10,8 @@ const MAX_BATCHES = 10;
 
 /**
  * Turns stored gateway events into deliveries, off the request path, on every replica: the state
- * row's lock lets one replica at a time do it, and each batch commits its deliveries, their jobs
- * and its progress together, so no event is delivered twice or lost by a crash.
+ * row's lock lets one replica at a time do it, and each batch commits its deliveries and its
+ * progress together, so no event is delivered twice or lost by a crash.
  */
 @Injectable()
 export class WebhookFanout implements OnModuleInit, OnModuleDestroy {
@@ -23,7 +21,6 @@ export class WebhookFanout implements OnModuleInit, OnModuleDestroy {
 
   constructor(
     private readonly repository: DeliveriesRepository,
-    private readonly queue: JobQueue,
     private readonly worker: WebhookDeliveryWorker,
   ) {}
 
@@ -34,7 +31,7 @@ export class WebhookFanout implements OnModuleInit, OnModuleDestroy {
   /** Ticks that find the previous one still running skip rather than queue up. */
   @Interval('webhook-fanout', 500)
   async tick(): Promise<number> {
-    if (this.stopped || !this.worker.ready) return 0;
+    if (this.stopped) return 0;
     this.running ??= this.run().finally(() => (this.running = null));
     return this.running;
   }
@@ -49,11 +46,11 @@ export class WebhookFanout implements OnModuleInit, OnModuleDestroy {
     let total = 0;
     try {
       for (let i = 0; i < MAX_BATCHES && !this.stopped; i++) {
-        const done = await this.repository.fanOutBatch(BATCH, async (manager, ids) => {
-          for (const id of ids) await enqueueDelivery(this.queue, id, 0, manager);
-        });
+        const done = await this.repository.fanOutBatch(BATCH);
         if (done === null) break;
         total += done;
+        // this replica's lanes need not wait for their next poll
+        if (done > 0) this.worker.wake();
         if (done < BATCH) break;
       }
     } catch (err) {

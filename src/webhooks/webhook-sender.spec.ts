@@ -136,6 +136,22 @@ describe('guardedLookup', () => {
     });
   });
 
+  it('refuses a name that does not resolve with the same message as a private one, unless private destinations are allowed', (done) => {
+    const notFound = (
+      _host: string,
+      _options: object,
+      callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+    ): void => callback(Object.assign(new Error('getaddrinfo ENOTFOUND missing.example'), { code: 'ENOTFOUND' }), []);
+    guardedLookup(false, notFound)('missing.example', { all: true }, (err) => {
+      expect(err?.message).toBe(DESTINATION_NOT_ALLOWED);
+      expect(err?.message).toContain('SVC_WEBHOOK_ALLOW_PRIVATE');
+      guardedLookup(true, notFound)('missing.example', { all: true }, (open) => {
+        expect(open).toMatchObject({ code: 'ENOTFOUND' });
+        done();
+      });
+    });
+  });
+
   it('answers in the shape the caller asked for', (done) => {
     const lookup = guardedLookup(false, resolverOf([{ address: '93.184.216.34', family: 4 }]));
     lookup('public.example', {}, (err, address, family) => {

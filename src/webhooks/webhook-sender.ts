@@ -8,7 +8,7 @@ import { deliveryHeaders, WebhookEventType } from './signature';
 import { storableText } from './storable-text';
 import { DESTINATION_NOT_ALLOWED, literalAddress, portAllowed } from './webhook-url';
 
-/** A receiver must answer within this (connect, headers and the read snippet together). */
+/** A receiver must answer within this (connect, headers and the read snippet together): the contract's 10 s, and the ceiling of SVC_WEBHOOK_TIMEOUT_MS. */
 export const DELIVERY_TIMEOUT_MS = 10_000;
 /** How much of the receiver's answer is kept for operators. */
 const SNIPPET_BYTES = 2048;
@@ -19,6 +19,8 @@ export interface AttemptResult {
   latencyMs: number;
   error: string | null;
   snippet: string | null;
+  /** No answer within the attempt timeout: what holds a lane longest, so the endpoint's backoff counts these. */
+  timedOut?: boolean;
 }
 
 /** A destination webhooks may not reach; raised inside the connection's own DNS lookup. Its text names no address. */
@@ -26,7 +28,7 @@ export class AddressRefused extends Error {
   readonly code = 'EWEBHOOKADDRESS';
   constructor(
     readonly address: string,
-    readonly range: BlockedRange | 'port',
+    readonly range: BlockedRange | 'port' | 'unresolved',
   ) {
     super(DESTINATION_NOT_ALLOWED);
   }
@@ -38,6 +40,9 @@ type Resolve = (
   callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
 ) => void;
 
+/** Lookup errors that mean "this name has no address" (as opposed to a resolver that is down). */
+const UNRESOLVED = new Set(['ENOTFOUND', 'ENODATA', 'ENONAME']);
+
 /**
  * The lookup the connection itself uses: every address of the host is checked and the socket
  * connects to a checked one, so a second DNS answer (rebinding) can never slip past the check.
@@ -45,6 +50,9 @@ type Resolve = (
 export function guardedLookup(allowPrivate: boolean, resolve: Resolve = dnsLookup): LookupFunction {
   return (hostname, options, callback) => {
     resolve(hostname, { ...options, all: true }, (err, addresses) => {
+      // a name that does not resolve reads like a refused one: else the two answers map which internal names exist
+      const unresolved = !err ? addresses.length === 0 : UNRESOLVED.has(err.code ?? '');
+      if (unresolved && !allowPrivate) return callback(new AddressRefused('', 'unresolved'), '', 0);
       if (err) return callback(err, '', 0);
       const refused = allowPrivate
         ? undefined
@@ -65,26 +73,45 @@ const ERROR_TEXT: Record<string, string> = {
   EAI_AGAIN: 'DNS lookup failed',
   EHOSTUNREACH: 'host unreachable',
   ENETUNREACH: 'network unreachable',
-  UND_ERR_CONNECT_TIMEOUT: `no connection within ${DELIVERY_TIMEOUT_MS / 1000} s`,
-  UND_ERR_HEADERS_TIMEOUT: `no response within ${DELIVERY_TIMEOUT_MS / 1000} s`,
-  UND_ERR_BODY_TIMEOUT: `no response within ${DELIVERY_TIMEOUT_MS / 1000} s`,
   UND_ERR_SOCKET: 'connection closed by the receiver',
 };
 
-/** A short, secret-free reason for a failed attempt. */
-export function describeFailure(err: unknown, timedOut: boolean): string {
+const TIMEOUT_TEXT: Record<string, string> = {
+  UND_ERR_CONNECT_TIMEOUT: 'no connection within',
+  UND_ERR_HEADERS_TIMEOUT: 'no response within',
+  UND_ERR_BODY_TIMEOUT: 'no response within',
+};
+
+type Failure = { code?: unknown; message?: unknown; cause?: unknown };
+
+/** The error and its causes, outermost first (a few levels: undici wraps socket errors). */
+function* causes(err: unknown): Generator<Failure> {
   // duck-typed, not instanceof: socket errors may come from another realm (vm contexts, workers)
-  type Failure = { code?: unknown; message?: unknown; cause?: unknown };
   for (
     let e = err as Failure | null, depth = 0;
     typeof e === 'object' && e !== null && depth < 5;
     e = e.cause as Failure | null, depth++
-  ) {
+  )
+    yield e;
+}
+
+/** True when the attempt failed for want of an answer in time (our deadline or one of undici's). */
+export function isTimeout(err: unknown, timedOut: boolean): boolean {
+  if (timedOut) return true;
+  for (const e of causes(err)) if (typeof e.code === 'string' && TIMEOUT_TEXT[e.code]) return true;
+  return false;
+}
+
+/** A short, secret-free reason for a failed attempt. */
+export function describeFailure(err: unknown, timedOut: boolean, timeoutMs = DELIVERY_TIMEOUT_MS): string {
+  const within = `${timeoutMs / 1000} s`;
+  for (const e of causes(err)) {
     if (e instanceof AddressRefused) return e.message;
     if (typeof e.code === 'string' && ERROR_TEXT[e.code]) return ERROR_TEXT[e.code];
+    if (typeof e.code === 'string' && TIMEOUT_TEXT[e.code]) return `${TIMEOUT_TEXT[e.code]} ${within}`;
     if (typeof e.code === 'string' && /CERT|SSL|TLS/.test(e.code)) return `TLS error: ${e.code}`;
   }
-  if (timedOut) return `no response within ${DELIVERY_TIMEOUT_MS / 1000} s`;
+  if (timedOut) return `no response within ${within}`;
   const message = (err as Failure | null)?.message;
   return storableText((typeof message === 'string' ? message : String(err)).slice(0, 200));
 }
@@ -110,13 +137,16 @@ async function readSnippet(body: AsyncIterable<Buffer> & { destroy(): unknown })
 export class WebhookSender implements OnApplicationShutdown {
   private readonly allowPrivate: boolean;
   private readonly agent: Agent;
+  /** SVC_WEBHOOK_TIMEOUT_MS: at most the contract's 10 s. */
+  readonly timeoutMs: number;
 
   constructor(env: EnvironmentVariables) {
     this.allowPrivate = env.SVC_WEBHOOK_ALLOW_PRIVATE;
+    this.timeoutMs = Math.min(env.SVC_WEBHOOK_TIMEOUT_MS ?? DELIVERY_TIMEOUT_MS, DELIVERY_TIMEOUT_MS);
     this.agent = new Agent({
-      connect: { lookup: guardedLookup(this.allowPrivate), timeout: DELIVERY_TIMEOUT_MS },
-      headersTimeout: DELIVERY_TIMEOUT_MS,
-      bodyTimeout: DELIVERY_TIMEOUT_MS,
+      connect: { lookup: guardedLookup(this.allowPrivate), timeout: this.timeoutMs },
+      headersTimeout: this.timeoutMs,
+      bodyTimeout: this.timeoutMs,
       keepAliveTimeout: 4000,
     });
   }
@@ -141,7 +171,7 @@ export class WebhookSender implements OnApplicationShutdown {
         error: DESTINATION_NOT_ALLOWED,
         snippet: null,
       };
-    const timeout = AbortSignal.timeout(DELIVERY_TIMEOUT_MS);
+    const timeout = AbortSignal.timeout(this.timeoutMs);
     try {
       const res = await request(url, {
         method: 'POST',
@@ -165,8 +195,9 @@ export class WebhookSender implements OnApplicationShutdown {
         delivered: false,
         statusCode: null,
         latencyMs: elapsed(),
-        error: describeFailure(err, timeout.aborted),
+        error: describeFailure(err, timeout.aborted, this.timeoutMs),
         snippet: null,
+        timedOut: isTimeout(err, timeout.aborted),
       };
     }
   }

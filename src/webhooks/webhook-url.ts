@@ -26,9 +26,13 @@ export function literalAddress(url: URL): string | null {
   return isIP(host) ? host : null;
 }
 
-/** The one refusal text: it never says what a name resolved to, nor which range an address is in. */
+/**
+ * The one refusal text, for a private address and for a name that does not resolve alike: it never says
+ * what a name resolved to (or whether it resolved), nor which range an address is in. It names the
+ * setting, so an operator testing against a local receiver knows what to change.
+ */
 export const DESTINATION_NOT_ALLOWED =
-  'destination not allowed: webhooks may only reach public addresses on port 80, 443 or 1024 and above';
+  'destination not allowed: webhooks may only reach hosts with public addresses on port 80, 443 or 1024 and above (the operator setting SVC_WEBHOOK_ALLOW_PRIVATE=true lifts this for development)';
 
 /** Ports a webhook may use unless private destinations are allowed: the web's own, and no system service's. */
 export function portAllowed(raw: string): boolean {
