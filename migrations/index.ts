@@ -8,6 +8,7 @@ import { EventCursor1763740000000 } from './1763740000000-event-cursor';
 import { FairTasks1763750000000 } from './1763750000000-fair-tasks';
 import { StreamTickets1763760000000 } from './1763760000000-stream-tickets';
 import { MiniMaxFiles1763770000000 } from './1763770000000-minimax-files';
+import { VoiceRemovals1796085361000 } from './1796085361000-voice-removals';
 
 /** Every migration in order; `npm run migration:generate` writes a file, add its class here. */
 export const MIGRATIONS = [
@@ -21,4 +22,5 @@ export const MIGRATIONS = [
   FairTasks1763750000000,
   StreamTickets1763760000000,
   MiniMaxFiles1763770000000,
+  VoiceRemovals1796085361000,
 ];

@@ -1,3 +1,4 @@
+import { ADMIN_TOKEN } from './support/app';
 import { eventually } from './support/failover';
 import { speak } from './support/speech';
 import { MODEL, VoicesHarness } from './support/voices';
@@ -196,6 +197,7 @@ describe('one voice check for every voice id', () => {
   });
   afterAll(() => h.close());
   beforeEach(() => {
+    h.minimax.refuseDeletes = false;
     h.minimax.reset();
   });
 
@@ -237,6 +239,71 @@ describe('one voice check for every voice id', () => {
           { voice_id: myUpstream, weight: 60 },
           { voice_id: 'female-shaonv', weight: 40 },
         ]);
+    });
+  });
+
+  describe('a voice deleted here while its provider still holds it', () => {
+    it('cannot speak on any path, even where the operator names its upstream id, and its deletion is retried until done', async () => {
+      const owner = await h.key('leaving voice', CHAIN);
+      const consent = await h.createConsent(owner);
+      const voice = (await h.cloneVoice(owner, consent)).id;
+      const upstream = await h.upstreamIdOf(voice);
+      // the operator's voice_map may name a raw upstream voice; while the voice exists it speaks
+      const operator = await h.key('operator mapping', [
+        { provider: MINIMAX, model: MODEL, voice_map: { narrator: upstream } },
+      ]);
+      expect((await speak(h.t, operator, request([{ voice_id: 'narrator', weight: 100 }], 'narrator'))).status).toBe(
+        200,
+      );
+      expect(h.lastT2aVoice()).toBe(upstream);
+
+      h.minimax.refuseDeletes = true;
+      expect((await h.deleteVoice(owner, voice)).status).toBe(200);
+      expect(h.minimax.count('/v1/delete_voice')).toBe(1);
+      expect(h.minimax.voices.has(upstream)).toBe(true);
+      // the voice is gone here, so its consent is free; the removal upstream does not depend on it
+      expect((await h.deleteConsent(owner, consent)).status).toBe(200);
+
+      h.minimax.reset();
+      for (const path of PATHS) {
+        const answer = await path.say(operator, [
+          { voice_id: 'female-shaonv', weight: 50 },
+          { voice_id: 'narrator', weight: 50 },
+        ]);
+        expect({ path: path.name, answer }).toMatchObject({
+          path: path.name,
+          answer: { spoke: false, refusal: path.refusal('timbre_weights[1].voice_id') },
+        });
+      }
+      const named = await speak(h.t, operator, request([{ voice_id: 'female-shaonv', weight: 100 }], 'narrator'));
+      expect({ status: named.status, body: JSON.parse(named.bytes.toString()) as unknown }).toMatchObject(
+        openAiRefusal('voice_setting.voice_id') as object,
+      );
+      const own = await speak(h.t, owner, request([{ voice_id: 'female-shaonv', weight: 100 }], voice));
+      expect(own.status).toBe(400);
+      expect(h.minimax.count('/v1/t2a_v2')).toBe(0);
+
+      // tried again (with backoff) while the provider refuses, until it accepts
+      await h.minimax.waitUntil(() => h.minimax.count('/v1/delete_voice') >= 2, 20000);
+      expect(h.minimax.voices.has(upstream)).toBe(true);
+      h.minimax.refuseDeletes = false;
+      await h.minimax.waitUntil(() => !h.minimax.voices.has(upstream), 20000);
+      await eventually(
+        () => h.db.query('SELECT 1 FROM voice_removals WHERE upstream_voice_id = $1', [upstream]),
+        (rows: unknown[]) => rows.length === 0,
+        5000,
+        'removal record gone',
+      );
+    });
+
+    it("removes a deleted key's voices at their provider", async () => {
+      const key = await h.t.createKey('leaving key', CHAIN);
+      const voice = await h.cloneVoice(key.secret, await h.createConsent(key.secret));
+      const upstream = await h.upstreamIdOf(voice.id);
+      expect(h.minimax.voices.has(upstream)).toBe(true);
+      const removed = await h.t.http.delete(`/v1/admin/keys/${key.id}`).set('Authorization', `Bearer ${ADMIN_TOKEN}`);
+      expect(removed.status).toBe(200);
+      await h.minimax.waitUntil(() => !h.minimax.voices.has(upstream), 20000);
     });
   });
 });

@@ -12,6 +12,7 @@ import { CustomVoiceDirectory, looksLikeCustomVoiceId } from './custom-voice-dir
 import { CustomVoicesService } from './custom-voices.service';
 import type { VoiceDto } from './dto/voice.dto';
 import { VOICE_FIELDS, VoicePlan, type StepVoices, type VoiceRequest } from './voice-plan';
+import { VoiceRemovals } from './voice-removals';
 
 export type VoiceEntry = VoiceDto;
 
@@ -46,6 +47,7 @@ export class VoicesService {
     private readonly failover: FailoverService,
     private readonly customVoices: CustomVoiceDirectory,
     private readonly customVoiceList: CustomVoicesService,
+    private readonly removals: VoiceRemovals,
   ) {}
 
   /**
@@ -100,12 +102,16 @@ export class VoicesService {
 
   /**
    * A plan made earlier (a stream's task_start) before another of its steps speaks: each custom voice it uses is
-   * still the key's, else 400 as `plan` would answer.
+   * still the key's and none of the step's voices waits for removal upstream, else 400 as `plan` would answer.
    */
   async confirm(key: AuthenticatedKey, plan: VoicePlan): Promise<VoicePlan> {
     for (const { id, param } of plan.customVoices) {
       if (!(await this.customVoices.find(key.id, id)))
         throw voiceNotFound(`The custom voice ${named(id, param)} was deleted.`, param);
+    }
+    for (const step of plan.steps) {
+      const removed = plan.upstreamIds(step).find((id) => this.removals.isPending(step.provider, id));
+      if (removed) throw voiceNotFound(`A voice of this stream at ${step.provider} was deleted.`);
     }
     return plan;
   }
@@ -168,8 +174,8 @@ export class VoicesService {
    * The one voice check: what a requested voice id is at one step, or null when the step cannot speak it (a
    * fallback then speaks its default, or leaves the voice out of a mix). A custom voice is its holder's upstream
    * id there; elsewhere the step's voice_map entry. Any other id goes through the step's voice_map, and the
-   * provider must allow the result (its built-in voices, the operator's `allowed_voice_ids`, a voice_map target).
-   * The entry step's refusal is `400 voice_not_found` naming the field.
+   * provider must allow the result (its built-in voices, the operator's `allowed_voice_ids`, a voice_map target)
+   * and it must not be a voice waiting for removal. The entry step's refusal is `400 voice_not_found` naming the field.
    */
   private async speakable(
     step: PlannedStep,
@@ -182,12 +188,16 @@ export class VoicesService {
     // a custom voice the step does not hold is only ever spoken as the operator's mapping
     if (voice.custom && !fromMap) return null;
     const candidate = fromMap ?? voice.id;
+    const removing = this.removals.isPending(step.provider, candidate);
     // a voice_map target is the operator's choice; an id the client sends must be one the provider allows it
-    const allowed = !adapter.acceptsVoice || (await adapter.acceptsVoice(candidate, fromMap ? 'operator' : 'client'));
+    const allowed =
+      !removing && (!adapter.acceptsVoice || (await adapter.acceptsVoice(candidate, fromMap ? 'operator' : 'client')));
     if (allowed) return candidate;
     if (!entry) return null;
     throw voiceNotFound(
-      `The voice ${named(voice.id, voice.param)} is not a voice of ${step.provider} and its chain step has no voice_map entry for it; GET /v1/audio/voices lists the voices this key can use.`,
+      removing
+        ? `The voice ${named(voice.id, voice.param)} was deleted and is being removed from ${step.provider}.`
+        : `The voice ${named(voice.id, voice.param)} is not a voice of ${step.provider} and its chain step has no voice_map entry for it; GET /v1/audio/voices lists the voices this key can use.`,
       voice.param,
     );
   }
