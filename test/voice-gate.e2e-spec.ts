@@ -1,7 +1,10 @@
-import { ADMIN_TOKEN } from './support/app';
+import { parseGatewayConfig } from '../src/config/gateway-config';
+import { FakeMiniMax, startFakeMiniMax } from './fakes/fake-minimax';
+import { ADMIN_TOKEN, startApp, TestApp } from './support/app';
+import { tinyWav } from './support/audio';
 import { eventually } from './support/failover';
 import { speak } from './support/speech';
-import { MODEL, VoicesHarness } from './support/voices';
+import { MODEL, SAMPLE, VoicesHarness } from './support/voices';
 import { StreamClient, type StreamMessage } from './support/ws-client';
 
 jest.setTimeout(120000);
@@ -296,6 +299,35 @@ describe('one voice check for every voice id', () => {
       );
     });
 
+    it('stops an open stream that speaks it at its next text', async () => {
+      const owner = await h.key('streaming voice', CHAIN);
+      const voice = (await h.cloneVoice(owner, await h.createConsent(owner))).id;
+      const client = await StreamClient.connect(`${h.t.url.replace('http', 'ws')}/v1/audio/speech/stream`, {
+        Authorization: `Bearer ${owner}`,
+      });
+      try {
+        client.send({
+          event: 'task_start',
+          model: MODEL,
+          voice_setting: { voice_id: 'male-qn-qingse' },
+          timbre_weights: [{ voice_id: voice, weight: 100 }],
+        });
+        await client.waitFor((m) => m.event === 'task_started');
+        client.send({ event: 'task_continue', text: 'Said while the voice exists.' });
+        await client.waitFor((m) => m.event === 'task_continued' && m.is_final === true);
+        expect(h.minimax.count('/v1/t2a_v2')).toBe(1);
+        h.minimax.refuseDeletes = true;
+        expect((await h.deleteVoice(owner, voice)).status).toBe(200);
+        client.send({ event: 'task_continue', text: 'Never said.' });
+        expect(await client.waitFor((m) => m.event === 'task_failed')).toMatchObject({
+          error: { code: 'voice_not_found', message: expect.stringContaining('timbre_weights[0].voice_id') },
+        });
+        expect(h.minimax.count('/v1/t2a_v2')).toBe(1);
+      } finally {
+        client.ws.close();
+      }
+    });
+
     it("removes a deleted key's voices at their provider", async () => {
       const key = await h.t.createKey('leaving key', CHAIN);
       const voice = await h.cloneVoice(key.secret, await h.createConsent(key.secret));
@@ -305,5 +337,90 @@ describe('one voice check for every voice id', () => {
       expect(removed.status).toBe(200);
       await h.minimax.waitUntil(() => !h.minimax.voices.has(upstream), 20000);
     });
+  });
+});
+
+/** A fallback step that does not hold a custom voice of the mix: it maps it (voice_map) or leaves it out. */
+describe('a voice mix on a fallback step', () => {
+  let t: TestApp;
+  let holder: FakeMiniMax;
+  let fallback: FakeMiniMax;
+  let secret: string;
+  let voice: string;
+  let upstream: string;
+
+  beforeAll(async () => {
+    [holder, fallback] = await Promise.all([
+      startFakeMiniMax({ name: 'vg-holder' }),
+      startFakeMiniMax({ name: 'vg-fallback' }),
+    ]);
+    const provider = (name: string, fake: FakeMiniMax): string =>
+      `  - { name: ${name}, kind: minimax, base_url: "${fake.url}", api_key: k }`;
+    t = await startApp({
+      gateway: parseGatewayConfig(
+        ['providers:', provider('vg-holder', holder), provider('vg-fallback', fallback)].join('\n'),
+        'voice mix fallback test',
+      ),
+    });
+    secret = (
+      await t.createKey('mix fallback', [
+        { provider: 'vg-holder', model: MODEL },
+        { provider: 'vg-fallback', model: MODEL },
+      ])
+    ).secret;
+    const auth = { Authorization: `Bearer ${secret}` };
+    const consent = await t.http
+      .post('/v1/audio/voice_consents')
+      .set(auth)
+      .attach('recording', tinyWav(), 'consent.wav')
+      .field('language', 'en-US')
+      .field('name', 'Ada');
+    const cloned = await t.http
+      .post('/v1/audio/voices')
+      .set(auth)
+      .field('name', 'Ada clone')
+      .field('consent', consent.body.id as string)
+      .attach('audio_sample', SAMPLE, 'sample.wav');
+    expect(cloned.body).toMatchObject({ provider: 'vg-holder' });
+    voice = cloned.body.id as string;
+    upstream = (holder.requests.find((r) => r.path === '/v1/voice_clone')?.body as { voice_id: string }).voice_id;
+  });
+  afterAll(async () => {
+    await t.close();
+    await Promise.all([holder.close(), fallback.close()]);
+  });
+  beforeEach(() => {
+    holder.setMode('http500');
+    holder.reset();
+    fallback.reset();
+  });
+
+  const sentTo = (fake: FakeMiniMax): Array<Record<string, unknown>> =>
+    fake.requests.filter((r) => r.path === '/v1/t2a_v2').map((r) => r.body as Record<string, unknown>);
+  const say = (mix: Mix): ReturnType<typeof speak> =>
+    speak(t, secret, { model: MODEL, text: TEXT, voice_setting: { voice_id: 'male-qn-qingse' }, timbre_weights: mix });
+
+  it('leaves the custom voice out of the mix it does not hold, and sends the rest', async () => {
+    const res = await say([
+      { voice_id: voice, weight: 60 },
+      { voice_id: 'female-shaonv', weight: 40 },
+    ]);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-svc-provider-used')).toBe('vg-fallback');
+    expect((sentTo(holder)[0] as { timbre_weights: unknown }).timbre_weights).toEqual([
+      { voice_id: upstream, weight: 60 },
+      { voice_id: 'female-shaonv', weight: 40 },
+    ]);
+    expect(sentTo(fallback)).toHaveLength(1);
+    expect(sentTo(fallback)[0].timbre_weights).toEqual([{ voice_id: 'female-shaonv', weight: 40 }]);
+    expect(JSON.stringify(sentTo(fallback))).not.toContain(upstream);
+  });
+
+  it('sends no mix when nothing of it is left, and speaks voice_setting.voice_id', async () => {
+    const res = await say([{ voice_id: voice, weight: 100 }]);
+    expect(res.status).toBe(200);
+    expect(sentTo(fallback)).toHaveLength(1);
+    expect(sentTo(fallback)[0]).not.toHaveProperty('timbre_weights');
+    expect(sentTo(fallback)[0]).toMatchObject({ voice_setting: { voice_id: 'male-qn-qingse' } });
   });
 });
