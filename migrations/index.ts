@@ -9,6 +9,7 @@ import { FairTasks1763750000000 } from './1763750000000-fair-tasks';
 import { StreamTickets1763760000000 } from './1763760000000-stream-tickets';
 import { MiniMaxFiles1763770000000 } from './1763770000000-minimax-files';
 import { WebhookLanes1796083236000 } from './1796083236000-webhook-lanes';
+import { VoiceRemovals1796085361000 } from './1796085361000-voice-removals';
 
 /** Every migration in order; `npm run migration:generate` writes a file, add its class here. */
 export const MIGRATIONS = [
@@ -23,4 +24,5 @@ export const MIGRATIONS = [
   StreamTickets1763760000000,
   MiniMaxFiles1763770000000,
   WebhookLanes1796083236000,
+  VoiceRemovals1796085361000,
 ];

@@ -9,6 +9,7 @@ import { StreamTicketEntity } from './speech/stream/tickets/stream-ticket.entity
 import { SpeechTaskChunkEntity, SpeechTaskEntity, SpeechTaskResultEntity } from './speech/tasks/speech-task.entity';
 import { UsageRecordEntity } from './usage/usage-record.entity';
 import { CustomVoiceEntity } from './voices/custom-voice.entity';
+import { VoiceRemovalEntity } from './voices/voice-removal.entity';
 import { WebhookAttemptEntity, WebhookDeliveryEntity } from './webhooks/webhook-delivery.entity';
 import { WebhookEndpointEntity } from './webhooks/webhook-endpoint.entity';
 import { WebhookFanoutStateEntity } from './webhooks/webhook-fanout.entity';
@@ -31,6 +32,7 @@ export const ENTITIES = [
   WebhookAttemptEntity,
   WebhookFanoutStateEntity,
   CustomVoiceEntity,
+  VoiceRemovalEntity,
   StreamTicketEntity,
   MiniMaxFileEntity,
 ];

@@ -139,6 +139,12 @@ export class EnvironmentVariables {
   @Min(50)
   SVC_SYNC_INTERVAL_MS: number = 1000;
 
+  /** A voice its provider failed to delete is tried again this long after, then twice as long after each failure (at most 1 h). */
+  @IsOptional()
+  @IsInt()
+  @Min(50)
+  SVC_VOICE_REMOVAL_RETRY_MS: number = 60000;
+
   /** A speech WebSocket with no message in either direction for this long is closed. */
   @IsOptional()
   @IsInt()

@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Response } from 'express';
 import { once } from 'node:events';
-import type { PlannedStep } from '../failover/chain';
 import { DomainError } from '../common/errors/domain-error';
 import { audioAttachment } from '../common/http/attachment';
 import { EnvironmentVariables } from '../config/env.schema';
@@ -12,7 +11,7 @@ import { ignoredBy, ignoredFieldsHeader, IGNORED_FIELDS_HEADER, SpeechField } fr
 import { assertAudioFits, audioTooLong, encodedSeconds } from './audio-cap';
 import { characterCount } from './speech-job';
 import type { SpeechJob } from './speech-job';
-import type { CustomVoiceEntity } from '../voices/custom-voice.entity';
+import type { VoicePlan } from '../voices/voice-plan';
 import { VoicesService } from '../voices/voices.service';
 
 /** Audio whose first chunk is in hand: from here on the provider is fixed (no failover after the first byte). */
@@ -22,9 +21,9 @@ export interface PrimedAudio extends Primed<Buffer> {
   ignored: SpeechField[];
 }
 
-/** What `synthesize` may be told besides the job: only these steps (a stream's pinned step), a cap on the provider's output. */
+/** What `synthesize` may be told besides the job: the voices planned earlier (a stream's task), a cap on the provider's output. */
 export interface SynthesisOptions {
-  planned?: PlannedStep[];
+  plan?: VoicePlan;
   maxSeconds?: number;
 }
 
@@ -67,9 +66,9 @@ export class SpeechService {
     private readonly env: EnvironmentVariables,
   ) {}
 
-  /** The steps a speech request would walk (a custom voice's provider first); 400 when the model or the voice does not fit. */
-  route(key: AuthenticatedKey, job: SpeechJob): Promise<PlannedStep[]> {
-    return this.voices.route(key, job);
+  /** The steps a speech request would walk (a custom voice's provider first) and their voices; 400 when the model or a voice does not fit. */
+  plan(key: AuthenticatedKey, job: SpeechJob): Promise<VoicePlan> {
+    return this.voices.plan(key, job);
   }
 
   /**
@@ -83,11 +82,10 @@ export class SpeechService {
     options: SynthesisOptions = {},
   ): Promise<void> {
     call.bill({ characters: characterCount(job.text) });
-    let planned: PlannedStep[];
-    let custom: CustomVoiceEntity | null;
+    let plan: VoicePlan;
     try {
-      planned = options.planned ?? (await this.route(call.key, job));
-      custom = await this.voices.customVoice(call.key, job.voiceId);
+      // a plan made earlier still has to hold: a voice deleted since does not speak again
+      plan = options.plan ? await this.voices.confirm(call.key, options.plan) : await this.plan(call.key, job);
     } catch (err) {
       call.failed(err);
       throw err;
@@ -97,9 +95,7 @@ export class SpeechService {
       job.model,
       async (adapter, ctx, step) => {
         if (!adapter.speech) throw noSpeech();
-        const voice = custom
-          ? await this.voices.customVoiceFor(step, adapter, custom)
-          : { voiceId: await this.voices.voiceFor(step, adapter, job.voiceId), custom: false, substitution: null };
+        const voice = plan.at(step);
         // attempts run one after another: the serving one's note is the one left
         call.scope.alertNote = voice.substitution;
         const request = {
@@ -112,14 +108,15 @@ export class SpeechService {
           ...(maxSeconds !== undefined ? { maxSeconds } : {}),
           ...(voice.custom ? { customVoice: true } : {}),
           ...(job.instructions ? { instructions: job.instructions } : {}),
-          ...(job.options ? { options: job.options } : {}),
+          // every voice id in them is the step's own (VoicesService.plan)
+          ...(voice.options ? { options: voice.options } : {}),
         };
         const audio = await adapter.speech(request, ctx);
         const rest = audio.chunks[Symbol.asyncIterator]();
         return { audio, first: await rest.next(), rest, ignored: ignoredBy(adapter.kind, job) };
       },
       sink,
-      planned,
+      plan.steps,
     );
   }
 

@@ -44,7 +44,10 @@ export class CustomVoicesRepository {
     return this.voices.find({ where: { keyId }, order: { createdAt: 'DESC', seq: 'DESC' } });
   }
 
-  /** The deleted row, or null when the key has no such voice (or a concurrent delete took it). */
+  /**
+   * The deleted row, or null when the key has no such voice (or a concurrent delete took it). The delete also queues
+   * the voice's removal upstream, in the same statement (the trigger custom_voices_queue_removal, as for a key's voices).
+   */
   async deleteOwned(keyId: string, id: string): Promise<CustomVoiceEntity | null> {
     const row = await this.findOwned(keyId, id);
     if (!row) return null;

@@ -11,6 +11,7 @@ import { CustomVoiceDirectory } from './custom-voice-directory';
 import { CustomVoicesRepository, NewCustomVoice } from './custom-voices.repository';
 import { CreateVoiceDto, CustomVoiceDeletedDto, CustomVoiceDto } from './dto/custom-voice.dto';
 import { checkSample, fileNameFor } from './voice-sample';
+import { VoiceRemovals } from './voice-removals';
 import { VoiceUpstream } from './voice-upstream';
 
 /** The largest sample any provider takes (MiniMax: 20 MiB); each provider's own limit is checked after. */
@@ -57,6 +58,7 @@ export class CustomVoicesService {
     private readonly directory: CustomVoiceDirectory,
     private readonly consents: ConsentsService,
     private readonly upstream: VoiceUpstream,
+    private readonly removals: VoiceRemovals,
   ) {}
 
   /**
@@ -145,7 +147,10 @@ export class CustomVoicesService {
     const row = await this.store({ ...this.newRow(key, form.name, provider, made), consentId: consent.id });
     if (!row) {
       // the consent was deleted while the voice was being made: the voice must not outlive it
-      await this.upstream.remove(provider, made, requestId);
+      await this.removals.removeUnstored(
+        { provider, upstreamVoiceId: made.voiceId, method: made.method, upstreamConsentId: made.consentId ?? null },
+        requestId,
+      );
       throw consentNotFound(consent.id);
     }
     return toVoiceDto(row);
@@ -179,17 +184,20 @@ export class CustomVoicesService {
     return (await this.repository.listOwned(keyId)).map(toVoiceDto);
   }
 
-  /** Removes the voice here at once (its consent is free again), then at its provider. */
+  /**
+   * Removes the voice here at once (its consent is free again), then at its provider: the database queued that
+   * removal with the delete, and a failed one is tried again until the provider accepts (VoiceRemovals).
+   */
   async delete(keyId: string, id: string, requestId: string): Promise<CustomVoiceDeletedDto> {
     const row = await this.repository.deleteOwned(keyId, id);
     if (!row) throw voiceNotFound(id);
     await this.directory.changed(id);
-    await this.upstream.remove(
-      row.provider,
+    await this.removals.removeDeleted(
       {
-        voiceId: row.upstreamVoiceId,
+        provider: row.provider,
+        upstreamVoiceId: row.upstreamVoiceId,
         method: row.method,
-        ...(row.upstreamConsentId ? { consentId: row.upstreamConsentId } : {}),
+        upstreamConsentId: row.upstreamConsentId,
       },
       requestId,
     );

@@ -92,16 +92,23 @@ export class VoiceUpstream {
     }
   }
 
-  /** Best effort: a voice left upstream cannot speak through this service any more, and MiniMax drops unused clones after 7 days. */
-  async remove(provider: string, voice: UpstreamVoice, requestId: string): Promise<void> {
+  /**
+   * One deletion at the provider: null once it is done (or the provider kind keeps no voices to delete), else why it
+   * failed (VoiceRemovals keeps the voice and tries again). `requestId`: the request it serves, when one does.
+   */
+  async remove(provider: string, voice: UpstreamVoice, requestId?: string): Promise<string | null> {
     const adapter = this.adapters.get(provider);
     try {
-      await adapter?.deleteVoice?.(voice, AbortSignal.timeout(UPSTREAM_DELETE_TIMEOUT_MS));
+      if (!adapter) throw new Error(`${provider} is not configured`);
+      await adapter.deleteVoice?.(voice, AbortSignal.timeout(UPSTREAM_DELETE_TIMEOUT_MS));
+      return null;
     } catch (err) {
+      const message = (err as Error).message;
       this.logger.warn(
-        requestFields(requestId),
-        `could not delete voice ${voice.voiceId} at ${provider}: ${(err as Error).message}`,
+        requestId === undefined ? {} : requestFields(requestId),
+        `could not delete voice ${voice.voiceId} at ${provider}: ${message}`,
       );
+      return message;
     }
   }
 }

@@ -6,6 +6,9 @@ import { CustomVoiceDirectory } from './custom-voice-directory';
 import { CustomVoicesController } from './custom-voices.controller';
 import { CustomVoicesRepository } from './custom-voices.repository';
 import { CustomVoicesService } from './custom-voices.service';
+import { VoiceRemovalEntity } from './voice-removal.entity';
+import { VoiceRemovals } from './voice-removals';
+import { VoiceRemovalsRepository } from './voice-removals.repository';
 import { VoiceUpstream } from './voice-upstream';
 import { VoicesService } from './voices.service';
 
@@ -14,9 +17,17 @@ import { VoicesService } from './voices.service';
  * and custom voices (cloned behind a consent, or designed).
  */
 @Module({
-  imports: [ConsentsModule, TypeOrmModule.forFeature([CustomVoiceEntity])],
+  imports: [ConsentsModule, TypeOrmModule.forFeature([CustomVoiceEntity, VoiceRemovalEntity])],
   controllers: [CustomVoicesController],
-  providers: [CustomVoicesRepository, CustomVoiceDirectory, VoiceUpstream, CustomVoicesService, VoicesService],
+  providers: [
+    CustomVoicesRepository,
+    CustomVoiceDirectory,
+    VoiceUpstream,
+    VoiceRemovalsRepository,
+    VoiceRemovals,
+    CustomVoicesService,
+    VoicesService,
+  ],
   exports: [CustomVoicesService, CustomVoiceDirectory, VoicesService],
 })
 export class VoicesModule {}

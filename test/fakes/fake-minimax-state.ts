@@ -180,6 +180,8 @@ export function minimaxStateRoutes(fake: FakeMiniMax, tag: Record<string, string
 
   const deleteVoice = (x: FakeExchange<FakeMiniMaxMode>): void => {
     const { voice_type: type, voice_id: voiceId } = (x.record.body ?? {}) as { voice_type?: string; voice_id?: string };
+    if (fake.refuseDeletes)
+      return sendJson(x.res, 200, { base_resp: { status_code: 1000, status_msg: 'unknown error' } }, tag);
     if (!voiceId || fake.voices.get(voiceId) !== type) return invalid(x, `no ${type ?? ''} voice ${voiceId ?? ''}`);
     fake.voices.delete(voiceId);
     sendJson(

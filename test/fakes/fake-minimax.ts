@@ -51,6 +51,8 @@ export type FakeMiniMax = FakeUpstream<FakeMiniMaxMode> & {
   cloneGate: Promise<void> | null;
   /** While set, a T2A request whose text matches answers HTTP 500 (some chunks of a task fail over, others not). */
   failText: RegExp | null;
+  /** While true, delete_voice fails (base_resp 1000) and keeps the voice: a provider that cannot delete right now. */
+  refuseDeletes: boolean;
 };
 
 export interface FakeMiniMaxFile {
@@ -211,6 +213,7 @@ export async function startFakeMiniMax(options: FakeMiniMaxOptions = {}): Promis
     voices: new Map<string, 'voice_cloning' | 'voice_generation'>(),
     cloneGate: null,
     failText: null,
+    refuseDeletes: false,
     tasks: new Map<number, number>(),
   });
   const routes = minimaxStateRoutes(fake, tag);

@@ -42,13 +42,18 @@ export class VoicesHarness {
     readonly db: DataSource,
   ) {}
 
-  static async start(minimaxName: string): Promise<VoicesHarness> {
+  /** `allowedVoiceIds`: the MiniMax provider's `allowed_voice_ids`; `env`: the app's environment. */
+  static async start(
+    minimaxName: string,
+    options: { allowedVoiceIds?: string[]; env?: Record<string, string> } = {},
+  ): Promise<VoicesHarness> {
     const minimax = await startFakeMiniMax({ name: minimaxName });
+    const allowed = options.allowedVoiceIds ? `, allowed_voice_ids: [${options.allowedVoiceIds.join(', ')}]` : '';
     const gateway = parseGatewayConfig(
-      `providers:\n  - { name: ${minimaxName}, kind: minimax, base_url: "${minimax.url}", api_key: k }\n  - { name: espeak, kind: espeak }\n`,
+      `providers:\n  - { name: ${minimaxName}, kind: minimax, base_url: "${minimax.url}", api_key: k${allowed} }\n  - { name: espeak, kind: espeak }\n`,
       'voices test',
     );
-    const t = await startApp({ gateway });
+    const t = await startApp({ gateway, ...(options.env ? { env: options.env } : {}) });
     return new VoicesHarness(t, minimax, t.app.get(DataSource));
   }
 

@@ -9,6 +9,7 @@ import type { AuthenticatedKey } from '../../keys/key-directory';
 import { audioTooLong, minimumAudioSeconds } from '../audio-cap';
 import { ASYNC_TEXT_LIMIT, characterCount, SpeechJob } from '../speech-job';
 import type { SpeechService } from '../speech.service';
+import type { VoicePlan } from '../../voices/voice-plan';
 import { SUCCESS, taskFailed } from './stream-replies';
 import { StreamAudioOut, type Turn } from './stream-audio-out';
 import { textPieces } from './text-pieces';
@@ -39,7 +40,8 @@ export class SpeechStreamSession {
   /** Seconds of audio this task has produced, and the least its queued text will still make: both count against the cap. */
   private audioSeconds = 0;
   private promisedSeconds = 0;
-  private planned: PlannedStep[] = [];
+  /** The task's steps and their voices, decided at task_start. */
+  private plan: VoicePlan | null = null;
   /** The step that produced the first audio: every later sentence goes to it (no failover after audio began). */
   private step: PlannedStep | null = null;
   private work: Promise<void> = Promise.resolve();
@@ -137,11 +139,12 @@ export class SpeechStreamSession {
   private async start(body: TaskStartMessage): Promise<void> {
     const job = streamJob(body);
     // checks the model and the entry voice now, so a bad task_start fails before any text arrives; the chain is the key's as it is now
-    this.planned = await this.speech.route(this.key(), job);
+    const plan = await this.speech.plan(this.key(), job);
+    this.plan = plan;
     this.job = job;
     if (this.state === 'closed') return;
     if (this.state === 'starting') this.state = 'started';
-    const first = this.failover.firstAvailable(this.planned);
+    const first = this.failover.firstAvailable(plan.steps);
     // request_id: the stream's usage records are under `<it>_<n>` for the n-th task_continue (GET /v1/usage?request_id= finds them all)
     this.send({
       event: 'task_started',
@@ -187,7 +190,8 @@ export class SpeechStreamSession {
    * the session's encoder.
    */
   private async synthesize(text: string, turn: Turn): Promise<void> {
-    if (!this.job || this.state === 'closed') return;
+    const plan = this.plan;
+    if (!this.job || !plan || this.state === 'closed') return;
     const limit = this.limits.maxAudioSeconds;
     const relay = this.job.output.format === 'mp3';
     const job: SpeechJob = { ...this.job, text, output: { ...this.job.output, format: relay ? 'mp3' : 'pcm' } };
@@ -212,11 +216,11 @@ export class SpeechStreamSession {
         {
           open: (primed) => {
             bitrate = primed.audio.bitrate ?? bitrate;
-            this.step ??= this.planned.find((s) => s.level === call.scope.served?.level) ?? null;
+            this.step ??= plan.steps.find((s) => s.level === call.scope.served?.level) ?? null;
           },
           write: emit,
         },
-        { planned: this.step ? [this.step] : this.planned, maxSeconds: Math.max(1, limit - this.audioSeconds) },
+        { plan: this.step ? plan.pinnedTo(this.step) : plan, maxSeconds: Math.max(1, limit - this.audioSeconds) },
       );
     } finally {
       this.inFlight.delete(controller);

@@ -77,9 +77,9 @@ export class SpeechTasksService {
     const voice = dto.voice_setting ?? { voice_id: await this.voices.defaultVoice(key, dto.model) };
     const job = toSpeechJob({ ...dto, voice_setting: voice }, ASYNC_TEXT_LIMIT);
     assertAudioFits(job.text, job.speed, this.env.SVC_MAX_TASK_AUDIO_SECONDS, 'SVC_MAX_TASK_AUDIO_SECONDS');
-    // the same 400s as sync speech, before anything is stored
-    const planned = await this.voices.route(key, job);
-    const entry = this.gateway.provider(planned[0].provider);
+    // the same 400s as sync speech, before anything is stored (each chunk plans its voices again when it runs)
+    const voices = await this.voices.plan(key, job);
+    const entry = this.gateway.provider(voices.steps[0].provider);
     const transport: SpeechTransport = job.transport ?? {};
     const ignored = [
       ...(entry ? ignoredBy(entry.kind, job) : []),
