@@ -1,7 +1,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { cpus, setPriority } from 'node:os';
 import { DEFAULT_CREDIT, type FromWorker, type JobErrorCode, type JobSpec, type ToWorker } from './protocol';
-import { workerScript } from './worker-script';
+import { workerExecArgv, workerScript } from './worker-script';
 
 export interface AudioPoolOptions {
   /** Worker processes (default: one less than the cores, at least 1). */
@@ -165,7 +165,11 @@ export class AudioPool {
 
   private spawn(): Worker {
     // 'advanced': Buffers and typed arrays cross as bytes, not as JSON arrays of numbers
-    const child = fork(this.script, [], { serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const child = fork(this.script, [], {
+      execArgv: workerExecArgv(this.script),
+      serialization: 'advanced',
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
     const worker: Worker = { child, ready: false, backlog: [], jobs: new Map(), pingSentAt: null, killedFor: null };
     try {
       if (child.pid !== undefined) setPriority(child.pid, WORKER_NICE);

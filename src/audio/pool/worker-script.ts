@@ -1,17 +1,14 @@
-import { existsSync } from 'node:fs';
-import { join, relative, resolve } from 'node:path';
-
-const ENTRY = 'worker-main.js';
+import { join } from 'node:path';
 
 /**
- * The compiled worker entry. Built code forks its sibling; the TypeScript sources (jest, ts-node) fork the
- * same file from the build output (`nest build` runs before the tests), since a forked .ts would need a loader.
+ * The worker entry beside this file: the compiled one in a build, the TypeScript one when the sources run
+ * (jest), so a test never runs a stale build of the worker.
  */
 export function workerScript(): string {
-  if (__filename.endsWith('.js')) return join(__dirname, ENTRY);
-  const root = resolve(__dirname, '../../..');
-  const built = join(root, 'dist', relative(root, __dirname), ENTRY);
-  if (!existsSync(built))
-    throw new Error(`the audio worker is not built (${relative(root, built)} is missing): run \`npm run build\``);
-  return built;
+  return join(__dirname, __filename.endsWith('.ts') ? 'worker-main.ts' : 'worker-main.js');
+}
+
+/** Node's flags for a worker: the parent's, and for a TypeScript entry tsx's loader (transpiles only: the type check is the build's). */
+export function workerExecArgv(script: string): string[] {
+  return script.endsWith('.ts') ? [...process.execArgv, '--require', 'tsx/cjs'] : process.execArgv;
 }

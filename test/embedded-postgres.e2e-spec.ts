@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { DataDirInUseError, EmbeddedPostgres } from './embedded-postgres';
+import { DataDirInUseError, EmbeddedPostgres } from '../src/database/embedded-postgres';
 
 describe('EmbeddedPostgres', () => {
   let dir: string;
