@@ -47,10 +47,12 @@ export const ERROR_CODES = {
   too_many_tasks: { status: 429, type: 'rate_limit_error' },
   internal_error: { status: 500, type: 'api_error' },
   all_providers_failed: { status: 502, type: 'upstream_error' },
+  upstream_stream_failed: { status: 502, type: 'upstream_error' },
   voice_creation_failed: { status: 502, type: 'upstream_error' },
   no_provider_available: { status: 503, type: 'upstream_error' },
   database_unavailable: { status: 503, type: 'api_error' },
   not_ready: { status: 503, type: 'api_error' },
+  busy: { status: 503, type: 'api_error' },
   upstream_timeout: { status: 504, type: 'upstream_error' },
   upstream_rejected: { status: 400, type: 'invalid_request_error' },
 } as const satisfies Record<string, { status: number; type: ErrorType }>;
