@@ -228,9 +228,7 @@ describe('AudioPool: fair shares across keys (decisions §11)', () => {
       const events: string[] = [];
       const a1 = await hold(pool, 'key-a');
       tracked(pool, 'key-a', 'a2', events);
-      expect(() => tracked(pool, 'key-a', 'a3', events)).toThrow(
-        expect.objectContaining({ code: 'busy' }) as unknown as Error,
-      );
+      expect(() => tracked(pool, 'key-a', 'a3', events)).toThrow(expect.objectContaining({ code: 'busy' }));
       tracked(pool, 'key-b', 'b1', events);
       await until(() => events.includes('a2:busy') && events.includes('b1:busy'));
       expect(pool.stats()).toMatchObject({ running: 1, queued: 0 });
