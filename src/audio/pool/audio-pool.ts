@@ -100,7 +100,7 @@ export class AudioPool {
   private readonly jobsPerWorker: number;
   private readonly script: string;
   private readonly workers = new Set<Worker>();
-  /** Waiting jobs per key; the map's order is the turn order (a key served goes to the back). */
+  /** Waiting jobs per key, each queue in arrival order; which key goes next is `lastServed`'s to say. */
   private readonly queues = new Map<string, QueuedJob[]>();
   private queuedCount = 0;
   /** Running jobs per key. */
@@ -117,7 +117,8 @@ export class AudioPool {
   constructor(options: AudioPoolOptions = {}) {
     this.size = Math.max(1, options.size ?? defaultPoolSize());
     this.sliceTimeoutMs = options.sliceTimeoutMs ?? DEFAULT_SLICE_TIMEOUT_MS;
-    // jobs take turns between slices, so this bounds a worker's memory (an encoder each), not its CPU
+    // jobs take turns between slices: this bounds a worker's memory (an encoder each) and how many turns a job
+    // that a worker took waits for its first slice (its deadline runs from the take)
     this.jobsPerWorker = Math.max(1, options.jobsPerWorker ?? DEFAULT_JOBS_PER_WORKER);
     this.jobsPerKey = Math.max(1, options.jobsPerKey ?? defaultJobsPerKey(this.size, this.jobsPerWorker));
     this.queuePerKey = Math.max(0, options.queuePerKey ?? DEFAULT_QUEUE_PER_KEY);
