@@ -99,14 +99,16 @@ const UPGRADE_DESCRIPTION = [
   `\`POST ${TICKETS_PATH}\` (bearer key; answers \`{"ticket","expires_at"}\`, valid 60 s) — for browsers, which cannot set headers on a WebSocket; `,
   'or `?api_key=sk-svc-…` (kept for compatibility, never logged or echoed). The key is checked once, on the upgrade.\n\n',
   'A refused upgrade is a plain HTTP answer in the error shape (`{"error":{"message","type","param","code"}}`) with `x-svc-request-id`, and no ',
-  'socket: 401 `missing_api_key`/`invalid_api_key`, 429 `too_many_streams` (`SVC_WS_MAX_STREAMS_PER_KEY` per replica) or `rate_limited`, ',
-  '503 `database_unavailable`. The 101 answer carries `x-svc-request-id`.\n\n',
+  'socket: 401 `missing_api_key`/`invalid_api_key`, 429 `too_many_streams` (`SVC_WS_MAX_STREAMS_PER_KEY` per replica, by default the ',
+  "key's share of the audio worker pool) or `rate_limited`, 503 `database_unavailable`; a refused upgrade does not spend its ticket. ",
+  'The 101 answer carries `x-svc-request-id`.\n\n',
   '**Limits**: one message ',
   `${MAX_MESSAGE_BYTES / 1024} KiB (close 1009); text received and not yet spoken ${ASYNC_TEXT_LIMIT.toLocaleString('en')} characters (\`text_too_long\`); `,
   `unread audio ${SEND_HIGH_WATER_BYTES / 1024 / 1024} MiB (synthesis pauses; still full after \`SVC_WS_STALL_MS\` the connection is dropped); `,
   'no message either way for `SVC_WS_IDLE_MS` (120 s): close 1000 `idle timeout`. SIGTERM: queued text is spoken first, then close 1001.\n\n',
   '**Close codes**: 1000 `task finished` or `idle timeout`; 1001 `server shutting down`; 1008 a client mistake (after `task_failed`); ',
-  '1009 message too big; 1011 speaking failed (after `task_failed`).',
+  '1009 message too big; 1011 speaking failed (after `task_failed`: e.g. `all_providers_failed`, `upstream_stream_failed` naming the ',
+  'provider that broke after its audio began, or `busy` when the local audio worker pool is full).',
 ].join('');
 
 const channelBindings = {

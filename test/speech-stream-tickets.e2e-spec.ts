@@ -1,6 +1,7 @@
 import { DataSource } from 'typeorm';
+import { parseGatewayConfig } from '../src/config/gateway-config';
 import { hashSecret } from '../src/keys/key-directory';
-import { TestApp } from './support/app';
+import { startApp, TestApp } from './support/app';
 import { speak } from './support/speech';
 import { eventually, sleep } from './support/failover';
 import { refusedUpgrade, StreamClient } from './support/ws-client';
@@ -84,6 +85,44 @@ describe('speech WebSocket: tickets, revocation, usage of async tasks', () => {
       const res = await s.t.http.post('/v1/audio/speech/stream/tickets');
       expect(res.status).toBe(401);
       expect(res.body.error.code).toBe('missing_api_key');
+    });
+  });
+
+  describe('a refused upgrade does not spend its ticket', () => {
+    let capped: TestApp;
+    beforeAll(async () => {
+      capped = await startApp({
+        gateway: parseGatewayConfig('providers:\n  - { name: espeak, kind: espeak }\n', 'capped ws test'),
+        env: { SVC_WS_MAX_STREAMS_PER_KEY: '1' },
+      });
+    }, 120000);
+    afterAll(() => capped?.close());
+
+    it('a ticket refused with 429 too_many_streams opens a stream once the key has room, and only once', async () => {
+      const key = await capped.createKey('ticket capped', [{ provider: 'espeak', model: MODEL }]);
+      const wsUrl = `${capped.url.replace('http', 'ws')}${PATHS[0]}`;
+      const holder = await StreamClient.connect(wsUrl, bearer(key.secret));
+      await holder.waitFor((m) => m.event === 'connected_success');
+      const res = await capped.http.post('/v1/audio/speech/stream/tickets').set(bearer(key.secret));
+      const { ticket } = res.body as { ticket: string };
+      const refused = await refusedUpgrade(`${wsUrl}?ticket=${ticket}`);
+      expect(refused.status).toBe(429);
+      expect(JSON.parse(refused.body)).toMatchObject({ error: { code: 'too_many_streams' } });
+      holder.ws.close();
+      await holder.closed;
+      // the server counts the stream closed when it sees the close: a moment after the client does
+      await sleep(300);
+      // the key has room now: the same ticket opens one stream, concurrently at most once
+      const attempts = await Promise.allSettled([
+        StreamClient.connect(`${wsUrl}?ticket=${ticket}`),
+        StreamClient.connect(`${wsUrl}?ticket=${ticket}`),
+      ]);
+      const opened = attempts.filter((a) => a.status === 'fulfilled');
+      expect(opened).toHaveLength(1);
+      for (const a of opened) a.value.ws.close();
+      const again = await refusedUpgrade(`${wsUrl}?ticket=${ticket}`);
+      expect(again.status).toBe(401);
+      expect(JSON.parse(again.body)).toMatchObject({ error: { code: 'invalid_ticket' } });
     });
   });
 

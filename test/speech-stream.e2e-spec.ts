@@ -287,6 +287,29 @@ describe('speech WebSocket stream', () => {
     minimax.setMode('ok');
   });
 
+  it.each(['/v1/audio/speech/stream', '/ws/v1/t2a_v2'])(
+    'on %s, a provider that breaks after its audio began ends with task_failed upstream_stream_failed naming it, close 1011',
+    async (path) => {
+      minimax.setMode('midStreamBaseRespError');
+      const key = await t.createKey(`ws-broke ${path}`, [
+        { provider: 'ws-minimax', model: 'speech-02-hd', voice_map: { '*': 'male-qn-qingse' } },
+      ]);
+      const client = await StreamClient.connect(`${t.url.replace('http', 'ws')}${path}`, {
+        Authorization: `Bearer ${key.secret}`,
+      });
+      client.send(START);
+      await client.waitFor((m) => m.event === 'task_started');
+      client.send({ event: 'task_continue', text: 'This sentence breaks after its first audio.' });
+      const failed = await client.waitFor((m) => m.event === 'task_failed');
+      expect(failed.error).toMatchObject({ code: 'upstream_stream_failed' });
+      expect((failed.error as { message: string }).message).toContain('ws-minimax');
+      expect(failed.base_resp).toMatchObject({ status_code: 1000 });
+      expect(await client.closed).toBe(1011);
+      expect(client.messages.filter((m) => m.event === 'task_continued').length).toBeGreaterThan(0);
+      minimax.setMode('ok');
+    },
+  );
+
   // last in this app: it leaves the ws-minimax circuit open
   it('names in task_started the first step it will try, passing over one whose circuit is open', async () => {
     minimax.setMode('http500');

@@ -205,11 +205,11 @@ export class EnvironmentVariables {
   @Min(100)
   SVC_STORAGE_SAMPLE_MS: number = 30000;
 
-  /** Open speech WebSockets one key may hold on one replica; more are refused with 429. */
+  /** Open speech WebSockets one key may hold on one replica; more are refused with 429. Unset: the key's share of the audio pool (SVC_AUDIO_JOBS_PER_KEY). */
   @IsOptional()
   @IsInt()
   @Min(1)
-  SVC_WS_MAX_STREAMS_PER_KEY: number = 100;
+  SVC_WS_MAX_STREAMS_PER_KEY?: number;
 
   /** Requests one key may make per UTC minute, summed over replicas (0 = no limit); more get 429 with Retry-After. */
   @IsOptional()
@@ -300,6 +300,31 @@ export class EnvironmentVariables {
   @Min(1)
   @Max(64)
   SVC_AUDIO_WORKERS: number = Math.max(1, cpus().length - 1);
+
+  /** Audio jobs one worker runs at once, taking turns between slices; more wait in the pool's per-key queues. */
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(1024)
+  SVC_AUDIO_JOBS_PER_WORKER: number = 32;
+
+  /** Audio jobs one key may run at once on a replica (default: half of workers × jobs per worker, at least 1). */
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  SVC_AUDIO_JOBS_PER_KEY?: number;
+
+  /** Audio jobs one key may have waiting for a worker; past it a request is answered 503 `busy`. */
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  SVC_AUDIO_QUEUE_PER_KEY: number = 32;
+
+  /** How long an audio job may wait for a worker before its request is answered 503 `busy`. */
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  SVC_AUDIO_QUEUE_WAIT_MS: number = 10000;
 
   /** An audio worker busy longer than this on one slice of work (it answers no ping) is killed and replaced; its jobs fail. */
   @IsOptional()

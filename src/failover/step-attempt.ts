@@ -23,6 +23,47 @@ export const upstreamMessage = (err: UpstreamFailure): string =>
   (err.outcome.kind === 'http' || err.outcome.kind === 'provider_error' ? err.outcome.message : undefined) ??
   err.message;
 
+/** A step's timeout that a local wait (the audio pool's queue) holds, and that starts whole again when the wait ends. */
+class StepDeadline {
+  private timer: NodeJS.Timeout | null = null;
+  private held = false;
+  private settled = false;
+  private onTimeout: ((error: StepTimeout) => void) | null = null;
+
+  constructor(private readonly ms: number) {}
+
+  /** Runs the timer (unless a wait holds it); `onTimeout` fires once when it ends. */
+  arm(onTimeout: (error: StepTimeout) => void): void {
+    this.onTimeout = onTimeout;
+    if (!this.held) this.start();
+  }
+
+  hold(): void {
+    this.held = true;
+    this.stop();
+  }
+
+  restart(): void {
+    this.held = false;
+    this.stop();
+    if (this.onTimeout && !this.settled) this.start();
+  }
+
+  settle(): void {
+    this.settled = true;
+    this.stop();
+  }
+
+  private start(): void {
+    this.timer = setTimeout(() => this.onTimeout?.(new StepTimeout(this.ms)), this.ms);
+  }
+
+  private stop(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+}
+
 /** Runs one attempt under the step's timeout; the attempt's signal also fires when the client leaves. */
 export function attemptWithTimeout<T>(
   scope: FailoverScope,
@@ -34,24 +75,30 @@ export function attemptWithTimeout<T>(
   const controller = new CallAbort();
   // kept after the attempt settles: a stream goes on reading through this signal after its first chunk
   scope.onAbort((reason) => controller.abort(reason));
-  const ctx: CallContext = { model: step.model, signal: controller, requestId: scope.requestId };
+  const deadline = new StepDeadline(step.timeoutMs);
+  const ctx: CallContext = {
+    model: step.model,
+    signal: controller,
+    requestId: scope.requestId,
+    keyId: scope.key.id,
+    deadline,
+  };
   // a synchronous throw propagates from here as it is; one promise then settles by whichever comes
   // first (a race of two plus a finally cost three more promises per attempt)
   const pending = attempt(adapter, ctx, step);
   return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      const error = new StepTimeout(step.timeoutMs);
+    deadline.arm((error) => {
       controller.abort(error);
       reject(error);
-    }, step.timeoutMs);
+    });
     pending.then(
       (value) => {
-        clearTimeout(timer);
+        deadline.settle();
         resolve(value);
       },
       // passed on as thrown: toFailure classifies whatever an adapter rejects with
       (err: Error) => {
-        clearTimeout(timer);
+        deadline.settle();
         reject(err);
       },
     );

@@ -59,10 +59,13 @@ const CODE_FOR: Record<ErrorCode, number | null> = {
   quota_exceeded: MINIMAX_CODES.rateLimit,
   internal_error: MINIMAX_CODES.unknown,
   all_providers_failed: MINIMAX_CODES.unknown,
+  upstream_stream_failed: MINIMAX_CODES.unknown,
   voice_creation_failed: MINIMAX_CODES.unknown,
   no_provider_available: MINIMAX_CODES.unknown,
   database_unavailable: MINIMAX_CODES.unknown,
   not_ready: MINIMAX_CODES.unknown,
+  // a full local audio pool: MiniMax's "retry later" code
+  busy: MINIMAX_CODES.rateLimit,
   upstream_timeout: MINIMAX_CODES.timeout,
   insufficient_storage: MINIMAX_CODES.unknown,
   upstream_rejected: MINIMAX_CODES.invalidParams,

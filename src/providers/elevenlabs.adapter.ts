@@ -1,6 +1,6 @@
 import { adapterFactory, HttpProviderAdapter } from './http-adapter';
 import type { ResolvedProvider } from '../config/gateway-config';
-import { transcodeStream } from '../audio/pool/pool-jobs';
+import { jobOwner, transcodeStream } from '../audio/pool/pool-jobs';
 import { outputShape } from '../audio/transcoder';
 import { AudioStream, CallContext, ProviderAdapter, SpeechCall, VoiceInfo, VoiceOrigin } from './provider-adapter';
 import { UpstreamClientOptions } from './http';
@@ -57,7 +57,7 @@ export class ElevenLabsAdapter extends HttpProviderAdapter implements ProviderAd
       relayBody(response.body, ctx.signal),
       { sampleRate: rate, channels: 1 },
       call.output,
-      { gain: call.vol, maxSeconds: call.maxSeconds },
+      { gain: call.vol, maxSeconds: call.maxSeconds, owner: jobOwner(ctx) },
     );
     return { ...outputShape(call.output), chunks };
   }

@@ -1,7 +1,6 @@
-import type { CallSignal } from '../common/call-signal';
 import { Injectable } from '@nestjs/common';
 import { AudioJobError } from '../audio/pool/audio-pool';
-import { generate, runJob } from '../audio/pool/pool-jobs';
+import { generate, jobOwner, runJob } from '../audio/pool/pool-jobs';
 import { ESPEAK_DEFAULT_VOICE } from '../audio/engines/espeak/espeak-voice';
 import { outputShape } from '../audio/transcoder';
 import type { ResolvedProvider } from '../config/gateway-config';
@@ -45,15 +44,18 @@ export class EspeakAdapter implements ProviderAdapter {
 
   speech(call: SpeechCall, ctx: CallContext): Promise<AudioStream> {
     // outputShape carries the MP3 bitrate really encoded (a rate's MPEG version caps it), for x-svc-audio-bitrate
-    return Promise.resolve({ ...outputShape(call.output), chunks: this.chunks(call, ctx.signal) });
+    return Promise.resolve({ ...outputShape(call.output), chunks: this.chunks(call, ctx) });
   }
 
-  private async *chunks(call: SpeechCall, signal: CallSignal): AsyncGenerator<Buffer> {
+  private async *chunks(call: SpeechCall, ctx: CallContext): AsyncGenerator<Buffer> {
     const { text, voiceId: voice, speed, vol, pitch, output, maxSeconds } = call;
     try {
+      // the key takes its turn for the pool's workers; the step's deadline waits with the job (decisions §11)
       yield* generate(
         { kind: 'speech', text, voice, speed, vol, pitch, output, ...(maxSeconds !== undefined ? { maxSeconds } : {}) },
-        signal,
+        ctx.signal,
+        undefined,
+        jobOwner(ctx),
       );
     } catch (err) {
       throw upstreamError(err);

@@ -1,7 +1,7 @@
 import type { CallSignal } from '../common/call-signal';
 import { adapterFactory, HttpProviderAdapter } from './http-adapter';
 import type { ResolvedProvider } from '../config/gateway-config';
-import { transcodeStream } from '../audio/pool/pool-jobs';
+import { jobOwner, transcodeStream } from '../audio/pool/pool-jobs';
 import { outputShape } from '../audio/transcoder';
 import {
   AudioStream,
@@ -169,6 +169,7 @@ export class OpenAiAdapter extends HttpProviderAdapter implements ProviderAdapte
       chunks: transcodeStream(relayBody(response.body, ctx.signal), OPENAI_PCM, call.output, {
         gain: call.vol,
         maxSeconds: call.maxSeconds,
+        owner: jobOwner(ctx),
       }),
     };
   }

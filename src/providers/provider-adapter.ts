@@ -41,6 +41,13 @@ export interface CallContext {
    */
   signal: CallSignal;
   requestId: string;
+  /** The key the call is made for (local shared pools, like the audio workers', take keys in turn). */
+  keyId?: string;
+  /**
+   * The step's timeout: `hold` while the call waits for a local resource (a worker of the audio pool), which is no
+   * provider's time; `restart` when it got one: the whole timeout starts again from there.
+   */
+  deadline?: { hold(): void; restart(): void };
 }
 
 export interface ChatMessage {

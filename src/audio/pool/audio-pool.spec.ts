@@ -146,6 +146,117 @@ describe('AudioPool: the queue', () => {
   });
 });
 
+describe('AudioPool: fair shares across keys (decisions §11)', () => {
+  /** A job of `key` that records when it waits, is taken and ends (a stats job ends as soon as it runs). */
+  const tracked = (pool: AudioPool, key: string, name: string, events: string[]): number =>
+    pool.start(
+      { kind: 'stats' },
+      {
+        slice: () => undefined,
+        output: () => undefined,
+        done: () => events.push(`${name}:done`),
+        failed: (err) => events.push(`${name}:${err.code}`),
+        queued: () => events.push(`${name}:queued`),
+        taken: () => events.push(`${name}:taken`),
+      },
+      key,
+    );
+  /** A long job of `key` holding a slot until returned. */
+  const hold = async (pool: AudioPool, key: string): Promise<AsyncGenerator<Buffer>> => {
+    const job = generate(speech(LONG_TEXT, 'mp3'), undefined, pool, { key });
+    expect((await job.next()).done).toBe(false);
+    return job;
+  };
+
+  it('admits waiting jobs round-robin across keys, the key served longest ago first', async () => {
+    const pool = new AudioPool({ size: 1, jobsPerWorker: 1 });
+    try {
+      const events: string[] = [];
+      const a1 = await hold(pool, 'key-a');
+      tracked(pool, 'key-a', 'a2', events);
+      tracked(pool, 'key-a', 'a3', events);
+      tracked(pool, 'key-b', 'b1', events);
+      await a1.return(undefined);
+      await until(() => events.filter((e) => e.endsWith(':done')).length === 3);
+      // first come, first served would be a2, a3, b1: key A had the slot, so key B's job goes next
+      expect(events.filter((e) => e.endsWith(':done'))).toEqual(['b1:done', 'a2:done', 'a3:done']);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it("holds a key to its share of the slots: another key's job runs at once, the key's own next job waits", async () => {
+    const pool = new AudioPool({ size: 1, jobsPerWorker: 2, jobsPerKey: 1 });
+    try {
+      const events: string[] = [];
+      const a1 = await hold(pool, 'key-a');
+      tracked(pool, 'key-a', 'a2', events);
+      tracked(pool, 'key-b', 'b1', events);
+      await until(() => events.includes('b1:done'));
+      expect(events).toEqual(['a2:queued', 'b1:done']);
+      await a1.return(undefined);
+      await until(() => events.includes('a2:done'));
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('starts a waiting job’s deadline when a worker takes it: queued at start, taken only once a slot frees', async () => {
+    const pool = new AudioPool({ size: 1, jobsPerWorker: 1 });
+    try {
+      const events: string[] = [];
+      tracked(pool, 'key-a', 'first', events);
+      await until(() => events.includes('first:done'));
+      // a job that got a worker at once never waited: its deadline was never held
+      expect(events).toEqual(['first:done']);
+      const a1 = await hold(pool, 'key-a');
+      tracked(pool, 'key-b', 'b1', events);
+      await sleep(300);
+      expect(events).toEqual(['first:done', 'b1:queued']);
+      events.push('slot freed');
+      await a1.return(undefined);
+      await until(() => events.includes('b1:done'));
+      expect(events).toEqual(['first:done', 'b1:queued', 'slot freed', 'b1:taken', 'b1:done']);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it("answers busy when a key's queue is full or a job waited past the bound; other keys still queue", async () => {
+    const pool = new AudioPool({ size: 1, jobsPerWorker: 1, queuePerKey: 1, maxWaitMs: 400 });
+    try {
+      const events: string[] = [];
+      const a1 = await hold(pool, 'key-a');
+      tracked(pool, 'key-a', 'a2', events);
+      expect(() => tracked(pool, 'key-a', 'a3', events)).toThrow(expect.objectContaining({ code: 'busy' }));
+      tracked(pool, 'key-b', 'b1', events);
+      await until(() => events.includes('a2:busy') && events.includes('b1:busy'));
+      expect(pool.stats()).toMatchObject({ running: 1, queued: 0 });
+      await a1.return(undefined);
+      // the slot freed: the pool serves again
+      await expect(runJob({ kind: 'voices' }, pool)).resolves.toBeDefined();
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('a full queue reaches the caller as 503 busy with Retry-After', async () => {
+    const pool = new AudioPool({ size: 1, jobsPerWorker: 1, queuePerKey: 0 });
+    try {
+      const a1 = await hold(pool, 'key-a');
+      const refused = generate(speech('Hello.', 'mp3'), undefined, pool, { key: 'key-a' });
+      await expect(refused.next()).rejects.toMatchObject({
+        code: 'busy',
+        status: 503,
+        headers: { 'Retry-After': '1' },
+      });
+      await a1.return(undefined);
+    } finally {
+      await pool.close();
+    }
+  });
+});
+
 describe('AudioPool: a worker that dies fails only its own jobs and is replaced', () => {
   it("a killed worker: its job fails with a clean error, the other worker's job completes, the next job succeeds", async () => {
     const pool = new AudioPool({ size: 2 });

@@ -10,6 +10,12 @@ export interface AudioPoolOptions {
   sliceTimeoutMs?: number;
   /** Jobs one worker holds at once (a FLAC stream session holds one for its whole task); more wait in the pool's queue. */
   jobsPerWorker?: number;
+  /** Jobs one key may hold running at once (default: half the pool's slots, at least 1): the rest are the others'. */
+  jobsPerKey?: number;
+  /** Jobs one key may have waiting; past it a job is refused at once with `busy`. */
+  queuePerKey?: number;
+  /** How long a job may wait for a worker before it fails with `busy`. */
+  maxWaitMs?: number;
   /** Slices a generated job may send ahead of its consumer. */
   credit?: number;
   /** The worker entry (compiled JavaScript); tests may point elsewhere. */
@@ -22,10 +28,14 @@ export interface AudioPoolStats {
   queued: number;
 }
 
+/** Jobs started without a key (the voice list, stats) share this queue. */
+export const NO_KEY = '';
+
 /** Why a pool job failed: the worker's verdict, or `crashed` when its process died (killed, out of memory, runaway). */
 export class AudioJobError extends Error {
   constructor(
-    readonly code: JobErrorCode | 'crashed' | 'closed',
+    /** `busy`: the job was refused or waited past the bound for a worker (a local overload, no engine's fault). */
+    readonly code: JobErrorCode | 'crashed' | 'closed' | 'busy',
     message: string,
   ) {
     super(message);
@@ -39,6 +49,18 @@ export interface JobListener {
   output(data: Buffer): void;
   done(result: unknown): void;
   failed(error: AudioJobError): void;
+  /** The job has to wait for a worker (called from `start`), then `taken` once one takes it: a deadline starts there. */
+  queued?(): void;
+  taken?(): void;
+}
+
+interface QueuedJob {
+  id: number;
+  key: string;
+  spec: JobSpec;
+  listener: JobListener;
+  /** The wait bound's timer, while the job waits. */
+  timer: NodeJS.Timeout | null;
 }
 
 interface Worker {
@@ -52,6 +74,14 @@ interface Worker {
 }
 
 export const DEFAULT_SLICE_TIMEOUT_MS = 30_000;
+export const DEFAULT_JOBS_PER_WORKER = 32;
+export const DEFAULT_QUEUE_PER_KEY = 32;
+export const DEFAULT_MAX_WAIT_MS = 10_000;
+
+/** Running jobs one key may hold when not configured: half the pool's slots, so another key always finds one. */
+export function defaultJobsPerKey(size: number, jobsPerWorker: number): number {
+  return Math.max(1, Math.floor((size * jobsPerWorker) / 2));
+}
 /** Workers yield the CPU to the process that serves requests (nice 19): speech gets slower under load, health checks and chat do not. */
 const WORKER_NICE = 19;
 
@@ -64,11 +94,21 @@ export class AudioPool {
   readonly size: number;
   readonly sliceTimeoutMs: number;
   readonly credit: number;
+  readonly jobsPerKey: number;
+  readonly queuePerKey: number;
+  readonly maxWaitMs: number;
   private readonly jobsPerWorker: number;
   private readonly script: string;
   private readonly workers = new Set<Worker>();
-  private readonly queue: { id: number; spec: JobSpec; listener: JobListener }[] = [];
-  private readonly owner = new Map<number, Worker>();
+  /** Waiting jobs per key, each queue in arrival order; which key goes next is `lastServed`'s to say. */
+  private readonly queues = new Map<string, QueuedJob[]>();
+  private queuedCount = 0;
+  /** Running jobs per key. */
+  private readonly runningByKey = new Map<string, number>();
+  /** When each key with jobs was last given a slot (a turn number): the longest unserved goes first. */
+  private readonly lastServed = new Map<string, number>();
+  private turn = 0;
+  private readonly owner = new Map<number, { worker: Worker; key: string }>();
   private nextId = 1;
   private pingSeq = 0;
   private watchdog: NodeJS.Timeout | null = null;
@@ -77,14 +117,18 @@ export class AudioPool {
   constructor(options: AudioPoolOptions = {}) {
     this.size = Math.max(1, options.size ?? defaultPoolSize());
     this.sliceTimeoutMs = options.sliceTimeoutMs ?? DEFAULT_SLICE_TIMEOUT_MS;
-    // jobs take turns between slices, so this bounds a worker's memory (an encoder each), not its CPU
-    this.jobsPerWorker = options.jobsPerWorker ?? 256;
+    // jobs take turns between slices: this bounds a worker's memory (an encoder each) and how many turns a job
+    // that a worker took waits for its first slice (its deadline runs from the take)
+    this.jobsPerWorker = Math.max(1, options.jobsPerWorker ?? DEFAULT_JOBS_PER_WORKER);
+    this.jobsPerKey = Math.max(1, options.jobsPerKey ?? defaultJobsPerKey(this.size, this.jobsPerWorker));
+    this.queuePerKey = Math.max(0, options.queuePerKey ?? DEFAULT_QUEUE_PER_KEY);
+    this.maxWaitMs = Math.max(1, options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS);
     this.credit = options.credit ?? DEFAULT_CREDIT;
     this.script = options.script ?? workerScript();
   }
 
   stats(): AudioPoolStats {
-    return { workers: this.workers.size, running: this.owner.size, queued: this.queue.length };
+    return { workers: this.workers.size, running: this.owner.size, queued: this.queuedCount };
   }
 
   /** Process ids of the live workers (operations and tests). */
@@ -97,36 +141,81 @@ export class AudioPool {
     return [...this.workers].filter((w) => w.jobs.size > 0).map((w) => w.child.pid ?? 0);
   }
 
-  /** Starts a job on the least loaded worker (or queues it); returns its id. */
-  start(spec: JobSpec, listener: JobListener): number {
+  /**
+   * Starts a job of key `key` on the least loaded worker, or queues it in the key's queue (keys take turns for
+   * free slots); returns its id. Throws `busy` when the key's queue is full; a job that waits past `maxWaitMs`
+   * fails with `busy`.
+   */
+  start(spec: JobSpec, listener: JobListener, key: string = NO_KEY): number {
     if (this.closed) throw new AudioJobError('closed', 'the audio worker pool is closed');
+    const queue = this.queues.get(key) ?? [];
     const id = this.nextId++;
-    this.queue.push({ id, spec, listener });
+    const job: QueuedJob = { id, key, spec, listener, timer: null };
+    queue.push(job);
+    if (queue.length === 1) this.queues.set(key, queue);
+    this.queuedCount += 1;
     this.dispatch();
+    if (this.owner.has(id)) return id;
+    // it has to wait: refused when the key already has its bound of jobs waiting
+    if (queue.length > this.queuePerKey) {
+      this.unqueue(key, queue, queue.indexOf(job));
+      throw this.busy(`${this.queuePerKey} audio jobs of this key are already waiting`);
+    }
+    job.timer = setTimeout(() => this.expire(job), this.maxWaitMs).unref();
+    listener.queued?.();
     return id;
   }
 
   send(id: number, message: ToWorker): void {
-    const worker = this.owner.get(id);
-    if (worker) this.post(worker, message);
+    const owned = this.owner.get(id);
+    if (owned) this.post(owned.worker, message);
   }
 
   /** Stops a job (its consumer left): the worker drops it and releases its encoder. */
   cancel(id: number): void {
-    const queued = this.queue.findIndex((job) => job.id === id);
-    if (queued >= 0) this.queue.splice(queued, 1);
-    const worker = this.owner.get(id);
-    if (!worker) return;
-    this.release(worker, id);
-    this.post(worker, { t: 'cancel', id });
+    for (const [key, queue] of this.queues) {
+      const at = queue.findIndex((job) => job.id === id);
+      if (at < 0) continue;
+      this.unqueue(key, queue, at);
+      return;
+    }
+    const owned = this.owner.get(id);
+    if (!owned) return;
+    this.release(owned.worker, id);
+    this.post(owned.worker, { t: 'cancel', id });
     this.dispatch();
+  }
+
+  /** A job that waited past the bound: a local overload, answered `busy` (never the engine's failure). */
+  private expire(job: QueuedJob): void {
+    const queue = this.queues.get(job.key);
+    const at = queue?.indexOf(job) ?? -1;
+    if (!queue || at < 0) return;
+    this.unqueue(job.key, queue, at);
+    job.listener.failed(this.busy(`the audio job waited ${this.maxWaitMs} ms for a worker`));
+  }
+
+  private unqueue(key: string, queue: QueuedJob[], at: number): QueuedJob {
+    const [job] = queue.splice(at, 1);
+    if (job.timer) clearTimeout(job.timer);
+    this.queuedCount -= 1;
+    if (queue.length === 0) {
+      this.queues.delete(key);
+      this.tidy(key);
+    }
+    return job;
+  }
+
+  private busy(why: string): AudioJobError {
+    return new AudioJobError('busy', `The audio worker pool is full (${why}); retry shortly.`);
   }
 
   async close(): Promise<void> {
     this.closed = true;
     if (this.watchdog) clearInterval(this.watchdog);
-    for (const job of this.queue.splice(0))
-      job.listener.failed(new AudioJobError('closed', 'the audio worker pool closed'));
+    for (const [key, queue] of this.queues)
+      while (queue.length > 0)
+        this.unqueue(key, queue, 0).listener.failed(new AudioJobError('closed', 'the audio worker pool closed'));
     await Promise.all(
       [...this.workers].map(
         (worker) =>
@@ -139,17 +228,41 @@ export class AudioPool {
     );
   }
 
+  /** Free slots go to the waiting keys in turn, each under its share (`jobsPerKey`). */
   private dispatch(): void {
-    while (this.queue.length > 0) {
+    while (this.queuedCount > 0) {
+      const key = this.nextKey();
+      if (key === null) return;
       const worker = this.leastLoaded();
       if (!worker) return;
-      const job = this.queue.shift()!;
+      const job = this.unqueue(key, this.queues.get(key)!, 0);
+      this.lastServed.set(key, ++this.turn);
       worker.jobs.set(job.id, job.listener);
-      this.owner.set(job.id, worker);
+      this.owner.set(job.id, { worker, key });
+      this.runningByKey.set(key, (this.runningByKey.get(key) ?? 0) + 1);
       // a worker with jobs keeps the process alive (a script awaiting one), an idle one never does
       worker.child.channel?.ref();
       this.post(worker, { t: 'start', id: job.id, spec: job.spec, credit: this.credit });
+      // a job that had to wait (start armed its wait timer): its caller's deadline starts now
+      if (job.timer !== null) job.listener.taken?.();
     }
+  }
+
+  /** Of the keys with a waiting job and a running count under their share, the one served longest ago. */
+  private nextKey(): string | null {
+    let best: string | null = null;
+    let bestTurn = Infinity;
+    for (const key of this.queues.keys()) {
+      if ((this.runningByKey.get(key) ?? 0) >= this.jobsPerKey) continue;
+      const served = this.lastServed.get(key) ?? 0;
+      if (served < bestTurn) [best, bestTurn] = [key, served];
+    }
+    return best;
+  }
+
+  /** A key with nothing running and nothing waiting is forgotten (its next job is a newcomer's). */
+  private tidy(key: string): void {
+    if (!this.runningByKey.has(key) && !this.queues.has(key)) this.lastServed.delete(key);
   }
 
   /** An idle worker first, a new one while below size, else the one with the fewest jobs under the cap. */
@@ -220,7 +333,7 @@ export class AudioPool {
 
   private release(worker: Worker, id: number): void {
     worker.jobs.delete(id);
-    this.owner.delete(id);
+    this.forget(id);
     if (worker.jobs.size === 0) worker.child.channel?.unref();
     this.dispatch();
   }
@@ -230,13 +343,24 @@ export class AudioPool {
     this.workers.delete(worker);
     const reason = worker.killedFor ?? `the audio worker exited (${signal ?? `code ${code}`})`;
     for (const [id, listener] of worker.jobs) {
-      this.owner.delete(id);
+      this.forget(id);
       listener.failed(new AudioJobError('crashed', reason));
     }
     worker.jobs.clear();
     if (this.closed) return;
     if (this.workers.size < this.size) this.spawn();
     this.dispatch();
+  }
+
+  /** The job no longer runs: its key's running count goes down. */
+  private forget(id: number): void {
+    const owned = this.owner.get(id);
+    if (!owned) return;
+    this.owner.delete(id);
+    const left = (this.runningByKey.get(owned.key) ?? 1) - 1;
+    if (left > 0) this.runningByKey.set(owned.key, left);
+    else this.runningByKey.delete(owned.key);
+    this.tidy(owned.key);
   }
 
   /** Pings busy workers; one that has not answered within the slice bound is stuck in a runaway slice. */

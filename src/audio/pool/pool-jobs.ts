@@ -2,7 +2,7 @@ import type { CallSignal } from '../../common/call-signal';
 import { DomainError } from '../../common/errors/domain-error';
 import { encodePcm16le } from '../pcm';
 import type { PcmShape, TranscodeOutput } from '../transcoder';
-import { AudioJobError, AudioPool, type AudioPoolOptions, type JobListener } from './audio-pool';
+import { AudioJobError, AudioPool, NO_KEY, type AudioPoolOptions, type JobListener } from './audio-pool';
 import type { EncodeJobSpec, JobSpec, SpeechJobSpec, TranscodeJobSpec } from './protocol';
 
 let shared: AudioPool | null = null;
@@ -35,9 +35,44 @@ export async function releaseAudioPool(): Promise<void> {
   await pool.close();
 }
 
-/** The cap as the caller's error; the other failures stay AudioJobError (an adapter decides what they mean upstream). */
+/** Seconds a client refused with `busy` is asked to wait: the pool frees slots as jobs end, often within one. */
+export const BUSY_RETRY_AFTER_SECONDS = 1;
+
+/** Whose job it is, and the caller's deadline, which must not run while the job waits for a worker. */
+export interface JobOwner {
+  /** The key the job works for: keys take turns for the pool's slots. */
+  key: string;
+  /** Stopped while the job waits for a worker, started whole when one takes it (decisions §11). */
+  deadline?: { hold(): void; restart(): void };
+}
+
+/** The owner of a provider call's job (its context's key and step deadline). */
+export function jobOwner(ctx: { keyId?: string; deadline?: JobOwner['deadline'] }): JobOwner {
+  return { key: ctx.keyId ?? NO_KEY, ...(ctx.deadline ? { deadline: ctx.deadline } : {}) };
+}
+
+/**
+ * The cap and a full pool as the caller's errors (413, 503 `busy` with Retry-After: the gateway's own verdicts, no
+ * engine's failure); the other failures stay AudioJobError (an adapter decides what they mean upstream).
+ */
 function callerError(err: AudioJobError): Error {
-  return err.code === 'audio_too_long' ? new DomainError('audio_too_long', err.message) : err;
+  if (err.code === 'audio_too_long') return new DomainError('audio_too_long', err.message);
+  if (err.code === 'busy')
+    return new DomainError('busy', err.message, { headers: { 'Retry-After': String(BUSY_RETRY_AFTER_SECONDS) } });
+  return err;
+}
+
+/** `pool.start` with the owner's key and deadline; a refusal (full queue) as the caller's error. */
+function startJob(pool: AudioPool, spec: JobSpec, listener: JobListener, owner?: JobOwner): number {
+  const deadline = owner?.deadline;
+  const full: JobListener = deadline
+    ? { ...listener, queued: () => deadline.hold(), taken: () => deadline.restart() }
+    : listener;
+  try {
+    return pool.start(spec, full, owner?.key ?? NO_KEY);
+  } catch (err) {
+    throw err instanceof AudioJobError ? callerError(err) : err;
+  }
 }
 
 /** A generated job's slices as they come; each one taken grants the worker one more, so it never runs far ahead. */
@@ -45,6 +80,7 @@ export async function* generate(
   spec: SpeechJobSpec,
   signal?: CallSignal,
   pool: AudioPool = audioPool(),
+  owner?: JobOwner,
 ): AsyncGenerator<Buffer> {
   const slices: Buffer[] = [];
   let done = false;
@@ -54,12 +90,17 @@ export async function* generate(
     wake?.();
     wake = null;
   };
-  const id = pool.start(spec, {
-    slice: (data) => (slices.push(data), notify()),
-    output: () => undefined,
-    done: () => ((done = true), notify()),
-    failed: (err) => ((error = err), notify()),
-  });
+  const id = startJob(
+    pool,
+    spec,
+    {
+      slice: (data) => (slices.push(data), notify()),
+      output: () => undefined,
+      done: () => ((done = true), notify()),
+      failed: (err) => ((error = err), notify()),
+    },
+    owner,
+  );
   const onAbort = (): void => (pool.cancel(id), notify());
   signal?.addEventListener('abort', onAbort, { once: true });
   try {
@@ -84,7 +125,7 @@ export async function* generate(
 /** A job that returns one result (the voice list). */
 export function runJob<T>(spec: JobSpec, pool: AudioPool = audioPool()): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    pool.start(spec, {
+    startJob(pool, spec, {
       slice: () => undefined,
       output: () => undefined,
       done: (result) => resolve(result as T),
@@ -103,6 +144,7 @@ export class RemoteCodec {
   constructor(
     spec: TranscodeJobSpec | EncodeJobSpec,
     private readonly pool: AudioPool = audioPool(),
+    owner?: JobOwner,
   ) {
     const listener: JobListener = {
       slice: () => undefined,
@@ -114,7 +156,7 @@ export class RemoteCodec {
         for (const waiter of this.pending.splice(0)) waiter.reject(this.error);
       },
     };
-    this.id = pool.start(spec, listener);
+    this.id = startJob(pool, spec, listener, owner);
   }
 
   push(data: Uint8Array): Promise<Buffer> {
@@ -149,9 +191,10 @@ export async function* transcodeStream(
   source: AsyncIterable<Buffer>,
   from: PcmShape,
   output: TranscodeOutput,
-  options: { gain?: number; maxSeconds?: number } = {},
+  options: { gain?: number; maxSeconds?: number; owner?: JobOwner } = {},
 ): AsyncGenerator<Buffer> {
-  const codec = new RemoteCodec({ kind: 'transcode', from, output, ...options });
+  const { owner, ...settings } = options;
+  const codec = new RemoteCodec({ kind: 'transcode', from, output, ...settings }, audioPool(), owner);
   let ended = false;
   try {
     for await (const chunk of source) {
@@ -174,7 +217,7 @@ export interface StreamEncoder {
 }
 
 /** pcm costs no CPU (a copy), so it stays here; mp3 and FLAC encode in a worker. */
-export function openEncoder(options: Omit<EncodeJobSpec, 'kind'>, pool?: AudioPool): StreamEncoder {
+export function openEncoder(options: Omit<EncodeJobSpec, 'kind'>, pool?: AudioPool, owner?: JobOwner): StreamEncoder {
   if (options.format === 'pcm') {
     return {
       push: (samples) => Promise.resolve(encodePcm16le(samples)),
@@ -182,7 +225,7 @@ export function openEncoder(options: Omit<EncodeJobSpec, 'kind'>, pool?: AudioPo
       release: () => undefined,
     };
   }
-  const codec = new RemoteCodec({ kind: 'encode', ...options }, pool);
+  const codec = new RemoteCodec({ kind: 'encode', ...options }, pool, owner);
   return {
     push: (samples) => codec.push(new Uint8Array(samples.buffer, samples.byteOffset, samples.byteLength)),
     end: () => codec.end(),

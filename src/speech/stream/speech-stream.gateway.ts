@@ -10,6 +10,7 @@ import { newId, newRequestId } from '../../common/ids';
 import { REQUEST_ID_HEADER, requestIdOf, SDK_REQUEST_ID_HEADER } from '../../common/http/request-id';
 import { logRefusedUpgrade } from '../../common/http/gateway-ws-adapter';
 import { EnvironmentVariables } from '../../config/env.schema';
+import { AudioPoolHost } from '../../audio/audio.module';
 import { FailoverService } from '../../failover/failover.service';
 import { AuthenticatedKey, KeyDirectory } from '../../keys/key-directory';
 import { RateLimiter } from '../../quotas/rate-limiter.service';
@@ -59,7 +60,13 @@ export class SpeechStreamGateway
     private readonly rateLimiter: RateLimiter,
     private readonly metrics: MetricsService,
     private readonly tickets: StreamTicketsService,
+    private readonly audioPool: AudioPoolHost,
   ) {}
+
+  /** SVC_WS_MAX_STREAMS_PER_KEY, else the key's share of the audio pool: one key's streams cannot fill it. */
+  get maxStreamsPerKey(): number {
+    return this.env.SVC_WS_MAX_STREAMS_PER_KEY ?? this.audioPool.jobsPerKey;
+  }
 
   afterInit(server: WebSocketServer): void {
     server.options.verifyClient = (info: { req: IncomingMessage }, done: VerifyCallback) =>
@@ -79,7 +86,7 @@ export class SpeechStreamGateway
     }
     const sessionId = newId('sess');
     // upgrades checked at the same time may all have passed verify: the count here is the exact one
-    if (this.openStreams(key.id) >= this.env.SVC_WS_MAX_STREAMS_PER_KEY) {
+    if (this.openStreams(key.id) >= this.maxStreamsPerKey) {
       const error = this.tooManyStreams();
       ws.send(JSON.stringify(taskFailed(sessionId, requestIdOf(request), error)));
       ws.close(1008, error.code);
@@ -140,7 +147,7 @@ export class SpeechStreamGateway
   }
 
   private tooManyStreams(): DomainError {
-    const max = this.env.SVC_WS_MAX_STREAMS_PER_KEY;
+    const max = this.maxStreamsPerKey;
     return new DomainError(
       'too_many_streams',
       `This key already has ${max} open speech streams (the limit); close one first.`,
@@ -156,19 +163,23 @@ export class SpeechStreamGateway
       missing:
         'Missing API key: send `Authorization: Bearer <API_KEY>`, or `?ticket=` from POST /v1/audio/speech/stream/tickets.',
       before: (key) => {
-        if (this.openStreams(key.id) >= this.env.SVC_WS_MAX_STREAMS_PER_KEY) throw this.tooManyStreams();
+        if (this.openStreams(key.id) >= this.maxStreamsPerKey) throw this.tooManyStreams();
       },
     };
     const bearer = request.headers.authorization;
     const ticket = bearerToken(bearer) ? null : url.searchParams.get('ticket');
     if (ticket) {
-      const key = await this.tickets.redeem(ticket);
-      if (!key)
-        throw new DomainError(
+      const invalid = (): DomainError =>
+        new DomainError(
           'invalid_ticket',
           'The ticket is unknown, already used or expired: get a new one from POST /v1/audio/speech/stream/tickets.',
         );
-      return admitProxyKey(this.rateLimiter, key, check);
+      const key = await this.tickets.holder(ticket);
+      if (!key) throw invalid();
+      // every check first: a refused upgrade (too many streams, rate limit) does not spend the single-use ticket
+      admitProxyKey(this.rateLimiter, key, check);
+      if (!(await this.tickets.spend(ticket, key.id))) throw invalid();
+      return key;
     }
     const apiKey = bearerToken(bearer) ? null : url.searchParams.get('api_key');
     return authenticateProxyKey(this.keys, this.rateLimiter, apiKey ? `Bearer ${apiKey}` : bearer, check);

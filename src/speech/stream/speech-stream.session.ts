@@ -71,6 +71,7 @@ export class SpeechStreamSession {
   ) {
     this.audio = new StreamAudioOut({
       ws,
+      keyId: currentKey()?.id ?? '',
       highWaterBytes: limits.highWaterBytes,
       stalledMs: limits.stalledMs,
       closed: () => this.state === 'closed',
@@ -219,6 +220,12 @@ export class SpeechStreamSession {
             this.step ??= plan.steps.find((s) => s.level === call.scope.served?.level) ?? null;
           },
           write: emit,
+          // the provider broke after its audio began: named, as the SSE paths name it (never internal_error)
+          broke: (reason, _status, err) => {
+            if (err instanceof DomainError) throw err;
+            const provider = call.scope.served?.provider ?? 'the provider';
+            throw new DomainError('upstream_stream_failed', `The upstream stream from ${provider} failed: ${reason}.`);
+          },
         },
         { plan: this.step ? plan.pinnedTo(this.step) : plan, maxSeconds: Math.max(1, limit - this.audioSeconds) },
       );

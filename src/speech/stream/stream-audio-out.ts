@@ -21,6 +21,8 @@ export interface Turn {
 /** What the audio side needs of its session. */
 export interface AudioOutSession {
   readonly ws: WebSocket;
+  /** The stream's key: its encoder takes the key's turn in the audio pool. */
+  readonly keyId: string;
   readonly highWaterBytes: number;
   readonly stalledMs: number;
   closed(): boolean;
@@ -57,7 +59,11 @@ export class StreamAudioOut {
     const job = this.session.job();
     if (!job || this.session.closed()) return;
     const { format, sampleRate, channels, bitrate } = job.output;
-    this.encoder ??= openEncoder({ format: format === 'flac' ? 'flac' : 'pcm', sampleRate, channels, bitrate });
+    this.encoder ??= openEncoder(
+      { format: format === 'flac' ? 'flac' : 'pcm', sampleRate, channels, bitrate },
+      undefined,
+      { key: this.session.keyId },
+    );
     const encoder = this.encoder;
     const frame = 2 * channels;
     const all = Buffer.concat([this.pendingBytes, bytes]);

@@ -31,6 +31,8 @@ const BY_TYPE: Record<ErrorType, number> = {
 /** MiniMax's code for one of ours: 1004 auth, 2013 invalid parameters, 1002 rate limit, 1001 timeout, else 1000 (all providers failed, unknown). */
 export function minimaxStatusOf(error: DomainError): number {
   if (error.code === 'upstream_timeout') return MINIMAX_STATUS.timeout;
+  // a full local audio pool: MiniMax's "retry later" code, as minimax-errors.ts says
+  if (error.code === 'busy') return MINIMAX_STATUS.rateLimit;
   return BY_TYPE[error.type];
 }
 

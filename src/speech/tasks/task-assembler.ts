@@ -60,7 +60,7 @@ export class TaskAssembler {
     const parts = new PartWriter(async (part, data) => {
       if (!(await this.repository.insertPart(task.id, workerId, part, data))) throw new TaskLost(task.id);
     });
-    const { encoder, raw } = this.encoderFor(output, frames);
+    const { encoder, raw } = this.encoderFor(output, frames, task.keyId);
     let ended = false;
     try {
       if (output.format === 'wav')
@@ -112,18 +112,24 @@ export class TaskAssembler {
     return audio;
   }
 
-  private encoderFor(output: SpeechOutput, frames: number): { encoder: StreamEncoder; raw: boolean } {
+  /** The task's encoder; its job takes the key's turn in the audio pool. */
+  private encoderFor(output: SpeechOutput, frames: number, key: string): { encoder: StreamEncoder; raw: boolean } {
     const { sampleRate, channels, bitrate } = output;
+    const owner = { key };
     switch (output.format) {
       case 'pcm':
       case 'wav':
         return { encoder: passThrough(), raw: true };
       case 'mp3':
-        return { encoder: openEncoder({ format: 'mp3', sampleRate, channels, bitrate }), raw: false };
+        return { encoder: openEncoder({ format: 'mp3', sampleRate, channels, bitrate }, undefined, owner), raw: false };
       case 'flac':
         // the whole length is known here, so STREAMINFO carries the real sample count (players show the duration)
         return {
-          encoder: openEncoder({ format: 'flac', sampleRate, channels, bitrate, totalFrames: frames }),
+          encoder: openEncoder(
+            { format: 'flac', sampleRate, channels, bitrate, totalFrames: frames },
+            undefined,
+            owner,
+          ),
           raw: false,
         };
     }

@@ -11,6 +11,15 @@ export class StreamTicketsRepository {
     await this.tickets.insert({ ticketHash, keyId, expiresAt });
   }
 
+  /** The key of a live ticket, without taking it (an upgrade refused after this leaves the ticket usable). */
+  async holder(ticketHash: string): Promise<string | null> {
+    const rows = await this.tickets.query<Array<{ key_id: string }>>(
+      `SELECT key_id FROM stream_tickets WHERE ticket_hash = $1 AND expires_at > now()`,
+      [ticketHash],
+    );
+    return rows[0]?.key_id ?? null;
+  }
+
   /**
    * Takes the ticket: its row is deleted in the same statement that reads it, so of two replicas
    * redeeming it at once exactly one gets the key. Null when unknown, already used or expired.

@@ -30,9 +30,17 @@ export class StreamTicketsService {
     return { object: 'speech.stream.ticket', ticket, expires_at: Math.floor(expiresAt.getTime() / 1000) };
   }
 
-  /** The key a ticket was issued to, as it is now; null when the ticket is unknown, used, expired, or its key was deleted. */
-  async redeem(ticket: string): Promise<AuthenticatedKey | null> {
-    const keyId = await this.repository.consume(hashSecret(ticket));
+  /** The key a ticket was issued to, as it is now, the ticket left unspent; null when unknown, used, expired, or its key was deleted. */
+  async holder(ticket: string): Promise<AuthenticatedKey | null> {
+    const keyId = await this.repository.holder(hashSecret(ticket));
     return keyId ? this.keys.byId(keyId) : null;
+  }
+
+  /**
+   * Spends the ticket of an upgrade that passed every check: true for exactly one of any number of concurrent
+   * spends (on any replica); false when it was used or expired meanwhile.
+   */
+  async spend(ticket: string, keyId: string): Promise<boolean> {
+    return (await this.repository.consume(hashSecret(ticket))) === keyId;
   }
 }
