@@ -2,6 +2,7 @@ import { Global, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource, DataSourceOptions } from 'typeorm';
 import { EnvironmentVariables } from '../config/env.schema';
+import { MetricsModule } from '../metrics/metrics.module';
 import { DatabaseEndpoint } from './database-endpoint';
 import { DatabaseStatus } from './database-status';
 import { JobQueue } from './job-queue';
@@ -31,8 +32,11 @@ function withoutDeadlines(options: DataSourceOptions): DataSourceOptions {
   return { ...options, extra };
 }
 
+/**
+ * TypeORM over the configured or embedded PostgreSQL; migrations run at start, never `synchronize`. The
+ * connection alone, what a command-line tool needs (src/bin/keys.ts): no job queue started, no metrics.
+ */
 @Global()
-/** TypeORM over the configured or embedded PostgreSQL; migrations run at start, never `synchronize`. */
 @Module({
   imports: [
     DatabaseEndpointModule,
@@ -65,7 +69,16 @@ function withoutDeadlines(options: DataSourceOptions): DataSourceOptions {
       },
     }),
   ],
-  providers: [PgChangeFeed, JobQueue, JobQueueMetrics, DatabaseStatus],
-  exports: [DatabaseEndpointModule, PgChangeFeed, JobQueue, DatabaseStatus],
+  providers: [PgChangeFeed, DatabaseStatus],
+  exports: [DatabaseEndpointModule, PgChangeFeed, DatabaseStatus],
+})
+export class DatabaseConnectionModule {}
+
+/** The connection and the durable job queue of a running service; the queue's metrics need MetricsModule, imported here. */
+@Global()
+@Module({
+  imports: [DatabaseConnectionModule, MetricsModule],
+  providers: [JobQueue, JobQueueMetrics],
+  exports: [DatabaseConnectionModule, JobQueue],
 })
 export class DatabaseModule {}
