@@ -67,6 +67,11 @@ describe("the banner's commands work as printed", () => {
     expect(await chatWorks(url, made.secret ?? '')).toBe(200);
 
     const cli = bannerCommand(service.output(), 'CLI');
+    // while the service holds the embedded database, the CLI says so in one line
+    const early = await runShell(cli, shell);
+    expect(early.code).not.toBe(0);
+    expect(early.stderr).toMatch(/^error: The embedded database in \S+ is in use by another process \(pid \d+\)/m);
+    expect(early.stderr).not.toMatch(/^\s+at /m);
     service.child.kill('SIGTERM');
     expect(await service.exited).toBe(0);
     const result = await runShell(cli, shell);
