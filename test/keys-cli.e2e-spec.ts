@@ -103,3 +103,24 @@ describe.each(BOTH_DATABASES)('the key CLI (npm run keys), on %s', (_label, choi
     expect(result.stderr).toMatch(message);
   });
 });
+
+describe('the key CLI (npm run keys) with a DATABASE_URL it cannot use', () => {
+  it.each([
+    [
+      'a server that does not answer: it waits a few seconds, then gives up',
+      'postgres://postgres@127.0.0.1:1/svc',
+      /^error: waiting for the database at 127\.0\.0\.1:1\/svc: connect ECONNREFUSED[^\n]*; gave up after \d+ s$/m,
+    ],
+    [
+      'a database that does not exist: at once',
+      'postgres://postgres@127.0.0.1:5432/svc_no_such_database',
+      /^error: Cannot use the database at 127\.0\.0\.1:5432\/svc_no_such_database: database "svc_no_such_database" does not exist$/m,
+    ],
+    ['a DATABASE_URL that is no PostgreSQL URL', 'mysql://x', /^error: Invalid environment:\n {2}DATABASE_URL: /m],
+  ])('%s, in one line and a non-zero exit', async (_what, url, message) => {
+    const result = await runKeysCli(['list'], { DATABASE_URL: url });
+    expectClean(result);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(message);
+  });
+});

@@ -11,6 +11,7 @@ import { CreateProxyKeyDto, UpdateProxyKeyDto } from '../keys/dto/proxy-key.dto'
 import type { CreatedProxyKeyDto, DeletedProxyKeyDto, ProxyKeyDto } from '../keys/dto/proxy-key.dto';
 import { KeysService } from '../keys/keys.service';
 import { KeysCliModule } from './keys-cli.module';
+import { waitForDatabase } from '../database/wait-for-database';
 
 const USAGE = `Usage: npm run keys -- <command> [--json]
   create --name NAME --chain '[{"provider":"echo","model":"echo-1"}]'   prints the secret once
@@ -154,6 +155,24 @@ function body(answer: Answer): unknown {
   }
 }
 
+/** A command waits a little for a database server that does not answer, not as long as the service does. */
+const DATABASE_WAIT_MS = 12000;
+
+/** The service's own wait for DATABASE_URL, bounded: past the bound, the last reason in one line. */
+async function databaseAnswers(url: string | undefined): Promise<void> {
+  if (!url) return; // embedded: opened by the module, in this process
+  let waited = 0;
+  let last = '';
+  await waitForDatabase(url, {
+    log: (line) => (last = line.replace(/; retrying .*$/, '')),
+    sleep: async (ms) => {
+      if (waited + ms > DATABASE_WAIT_MS) throw new Error(`${last}; gave up after ${waited / 1000} s`);
+      waited += ms;
+      await new Promise((resolve) => setTimeout(resolve, ms));
+    },
+  });
+}
+
 /** Warnings and errors as one line each, without stack traces; the boot's own failure is printed by main. */
 const cliLogger: LoggerService = {
   log: () => undefined,
@@ -180,6 +199,7 @@ async function main(): Promise<number> {
     const cmd = parseCommand(argv);
     const input = checkedInput(cmd);
     process.env.LOG_LEVEL ??= 'warn';
+    await databaseAnswers(process.env.DATABASE_URL);
     app = await NestFactory.createApplicationContext(KeysCliModule, { logger: cliLogger, abortOnError: false });
     const answer = await run(app.get(KeysService), cmd, input);
     process.stdout.write(`${cmd.json ? JSON.stringify(body(answer), null, 2) : text(answer)}\n`);
