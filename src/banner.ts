@@ -1,5 +1,6 @@
 import type { INestApplication } from '@nestjs/common';
 import type { AddressInfo } from 'node:net';
+import { resolve } from 'node:path';
 import { AdminToken } from './auth/admin-token';
 import { DatabaseEndpoint } from './database/database-endpoint';
 import { PinoLogger } from 'nestjs-pino';
@@ -28,16 +29,41 @@ function bannerText(app: INestApplication): string {
   if (admin.generated && admin.value)
     lines.push(`  Admin token (this run only; set SVC_ADMIN_TOKEN to fix it): ${admin.value}`);
   if (demoSecret) lines.push(`  Demo key (shown once, keep it): ${demoSecret}`);
-  else {
-    // a restart, or keys made elsewhere: say how to get one instead of leaving the reader without
-    const token = admin.generated && admin.value ? admin.value : '$SVC_ADMIN_TOKEN';
-    lines.push(
-      '  No new demo key (keys exist). Make a key:',
-      `    CLI (service stopped when embedded): npm run keys -- create --name my-app --chain '${JSON.stringify(chainExample(app))}'`,
-      `    admin API: curl -s ${base}/v1/admin/keys -H 'Authorization: Bearer ${token}' -H 'Content-Type: application/json' -d '{"name":"my-app","chain":${JSON.stringify(chainExample(app))}}'`,
-    );
-  }
+  else lines.push(...makeKeyLines(app, base, admin));
   return `${lines.join('\n')}\n\n`;
+}
+
+/**
+ * How to make a key without the demo key, each line a command that works as printed (a test runs them): the
+ * embedded database is held by the service, so there the CLI runs once it is stopped; on a PostgreSQL server it
+ * runs beside the service, which learns of the new key at once.
+ */
+function makeKeyLines(app: INestApplication, base: string, admin: AdminToken): string[] {
+  const embedded = app.get(DatabaseEndpoint).isEmbedded;
+  const chain = JSON.stringify(chainExample(app));
+  const cli = `${cliEnvironment(app.get(EnvironmentVariables), embedded)}npm run keys -- create --name my-app --chain '${chain}'`;
+  // double quotes: the shell expands $SVC_ADMIN_TOKEN (the configured token is not printed)
+  const token = admin.generated && admin.value ? admin.value : '$SVC_ADMIN_TOKEN';
+  const curl = `curl -s ${base}/v1/admin/keys -H "Authorization: Bearer ${token}" -H 'Content-Type: application/json' -d '{"name":"my-app","chain":${chain}}'`;
+  return [
+    '  No demo key this start (keys exist, or SVC_DEMO_KEY is off). Make a key:',
+    embedded
+      ? `    CLI (in the project, once this service is stopped): ${cli}`
+      : `    CLI (beside the service, with its DATABASE_URL set): ${cli}`,
+    admin.value
+      ? `    admin API${admin.generated ? '' : ' (with SVC_ADMIN_TOKEN set)'}: ${curl}`
+      : '    admin API: off (set SVC_ADMIN_TOKEN and restart to turn it on)',
+  ];
+}
+
+/** The settings the CLI must share with this service when they are not the defaults (npm runs it in the project root). */
+function cliEnvironment(env: EnvironmentVariables, embedded: boolean): string {
+  const defaults = new EnvironmentVariables();
+  const shared: Array<[string, string]> = [];
+  if (embedded && env.SVC_DATA_DIR !== defaults.SVC_DATA_DIR) shared.push(['SVC_DATA_DIR', resolve(env.SVC_DATA_DIR)]);
+  if (env.SVC_CONFIG !== defaults.SVC_CONFIG) shared.push(['SVC_CONFIG', resolve(env.SVC_CONFIG)]);
+  const quoted = (value: string): string => (/^[\w./:@-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`);
+  return shared.map(([name, value]) => `${name}=${quoted(value)} `).join('');
 }
 
 /**

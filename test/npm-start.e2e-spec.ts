@@ -53,11 +53,13 @@ interface NpmStart {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>;
 }
 
-/** `npm start` as a process manager runs it: its own process group, its output read. */
-function npmStart(env: Record<string, string>): NpmStart {
-  const child = spawn('npm', ['start'], {
+/** `npm start` (or `npm run <script>`) as a process manager runs it: its own process group, its output read. */
+function npmStart(env: Record<string, string | undefined>, script = 'start'): NpmStart {
+  const childEnv: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'warn', ...env };
+  for (const [name, value] of Object.entries(env)) if (value === undefined) delete childEnv[name];
+  const child = spawn('npm', script === 'start' ? ['start'] : ['run', script], {
     cwd: projectRoot(),
-    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
+    env: childEnv,
     detached: true,
   });
   let text = '';
@@ -151,4 +153,71 @@ describe('npm start under a process manager', () => {
       expect(groupMembers(pgid)).toEqual([]);
     },
   );
+
+  it('npm start on a fresh clone (embedded database): prints a demo key that chats, and stops on SIGTERM', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'svc-npm-start-embedded-'));
+    try {
+      const start = npmStart({
+        DATABASE_URL: undefined,
+        SVC_ADMIN_TOKEN: undefined,
+        SVC_DATA_DIR: dataDir,
+        PORT: '0',
+        HOST: '127.0.0.1',
+      });
+      const pgid = start.child.pid ?? 0;
+      groups.push(pgid);
+      const [, url] = await waitForOutput(start, /Gateway listening on (http:\/\/\S+)/, 90000);
+      const [, secret] = await waitForOutput(start, /Demo key \(shown once, keep it\): (sk-svc-[0-9A-Za-z]+)/, 10000);
+      const answer = await fetch(`${url}${CHAT_PATH}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+        body: JSON.stringify(chatBody('echo-1')),
+      });
+      expect(answer.status).toBe(200);
+      process.kill(pgid, 'SIGTERM');
+      expect(await start.exited).toMatchObject({ code: 0, signal: null });
+      expect(groupMembers(pgid)).toEqual([]);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('npm run start:prod (PostgreSQL, no build step): ready, serves a key, exits 0 on SIGTERM with no process left', async () => {
+    const port = await freePort();
+    const start = npmStart(
+      {
+        DATABASE_URL: database.url,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        SVC_ADMIN_TOKEN: ADMIN_TOKEN,
+        SVC_CONFIG: join(dir, 'gateway.yaml'),
+      },
+      'start:prod',
+    );
+    const pgid = start.child.pid ?? 0;
+    groups.push(pgid);
+    await waitForOutput(start, /Gateway listening on http:\/\/\S+/, 90000);
+    // production starts what is built: no prestart build check
+    expect(start.output()).not.toContain('dist is up to date');
+    const url = `http://127.0.0.1:${port}`;
+    expect((await fetch(`${url}/readyz`)).status).toBe(200);
+    const created = await fetch(`${url}/v1/admin/keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'start:prod', chain: [{ provider: upstream.name, model: 'm-fast' }] }),
+    });
+    expect(created.status).toBe(201);
+    const { secret } = (await created.json()) as { secret: string };
+    const answer = await fetch(`${url}${CHAT_PATH}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+      body: JSON.stringify(chatBody('m-fast')),
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get('x-svc-provider-used')).toBe(upstream.name);
+    process.kill(pgid, 'SIGTERM');
+    expect(await start.exited).toMatchObject({ code: 0, signal: null });
+    expect(await portTaken(port)).toBe(false);
+    expect(groupMembers(pgid)).toEqual([]);
+  });
 });

@@ -68,9 +68,9 @@ describe('npm start with the embedded database', () => {
     expect(read.body).toEqual({ ...created.body, name: 'kept across restarts', language: 'de-DE' });
     expect(again.output()).not.toMatch(/Demo key/);
     // the banner says how to make a key instead, by the CLI and by the admin API, and is the last thing printed
-    await again.waitFor(/admin API: curl -s http:\/\/127\.0\.0\.1:\d+\/v1\/admin\/keys -H 'Authorization: Bearer adm-/);
+    await again.waitFor(/admin API: curl -s http:\/\/127\.0\.0\.1:\d+\/v1\/admin\/keys -H "Authorization: Bearer adm-/);
     expect(again.output()).toMatch(
-      /CLI \(service stopped when embedded\): npm run keys -- create --name my-app --chain '\[\{"provider":"echo","model":"echo-1"\}/,
+      /CLI \(in the project, once this service is stopped\): SVC_DATA_DIR=\S+ npm run keys -- create --name my-app --chain '\[\{"provider":"echo","model":"echo-1"\}/,
     );
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(again.output().trimEnd().split('\n').pop()).toMatch(/admin API: curl/);

@@ -13,6 +13,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { IsStringRecord } from '../common/http/validators';
+import { YamlText } from './yaml-data';
 
 /** Validation message of an empty chain (gateway.yaml and the admin API alike). */
 export const CHAIN_NOT_EMPTY = 'chain must have at least one step';
@@ -33,12 +34,14 @@ export class UsageCapDto {
 export class ChainStepDto {
   /** Name of a provider declared in the gateway configuration. */
   @ApiProperty({ example: 'echo' })
+  @YamlText()
   @IsString()
   @Matches(/^[a-z0-9][a-z0-9_-]{0,62}$/, { message: 'provider must be a provider name' })
   provider!: string;
 
   /** Model this step sends to its provider. */
   @ApiProperty({ example: 'echo-1' })
+  @YamlText()
   @IsString()
   @MinLength(1)
   @MaxLength(200)
@@ -60,6 +63,7 @@ export class ChainStepDto {
 
   /** Requested voice id → this provider's voice id; `*` is the default. */
   @IsOptional()
+  @YamlText()
   @IsStringRecord()
   voice_map?: Record<string, string>;
 }

@@ -130,9 +130,10 @@ describe('gateway configuration', () => {
       OPENAI_API_KEY: 'a',
       ANTHROPIC_API_KEY: 'b',
       MINIMAX_API_KEY: 'c',
-      MINIMAX_GROUP_ID: 'g',
+      MINIMAX_GROUP_ID: '1234567890123456789',
       ELEVENLABS_API_KEY: 'd',
     });
+    expect(example.provider('minimax')?.groupId).toBe('1234567890123456789');
     expect(example.providers.map((p) => p.kind).sort()).toEqual([
       'anthropic',
       'echo',
@@ -141,5 +142,58 @@ describe('gateway configuration', () => {
       'minimax',
       'openai',
     ]);
+  });
+
+  describe('numeric-looking ids stay strings', () => {
+    const GROUP_ID = '1234567890123456789'; // 19 digits: as a JS number it would round to ...6800
+
+    it.each([
+      ['interpolated unquoted', 'group_id: ${GID}'],
+      ['interpolated quoted (the shipped files)', 'group_id: "${GID}"'],
+      ['written unquoted', `group_id: ${GROUP_ID}`],
+      ['written quoted', `group_id: '${GROUP_ID}'`],
+    ])('keeps a 19-digit GroupId exactly, %s', (_label, field) => {
+      const config = parse(`providers:\n  - name: mm\n    kind: minimax\n    api_key: k\n    ${field}\n`, {
+        GID: GROUP_ID,
+      });
+      expect(config.provider('mm')?.groupId).toBe(GROUP_ID);
+    });
+
+    it('keeps the digits of every string field: a key, a name, a model, voice ids, a voice map', () => {
+      const yaml = [
+        'providers:',
+        '  - { name: mm, kind: minimax, api_key: 0012, group_id: 1.50, allowed_voice_ids: [007, ${VOICE}] }',
+        'keys:',
+        '  - name: 2024',
+        '    secret: sk-svc-0123456789abcdefghijABCDEFGHIJ01',
+        '    chain: [{ provider: mm, model: 02, voice_map: { "*": 99999999999999999999 } }]',
+      ].join('\n');
+      const config = parse(yaml, { VOICE: '42' });
+      expect(config.provider('mm')).toMatchObject({ apiKey: '0012', groupId: '1.50', allowedVoiceIds: ['007', '42'] });
+      expect(config.bootstrapKeys[0].name).toBe('2024');
+      expect(config.bootstrapKeys[0].chain[0]).toMatchObject({
+        model: '02',
+        voice_map: { '*': '99999999999999999999' },
+      });
+    });
+
+    it('still reads a number where a number is meant, interpolated or written', () => {
+      const config = parse('providers:\n  - { name: e, kind: echo, timeout_ms: ${T}, stream_idle_timeout_ms: 900 }\n', {
+        T: '5000',
+      });
+      expect(config.provider('e')).toMatchObject({ timeoutMs: 5000, streamIdleTimeoutMs: 900 });
+    });
+
+    it('interpolates a value as data, never as YAML: a # or ": " in a secret stays in it', () => {
+      const config = parse('providers:\n  - { name: oa, kind: openai, api_key: ${KEY} }\n', { KEY: 'sk-a#b: c' });
+      expect(config.provider('oa')?.apiKey).toBe('sk-a#b: c');
+    });
+
+    it('treats an unset GroupId as none, quoted or not', () => {
+      for (const field of ['group_id: ${GID}', 'group_id: "${GID}"'])
+        expect(
+          parse(`providers:\n  - { name: mm, kind: minimax, api_key: k, ${field} }\n`).provider('mm')?.groupId,
+        ).toBeNull();
+    });
   });
 });

@@ -18,12 +18,13 @@ import {
   validateSync,
 } from 'class-validator';
 import { readFileSync } from 'node:fs';
-import { parse } from 'yaml';
 import { CHAIN_NOT_EMPTY, ChainStepDto } from './chain-step.dto';
 import { KIND_TRAITS, PROVIDER_KINDS } from './provider-kinds';
 import type { Capability, ProviderKind } from './provider-kinds';
+import { YamlText, yamlData } from './yaml-data';
 
 export class ProviderConfig {
+  @YamlText()
   @IsString()
   @Matches(/^[a-z0-9][a-z0-9_-]{0,62}$/, { message: 'name must be lowercase letters, digits, - or _' })
   name!: string;
@@ -39,10 +40,12 @@ export class ProviderConfig {
   base_url?: string;
 
   @IsOptional()
+  @YamlText()
   @IsString()
   api_key?: string;
 
   @IsOptional()
+  @YamlText()
   @IsString()
   group_id?: string;
 
@@ -66,6 +69,7 @@ export class ProviderConfig {
   @IsOptional()
   @IsArray()
   @ArrayUnique()
+  @YamlText()
   @IsString({ each: true })
   @MinLength(1, { each: true })
   allowed_voice_ids?: string[];
@@ -79,6 +83,7 @@ export class ProviderConfig {
 }
 
 export class BootstrapKeyConfig {
+  @YamlText()
   @IsString()
   @MinLength(1)
   @MaxLength(256)
@@ -153,11 +158,6 @@ export class GatewayConfig {
 
 export class GatewayConfigError extends Error {}
 
-/** `${NAME}` → the environment's value (empty when unset). */
-export function interpolate(text: string, env: NodeJS.ProcessEnv): string {
-  return text.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => env[name] ?? '');
-}
-
 function describe(errors: ValidationError[], prefix: string): string[] {
   return errors.flatMap((e) => {
     const path = /^\d+$/.test(e.property)
@@ -176,7 +176,7 @@ export function parseGatewayConfig(text: string, source: string, env: NodeJS.Pro
   };
   let raw: unknown;
   try {
-    raw = parse(interpolate(text, env));
+    raw = yamlData(text, env);
   } catch (err) {
     return fail(`not valid YAML (${(err as Error).message.split('\n')[0]})`);
   }
@@ -208,7 +208,7 @@ export function parseGatewayConfig(text: string, source: string, env: NodeJS.Pro
       kind: p.kind,
       baseUrl: (p.base_url ?? traits.defaultBaseUrl)?.replace(/\/+$/, '') ?? null,
       apiKey,
-      groupId: p.group_id ?? null,
+      groupId: p.group_id?.trim() ? p.group_id.trim() : null,
       timeoutMs: p.timeout_ms ?? null,
       capabilities: p.capabilities ?? traits.capabilities,
       ...(p.stream_idle_timeout_ms !== undefined ? { streamIdleTimeoutMs: p.stream_idle_timeout_ms } : {}),

@@ -2,6 +2,7 @@ import { Global, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource, DataSourceOptions } from 'typeorm';
 import { EnvironmentVariables } from '../config/env.schema';
+import { MetricsModule } from '../metrics/metrics.module';
 import { DatabaseEndpoint } from './database-endpoint';
 import { DatabaseStatus } from './database-status';
 import { JobQueue } from './job-queue';
@@ -32,8 +33,11 @@ function withoutDeadlines(options: DataSourceOptions): DataSourceOptions {
   return { ...options, extra };
 }
 
+/**
+ * TypeORM over the configured or embedded PostgreSQL; migrations run at start, never `synchronize`. The
+ * connection alone, what a command-line tool needs (src/bin/keys.ts): no job queue started, no metrics.
+ */
 @Global()
-/** TypeORM over the configured or embedded PostgreSQL; migrations run at start, never `synchronize`. */
 @Module({
   imports: [
     DatabaseEndpointModule,
@@ -66,7 +70,19 @@ function withoutDeadlines(options: DataSourceOptions): DataSourceOptions {
       },
     }),
   ],
-  providers: [PgChangeFeed, JobQueue, JobQueueMetrics, DatabaseStatus, StorageSpace],
-  exports: [DatabaseEndpointModule, PgChangeFeed, JobQueue, DatabaseStatus, StorageSpace],
+  providers: [PgChangeFeed, DatabaseStatus],
+  exports: [DatabaseEndpointModule, PgChangeFeed, DatabaseStatus],
+})
+export class DatabaseConnectionModule {}
+
+/**
+ * The connection, the durable job queue and the free-space guard of a running service; the queue's metrics need
+ * MetricsModule, imported here.
+ */
+@Global()
+@Module({
+  imports: [DatabaseConnectionModule, MetricsModule],
+  providers: [JobQueue, JobQueueMetrics, StorageSpace],
+  exports: [DatabaseConnectionModule, JobQueue, StorageSpace],
 })
 export class DatabaseModule {}

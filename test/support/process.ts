@@ -61,3 +61,27 @@ export async function expectCleanExit(service: ServiceProcess): Promise<void> {
   if (code !== 0)
     throw new Error(`the service exited with ${code}; its last output:\n${service.output().slice(-4000)}`);
 }
+
+export interface CommandResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a command line in the project root as a user's shell does (`bash -c`), with the given environment. */
+export function runShell(command: string, env: Record<string, string | undefined>): Promise<CommandResult> {
+  const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
+  for (const [name, value] of Object.entries(env)) if (value === undefined) delete childEnv[name];
+  const child = spawn('bash', ['-c', command], { cwd: projectRoot(), env: childEnv });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+}
+
+/** `npm run keys -- <args>`, each argument quoted for the shell as a user would type it. */
+export function runKeysCli(args: string[], env: Record<string, string | undefined>): Promise<CommandResult> {
+  const quoted = args.map((arg) => `'${arg.replace(/'/g, `'\\''`)}'`).join(' ');
+  return runShell(`npm run keys -- ${quoted}`, env);
+}
