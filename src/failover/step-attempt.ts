@@ -12,7 +12,15 @@ export type Attempt<T> = (adapter: ProviderAdapter, ctx: CallContext, step: Plan
 const logger = new Logger('FailoverService');
 
 class StepTimeout extends Error {
-  constructor(readonly ms: number) {
+  /**
+   * `waitedMs`: of `ms`, the time the call waited for a free upstream socket in the gateway; `queued`: it was still
+   * waiting when the deadline passed. Only the rest was the provider's (decisions §11).
+   */
+  constructor(
+    readonly ms: number,
+    readonly waitedMs = 0,
+    readonly queued = false,
+  ) {
     super(`timeout after ${ms} ms`);
     this.name = 'TimeoutError';
   }
@@ -32,6 +40,8 @@ export function attemptWithTimeout<T>(
 ): Promise<T> {
   // not an AbortController: on Node 20 one costs about 3 µs with undici's listener on it (src/common/call-signal.ts)
   const controller = new CallAbort();
+  // the key's share of the provider's sockets (src/providers/socket-shares.ts)
+  controller.tenant = scope.key.id;
   // kept after the attempt settles: a stream goes on reading through this signal after its first chunk
   scope.onAbort((reason) => controller.abort(reason));
   const ctx: CallContext = { model: step.model, signal: controller, requestId: scope.requestId };
@@ -40,7 +50,7 @@ export function attemptWithTimeout<T>(
   const pending = attempt(adapter, ctx, step);
   return new Promise<T>((resolve, reject) => {
     const timer = setTimeout(() => {
-      const error = new StepTimeout(step.timeoutMs);
+      const error = new StepTimeout(step.timeoutMs, controller.socketWaitMs(Date.now()), controller.waitingSince > 0);
       controller.abort(error);
       reject(error);
     }, step.timeoutMs);
@@ -61,7 +71,12 @@ export function attemptWithTimeout<T>(
 /** Whatever an attempt threw (for request `requestId`), as the upstream failure the chain classifies (a step timeout is a timeout). */
 export function toFailure(err: unknown, requestId: string): UpstreamFailure {
   if (err instanceof UpstreamFailure) return err;
-  if (err instanceof StepTimeout) return new UpstreamFailure({ kind: 'timeout', afterMs: err.ms });
+  if (err instanceof StepTimeout)
+    return new UpstreamFailure({
+      kind: 'timeout',
+      afterMs: err.ms - err.waitedMs,
+      ...(err.queued ? { local: true } : {}),
+    });
   logger.error({ err, ...requestFields(requestId) }, 'adapter threw an unexpected error');
   return new UpstreamFailure({ kind: 'connection', message: (err as Error).message });
 }

@@ -22,6 +22,8 @@ function declaredLength(raw: Buffer[]): number {
  */
 export abstract class SignalledDispatch {
   protected abort: ((reason?: Error) => void) | null = null;
+  /** Called once when the dispatch ends (completed or failed): the executor's socket goes back to its share. */
+  private whenEnded: (() => void) | null = null;
   private readonly onAbort = (): void => {
     this.abort?.(abortReason(this.signal.reason));
   };
@@ -39,6 +41,18 @@ export abstract class SignalledDispatch {
 
   protected detach(): void {
     this.signal.removeEventListener('abort', this.onAbort);
+  }
+
+  /** `hook` runs once, when undici ends this dispatch (onComplete or onError). */
+  onEnded(hook: () => void): void {
+    this.whenEnded = hook;
+  }
+
+  protected ended(): void {
+    const hook = this.whenEnded;
+    if (hook === null) return;
+    this.whenEnded = null;
+    hook();
   }
 }
 
@@ -92,11 +106,13 @@ export class TextReading extends SignalledDispatch implements Dispatcher.Dispatc
   }
 
   onComplete(): void {
+    this.ended();
     if (this.status >= 300) this.refuse();
     else this.finish(() => this.resolve(this.bodyText()));
   }
 
   onError(err: Error): void {
+    this.ended();
     this.finish(() => this.reject(toUpstreamFailure(err, this.signal)));
   }
 
