@@ -204,15 +204,22 @@ export class UpstreamClient {
   /** Sends the call once it holds a socket of its key's share; the handler's end gives the socket back. */
   private dispatch(call: UpstreamCall, handler: Reading): void {
     const tenant = tenantOf(call.signal);
-    const send = (): void => {
-      handler.onEnded(() => this.shares.release(tenant));
-      this.pool.dispatch(
-        { method: call.method, path: this.prefix + call.path, headers: call.headers, body: call.body },
-        handler,
+    if (this.shares.tryTake(tenant)) this.send(call, handler, tenant);
+    else
+      this.shares.wait(
+        tenant,
+        call.signal,
+        () => this.send(call, handler, tenant),
+        (failure) => handler.onError(failure),
       );
-    };
-    if (this.shares.tryTake(tenant)) send();
-    else this.shares.wait(tenant, call.signal, send, (failure) => handler.onError(failure));
+  }
+
+  private send(call: UpstreamCall, handler: Reading, tenant: string): void {
+    handler.holdSocket(this.shares, tenant);
+    this.pool.dispatch(
+      { method: call.method, path: this.prefix + call.path, headers: call.headers, body: call.body },
+      handler,
+    );
   }
 
   /** A 2xx whose body does not matter (probes); the body is drained so the socket is reused. */

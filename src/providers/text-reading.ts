@@ -1,5 +1,6 @@
 import type { Dispatcher } from 'undici';
 import type { CallSignal } from '../common/call-signal';
+import type { SocketShares } from './socket-shares';
 import { UpstreamFailure } from './provider-adapter';
 import { tooLarge } from './sse';
 import { ERROR_BODY_CAP, toUpstreamFailure, upstreamErrorMessage } from './upstream-errors';
@@ -22,8 +23,9 @@ function declaredLength(raw: Buffer[]): number {
  */
 export abstract class SignalledDispatch {
   protected abort: ((reason?: Error) => void) | null = null;
-  /** Called once when the dispatch ends (completed or failed): the executor's socket goes back to its share. */
-  private whenEnded: (() => void) | null = null;
+  /** The socket share this dispatch holds, given back once when it ends (completed or failed); no closure per call. */
+  private shares: SocketShares | null = null;
+  private tenant = '';
   private readonly onAbort = (): void => {
     this.abort?.(abortReason(this.signal.reason));
   };
@@ -43,16 +45,17 @@ export abstract class SignalledDispatch {
     this.signal.removeEventListener('abort', this.onAbort);
   }
 
-  /** `hook` runs once, when undici ends this dispatch (onComplete or onError). */
-  onEnded(hook: () => void): void {
-    this.whenEnded = hook;
+  /** This dispatch holds a socket of `tenant`'s share: it goes back once undici ends it (onComplete or onError). */
+  holdSocket(shares: SocketShares, tenant: string): void {
+    this.shares = shares;
+    this.tenant = tenant;
   }
 
   protected ended(): void {
-    const hook = this.whenEnded;
-    if (hook === null) return;
-    this.whenEnded = null;
-    hook();
+    const shares = this.shares;
+    if (shares === null) return;
+    this.shares = null;
+    shares.release(this.tenant);
   }
 }
 
