@@ -21,7 +21,7 @@ jest.setTimeout(120000);
 const CONNECTIONS = 8;
 const KEY_SHARE = 4;
 /** SVC_HTTP_STALL_MS: longer than the provider's timeout, so a socket held to it would time another key out. */
-const STALL_MS = 3000;
+const STALL_MS = 4000;
 /** The provider's timeout_ms: W's calls still waiting for a socket when it passes time out in the gateway. */
 const TIMEOUT_MS = 2000;
 /** Each bound is met well within this on a busy shared machine. */
@@ -119,7 +119,7 @@ describe('upstream sockets shared per key', () => {
 
       // W's waiting calls passed their deadline in the gateway's queue, while W's share was still held: not one of
       // those 36 timeouts is the provider's
-      await sleep(Math.max(0, started + TIMEOUT_MS + 1000 - Date.now()));
+      await sleep(Math.max(0, started + TIMEOUT_MS + 800 - Date.now()));
       expect(firstWave.filter((r) => r.closedEarly)).toHaveLength(0);
       expect(fire.requests.filter((r) => r.model === 'w-firehose')).toHaveLength(KEY_SHARE);
       const seen = entryOf(await health(t, g), 'us-fire');
