@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
+import { EnvironmentVariables } from '../config/env.schema';
 import { sendJsonText } from '../common/http/send-json';
 import { jsonWithProvider, sseChunkFrame } from '../common/http/sse-frame';
 import type { Primed, ProxiedCall } from '../failover/proxied-call';
@@ -12,6 +12,8 @@ const notSupported = (): UpstreamFailure =>
 /** Chat completions through the failover core, JSON or server-sent events. */
 @Injectable()
 export class ChatService {
+  constructor(private readonly env: EnvironmentVariables) {}
+
   /** Answers the request on `res` (the route writes its own body so streams and JSON share one path). */
   respond(call: ProxiedCall, request: ChatRequest, res: ServerResponse): Promise<void> {
     return request.stream ? this.stream(call, request, res) : this.complete(call, request, res);
@@ -29,9 +31,10 @@ export class ChatService {
   /** Server-sent events; after the first chunk a fault ends the stream with an error event. */
   private stream(call: ProxiedCall, request: ChatRequest, res: ServerResponse): Promise<void> {
     let provider = '';
+    const stallMs = this.env.SVC_HTTP_STALL_MS;
     const send = (data: string): void | Promise<void> => {
-      // a client that leaves while its socket is full never drains: its abort ends the wait
-      if (!res.write(data)) return once(res, 'drain', { signal: call.signal }).then(() => undefined);
+      // a client that stops reading is dropped after the stall limit; one that leaves ends the wait by its abort
+      if (!res.write(data)) return call.drained(stallMs);
     };
     return call.stream<ChatChunk, Primed<ChatChunk>>(
       request.model,

@@ -18,6 +18,14 @@ export interface CallSignal {
 export class CallAbort implements CallSignal {
   aborted = false;
   reason: unknown = undefined;
+  /**
+   * Noted by the upstream client (decisions §11): whose socket share the call uses (the key's id), and its wait
+   * for a free upstream socket in the gateway, `waitingSince` while it waits (0 otherwise) and `waitedMs` before:
+   * a deadline that passes then is local time, never the provider's.
+   */
+  tenant = '';
+  waitingSince = 0;
+  waitedMs = 0;
   private listeners: Array<() => void> | null = null;
 
   addEventListener(_type: 'abort', listener: () => void): void {
@@ -37,5 +45,10 @@ export class CallAbort implements CallSignal {
     const listeners = this.listeners ?? [];
     this.listeners = null;
     for (const listener of listeners) listener();
+  }
+
+  /** The time this call has spent waiting for a free upstream socket, up to `now`. */
+  socketWaitMs(now: number): number {
+    return this.waitedMs + (this.waitingSince > 0 ? now - this.waitingSince : 0);
   }
 }

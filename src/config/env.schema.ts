@@ -3,6 +3,7 @@ import {
   IsBoolean,
   IsIn,
   IsInt,
+  IsNumber,
   IsOptional,
   IsString,
   Matches,
@@ -114,6 +115,26 @@ export class EnvironmentVariables {
   @IsInt()
   @Min(1)
   SVC_HTTP_MAX_CONNECTIONS: number = 10000;
+
+  /** An HTTP answer whose client leaves it unread (its socket's buffer full) this long is dropped and its upstream call cancelled. */
+  @IsOptional()
+  @IsInt()
+  @Min(100)
+  SVC_HTTP_STALL_MS: number = 30000;
+
+  /** Sockets the gateway keeps to each upstream provider origin (undici pool). */
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(4096)
+  SVC_UPSTREAM_CONNECTIONS: number = 64;
+
+  /** The fraction of a provider's sockets one key may hold at once (at least one socket); its calls past it wait in the gateway. */
+  @IsOptional()
+  @IsNumber()
+  @Min(0.01)
+  @Max(1)
+  SVC_UPSTREAM_KEY_SHARE: number = 0.5;
 
   /** Serve Swagger UI at /docs and the document at /openapi.json (false: neither route exists). */
   @IsOptional()

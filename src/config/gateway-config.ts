@@ -62,6 +62,13 @@ export class ProviderConfig {
   @Max(3600000)
   stream_idle_timeout_ms?: number;
 
+  /** Longest a streamed upstream body (SSE, audio) may take once its headers came, however it trickles; default 10 min. */
+  @IsOptional()
+  @IsInt()
+  @Min(1000)
+  @Max(21600000)
+  stream_total_timeout_ms?: number;
+
   /**
    * Raw voice ids of the upstream account (cloned or designed outside the gateway) that clients may name;
    * any other id that is not a built-in voice is refused (no consent covers it).
@@ -124,6 +131,8 @@ export interface ResolvedProvider {
   capabilities: Capability[];
   /** `stream_idle_timeout_ms` when the YAML sets it; the HTTP adapters' default (60 s) otherwise. */
   streamIdleTimeoutMs?: number;
+  /** `stream_total_timeout_ms` when the YAML sets it; the HTTP adapters' default (10 min) otherwise. */
+  streamTotalTimeoutMs?: number;
   /** Raw upstream voice ids (not built-in) that requests may name (`allowed_voice_ids`); none when unset. */
   allowedVoiceIds?: string[];
 }
@@ -212,6 +221,7 @@ export function parseGatewayConfig(text: string, source: string, env: NodeJS.Pro
       timeoutMs: p.timeout_ms ?? null,
       capabilities: p.capabilities ?? traits.capabilities,
       ...(p.stream_idle_timeout_ms !== undefined ? { streamIdleTimeoutMs: p.stream_idle_timeout_ms } : {}),
+      ...(p.stream_total_timeout_ms !== undefined ? { streamTotalTimeoutMs: p.stream_total_timeout_ms } : {}),
       ...(p.allowed_voice_ids ? { allowedVoiceIds: p.allowed_voice_ids } : {}),
     });
   });

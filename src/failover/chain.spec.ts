@@ -1,6 +1,6 @@
 import { Capability } from '../config/provider-kinds';
 import { ChainStepDto } from '../config/chain-step.dto';
-import { alertMessage, classify, planRoute, ProviderFacts } from './chain';
+import { alertMessage, classify, LOCAL_QUEUE_REASON, planRoute, ProviderFacts } from './chain';
 import type { UpstreamOutcome } from '../providers/provider-adapter';
 
 const providers: Record<string, ProviderFacts> = {
@@ -192,6 +192,15 @@ describe('classify', () => {
       reason: 'timeout',
     });
     expect(classify({ kind: 'timeout', afterMs: 29999 }, 30000).breakerFailure).toBe(false);
+  });
+
+  it('never holds against the provider a deadline that passed while the call waited for a free socket', () => {
+    expect(classify({ kind: 'timeout', afterMs: 0, local: true }, 30000)).toEqual({
+      verdict: 'next',
+      breakerFailure: false,
+      reason: LOCAL_QUEUE_REASON,
+    });
+    expect(classify({ kind: 'timeout', local: true }).breakerFailure).toBe(false);
   });
 
   it("holds a timeout of unknown length against the provider (the transport's own deadline, past any step's)", () => {

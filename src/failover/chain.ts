@@ -87,6 +87,9 @@ const CONNECTION_ERRORS: ReadonlyMap<string, string> = new Map([
 
 const MAX_DETAIL_CHARS = 120;
 
+/** The reason of a deadline that passed while the call waited for a free socket of the provider's pool. */
+export const LOCAL_QUEUE_REASON = 'timeout waiting for a free upstream socket';
+
 /** The reason ends up in a response header, where Node refuses non-Latin-1 and control characters. */
 function headerSafe(text: string): string {
   const flat = text
@@ -112,6 +115,8 @@ export function classify(outcome: UpstreamOutcome, providerTimeoutMs?: number): 
     case 'ok':
       return { verdict: 'success', breakerFailure: false, reason: 'ok' };
     case 'timeout': {
+      // a wait for a free upstream socket is the gateway's own queue: next step, the circuit untouched (§11)
+      if (outcome.local) return { verdict: 'next', breakerFailure: false, reason: LOCAL_QUEUE_REASON };
       const ownDeadline =
         outcome.afterMs === undefined || providerTimeoutMs === undefined || outcome.afterMs >= providerTimeoutMs;
       return { verdict: 'next', breakerFailure: ownDeadline, reason: 'timeout' };

@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { once } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { DomainError, toDomainError } from '../common/errors/domain-error';
 import { requestIdOf } from '../common/http/request-id';
@@ -139,6 +140,32 @@ export class ProxiedCall {
       if (!sink.broke) throw err;
       sink.broke(reason, status, err);
     }
+  }
+
+  /**
+   * Waits for the HTTP answer's socket to drain after a write that filled it. A client that leaves it full for
+   * `stallMs` (`SVC_HTTP_STALL_MS`, as the WebSocket's SVC_WS_STALL_MS) is dropped (decisions §11): the answer is
+   * destroyed, whose close cancels the upstream call (its socket goes back to the pool) and ends this call as the
+   * client's (499, never a provider failure). One timer, armed only while waiting.
+   */
+  drained(stallMs: number): Promise<void> {
+    const res = this.res;
+    if (!res) return Promise.resolve();
+    const timer = setTimeout(() => {
+      logger.warn(
+        requestFields(this.requestId),
+        `dropped the answer to ${this.requestId}: its client read nothing for ${stallMs} ms`,
+      );
+      res.destroy();
+    }, stallMs);
+    // a client that leaves (or is dropped) ends the wait through the call's signal
+    return once(res, 'drain', { signal: this.signal }).then(
+      () => clearTimeout(timer),
+      (err: unknown) => {
+        clearTimeout(timer);
+        throw err;
+      },
+    );
   }
 
   /** The answer was written whole by its route (a stream records itself as it ends). */

@@ -12,7 +12,15 @@ export type Attempt<T> = (adapter: ProviderAdapter, ctx: CallContext, step: Plan
 const logger = new Logger('FailoverService');
 
 class StepTimeout extends Error {
-  constructor(readonly ms: number) {
+  /**
+   * `waitedMs`: of `ms`, the time the call waited for a free upstream socket in the gateway; `queued`: it was still
+   * waiting when the deadline passed. Only the rest was the provider's (decisions §11).
+   */
+  constructor(
+    readonly ms: number,
+    readonly waitedMs = 0,
+    readonly queued = false,
+  ) {
     super(`timeout after ${ms} ms`);
     this.name = 'TimeoutError';
   }
@@ -28,12 +36,12 @@ class StepDeadline {
   private timer: NodeJS.Timeout | null = null;
   private held = false;
   private settled = false;
-  private onTimeout: ((error: StepTimeout) => void) | null = null;
+  private onTimeout: (() => void) | null = null;
 
   constructor(private readonly ms: number) {}
 
   /** Runs the timer (unless a wait holds it); `onTimeout` fires once when it ends. */
-  arm(onTimeout: (error: StepTimeout) => void): void {
+  arm(onTimeout: () => void): void {
     this.onTimeout = onTimeout;
     if (!this.held) this.start();
   }
@@ -55,7 +63,7 @@ class StepDeadline {
   }
 
   private start(): void {
-    this.timer = setTimeout(() => this.onTimeout?.(new StepTimeout(this.ms)), this.ms);
+    this.timer = setTimeout(() => this.onTimeout?.(), this.ms);
   }
 
   private stop(): void {
@@ -73,6 +81,8 @@ export function attemptWithTimeout<T>(
 ): Promise<T> {
   // not an AbortController: on Node 20 one costs about 3 µs with undici's listener on it (src/common/call-signal.ts)
   const controller = new CallAbort();
+  // the key's share of the provider's sockets (src/providers/socket-shares.ts)
+  controller.tenant = scope.key.id;
   // kept after the attempt settles: a stream goes on reading through this signal after its first chunk
   scope.onAbort((reason) => controller.abort(reason));
   const deadline = new StepDeadline(step.timeoutMs);
@@ -87,7 +97,8 @@ export function attemptWithTimeout<T>(
   // first (a race of two plus a finally cost three more promises per attempt)
   const pending = attempt(adapter, ctx, step);
   return new Promise<T>((resolve, reject) => {
-    deadline.arm((error) => {
+    deadline.arm(() => {
+      const error = new StepTimeout(step.timeoutMs, controller.socketWaitMs(Date.now()), controller.waitingSince > 0);
       controller.abort(error);
       reject(error);
     });
@@ -108,7 +119,12 @@ export function attemptWithTimeout<T>(
 /** Whatever an attempt threw (for request `requestId`), as the upstream failure the chain classifies (a step timeout is a timeout). */
 export function toFailure(err: unknown, requestId: string): UpstreamFailure {
   if (err instanceof UpstreamFailure) return err;
-  if (err instanceof StepTimeout) return new UpstreamFailure({ kind: 'timeout', afterMs: err.ms });
+  if (err instanceof StepTimeout)
+    return new UpstreamFailure({
+      kind: 'timeout',
+      afterMs: err.ms - err.waitedMs,
+      ...(err.queued ? { local: true } : {}),
+    });
   logger.error({ err, ...requestFields(requestId) }, 'adapter threw an unexpected error');
   return new UpstreamFailure({ kind: 'connection', message: (err as Error).message });
 }

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import type { Response } from 'express';
-import { once } from 'node:events';
 import { DomainError } from '../common/errors/domain-error';
 import { sendJson } from '../common/http/send-json';
+import { EnvironmentVariables } from '../config/env.schema';
 import type { ProxiedCall } from '../failover/proxied-call';
 import type { AudioStream } from '../providers/provider-adapter';
 import { ignoredFieldsHeader, IGNORED_FIELDS_HEADER, type SpeechField } from '../providers/speech-fields';
@@ -33,6 +33,7 @@ export class MiniMaxSpeechService {
   constructor(
     private readonly speech: SpeechService,
     private readonly files: MiniMaxFilesService,
+    private readonly env: EnvironmentVariables,
   ) {}
 
   async t2a(call: ProxiedCall, job: SpeechJob, answer: T2aAnswer, res: Response): Promise<void> {
@@ -113,7 +114,8 @@ export class MiniMaxSpeechService {
             base_resp: MINIMAX_OK,
           }),
         );
-        if (!more) await once(res, 'drain', { signal: call.signal });
+        // a client that stops reading is dropped after the stall limit (decisions §11)
+        if (!more) await call.drained(this.env.SVC_HTTP_STALL_MS);
       },
       end: () => {
         const whole = Buffer.concat(parts);

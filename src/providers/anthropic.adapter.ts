@@ -230,4 +230,7 @@ export class AnthropicAdapter extends HttpProviderAdapter implements ProviderAda
   }
 }
 
-export const AnthropicAdapterFactory = adapterFactory('anthropic', (provider) => new AnthropicAdapter(provider));
+export const AnthropicAdapterFactory = adapterFactory(
+  'anthropic',
+  (provider, pool) => new AnthropicAdapter(provider, pool),
+);

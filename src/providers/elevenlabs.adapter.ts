@@ -76,4 +76,7 @@ export class ElevenLabsAdapter extends HttpProviderAdapter implements ProviderAd
   /** Listing models synthesises nothing, so it costs no characters, and it checks the key. */
 }
 
-export const ElevenLabsAdapterFactory = adapterFactory('elevenlabs', (provider) => new ElevenLabsAdapter(provider));
+export const ElevenLabsAdapterFactory = adapterFactory(
+  'elevenlabs',
+  (provider, pool) => new ElevenLabsAdapter(provider, pool),
+);

@@ -38,14 +38,14 @@ export abstract class HttpProviderAdapter {
 /** The injectable factory of one provider kind: `create` makes its adapter for a configured provider. */
 export function adapterFactory<A extends ProviderAdapter>(
   kind: ProviderKind,
-  make: (provider: ResolvedProvider) => A,
-): Type<Omit<AdapterFactory, 'create'> & { create(provider: ResolvedProvider): A }> {
+  make: (provider: ResolvedProvider, pool: UpstreamClientOptions) => A,
+): Type<Omit<AdapterFactory, 'create'> & { create(provider: ResolvedProvider, pool?: UpstreamClientOptions): A }> {
   @Injectable()
   class KindAdapterFactory implements AdapterFactory {
     readonly kind = kind;
 
-    create(provider: ResolvedProvider): A {
-      return make(provider);
+    create(provider: ResolvedProvider, pool: UpstreamClientOptions = {}): A {
+      return make(provider, pool);
     }
   }
   Object.defineProperty(KindAdapterFactory, 'name', { value: `${kind}AdapterFactory` });

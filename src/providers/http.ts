@@ -4,15 +4,16 @@ import type { Dispatcher } from 'undici';
 import type { ResolvedProvider } from '../config/gateway-config';
 import { UpstreamFailure } from './provider-adapter';
 import { SSE_LINE_CAP, SseEvent } from './sse';
-import { SseReading, type StreamStep } from './sse-reading';
-import { TextReading } from './text-reading';
+import { DEFAULT_KEY_SHARE, SocketShares, tenantOf } from './socket-shares';
+import { SseReading, streamTooLong, type StreamStep } from './sse-reading';
+import { type SignalledDispatch, TextReading } from './text-reading';
 import { ERROR_BODY_CAP, isRecord, toUpstreamFailure, upstreamErrorMessage } from './upstream-errors';
 
 export { SSE_LINE_CAP, SseParser, sseEvents } from './sse';
 export type { SseEvent } from './sse';
 export { abortFailure, ERROR_BODY_CAP, isRecord, toUpstreamFailure, upstreamErrorMessage } from './upstream-errors';
 
-/** Keep-alive connections per upstream origin; a bound so one slow provider cannot exhaust sockets. */
+/** Keep-alive connections per upstream origin (`SVC_UPSTREAM_CONNECTIONS`); a bound so one slow provider cannot exhaust sockets. */
 export const DEFAULT_UPSTREAM_CONNECTIONS = 64;
 /** After a stream's end marker, the rest of the body is drained so the socket returns to the pool. */
 const DRAIN_LIMIT = 64 * 1024;
@@ -21,10 +22,16 @@ const DRAIN_TIMEOUT_MS = 2000;
 export const UPSTREAM_JSON_CAP = 16 * 1024 * 1024;
 /** Default longest silence of an upstream body once its headers came (`stream_idle_timeout_ms`). */
 export const DEFAULT_STREAM_IDLE_MS = 60000;
+/** Default longest a streamed upstream body may take from its headers (`stream_total_timeout_ms`), as OpenAI's SDKs allow a call. */
+export const DEFAULT_STREAM_TOTAL_MS = 600000;
 
 export interface UpstreamClientOptions {
   /** Max sockets to the origin (default 64). */
   connections?: number;
+  /** The fraction of `connections` one key may hold at once (default 0.5; decisions §11). */
+  keyShare?: number;
+  /** Longest a streamed body (SSE, audio) may take from its headers, however steadily it trickles (default 10 min). */
+  streamTotalTimeoutMs?: number;
   /** Idle keep-alive time; undici's default (4 s, or the server's Keep-Alive hint) when unset. */
   keepAliveTimeoutMs?: number;
   /** Longest wait for the next body bytes once the headers came (default 60 s); a paused (back-pressured) body does not count. */
@@ -36,7 +43,11 @@ export function providerClientOptions(
   provider: ResolvedProvider,
   options: UpstreamClientOptions = {},
 ): UpstreamClientOptions {
-  return { ...options, streamIdleTimeoutMs: options.streamIdleTimeoutMs ?? provider.streamIdleTimeoutMs };
+  return {
+    ...options,
+    streamIdleTimeoutMs: options.streamIdleTimeoutMs ?? provider.streamIdleTimeoutMs,
+    streamTotalTimeoutMs: options.streamTotalTimeoutMs ?? provider.streamTotalTimeoutMs,
+  };
 }
 
 export interface UpstreamCall {
@@ -89,16 +100,28 @@ export function parseJsonBody(text: string): Record<string, unknown> {
   return parsed;
 }
 
-/** One keep-alive pool per provider origin; every call goes through `request`. */
+/** A dispatch handler of this client's own (TextReading, SseReading): it says when it ends. */
+type Reading = SignalledDispatch & Dispatcher.DispatchHandler & { onError(err: Error): void };
+
+/**
+ * One keep-alive pool per provider origin. Every call first takes a socket of its key's share (SocketShares: a call
+ * over it, or with every socket taken, waits in the gateway, where the wait is known to be local), and gives it back
+ * when its dispatch ends.
+ */
 export class UpstreamClient {
   private readonly pool: Pool;
   private readonly prefix: string;
+  readonly shares: SocketShares;
+  private readonly streamTotalMs: number;
 
   constructor(baseUrl: string, options: UpstreamClientOptions = {}) {
     const url = new URL(baseUrl);
     this.prefix = url.pathname.replace(/\/+$/, '');
+    const connections = options.connections ?? DEFAULT_UPSTREAM_CONNECTIONS;
+    this.shares = SocketShares.of(connections, options.keyShare ?? DEFAULT_KEY_SHARE);
+    this.streamTotalMs = options.streamTotalTimeoutMs ?? DEFAULT_STREAM_TOTAL_MS;
     this.pool = new Pool(url.origin, {
-      connections: options.connections ?? DEFAULT_UPSTREAM_CONNECTIONS,
+      connections,
       // undici times the gap between body chunks, paused while our side applies back-pressure
       bodyTimeout: options.streamIdleTimeoutMs ?? DEFAULT_STREAM_IDLE_MS,
       ...(options.keepAliveTimeoutMs ? { keepAliveTimeout: options.keepAliveTimeoutMs } : {}),
@@ -107,6 +130,9 @@ export class UpstreamClient {
 
   /** Resolves with a 2xx response (body unread); throws UpstreamFailure for transport faults and other statuses. */
   async request(call: UpstreamCall): Promise<UpstreamResponse> {
+    const tenant = tenantOf(call.signal);
+    if (!this.shares.tryTake(tenant))
+      await new Promise<void>((resolve, reject) => this.shares.wait(tenant, call.signal, resolve, reject));
     let response: UpstreamResponse;
     try {
       response = await this.pool.request({
@@ -117,9 +143,19 @@ export class UpstreamClient {
         signal: call.signal,
       });
     } catch (err) {
+      this.shares.release(tenant);
       throw toUpstreamFailure(err, call.signal);
     }
-    if (response.statusCode >= 200 && response.statusCode < 300) return response;
+    const body = response.body;
+    const ok = response.statusCode >= 200 && response.statusCode < 300;
+    // the body's whole time is bounded (a 2xx is streamed on by the adapter); its socket is free once it closes
+    const ms = this.streamTotalMs;
+    const timer = ok ? setTimeout(() => body.destroy(streamTooLong(ms)), ms) : null;
+    body.once('close', () => {
+      if (timer) clearTimeout(timer);
+      this.shares.release(tenant);
+    });
+    if (ok) return response;
     const text = await readCapped(response.body, ERROR_BODY_CAP).catch(() => '');
     const message = upstreamErrorMessage(text);
     throw new UpstreamFailure({ kind: 'http', status: response.statusCode, ...(message ? { message } : {}) });
@@ -153,13 +189,33 @@ export class UpstreamClient {
     translate: (event: SseEvent) => StreamStep<T>,
     { maxLineChars = SSE_LINE_CAP, wholeJsonCap }: { maxLineChars?: number; wholeJsonCap?: number } = {},
   ): Promise<AsyncIterableIterator<T>> {
-    const options = { maxLineChars, drainLimit: DRAIN_LIMIT, drainTimeoutMs: DRAIN_TIMEOUT_MS, wholeJsonCap };
+    const options = {
+      maxLineChars,
+      drainLimit: DRAIN_LIMIT,
+      drainTimeoutMs: DRAIN_TIMEOUT_MS,
+      wholeJsonCap,
+      totalTimeoutMs: this.streamTotalMs,
+    };
     return new Promise<AsyncIterableIterator<T>>((resolve, reject) =>
       this.dispatch(call, new SseReading<T>(call.signal, translate, options, resolve, reject)),
     );
   }
 
-  private dispatch(call: UpstreamCall, handler: Dispatcher.DispatchHandler): void {
+  /** Sends the call once it holds a socket of its key's share; the handler's end gives the socket back. */
+  private dispatch(call: UpstreamCall, handler: Reading): void {
+    const tenant = tenantOf(call.signal);
+    if (this.shares.tryTake(tenant)) this.send(call, handler, tenant);
+    else
+      this.shares.wait(
+        tenant,
+        call.signal,
+        () => this.send(call, handler, tenant),
+        (failure) => handler.onError(failure),
+      );
+  }
+
+  private send(call: UpstreamCall, handler: Reading, tenant: string): void {
+    handler.holdSocket(this.shares, tenant);
     this.pool.dispatch(
       { method: call.method, path: this.prefix + call.path, headers: call.headers, body: call.body },
       handler,

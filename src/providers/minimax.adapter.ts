@@ -217,4 +217,4 @@ export class MiniMaxAdapter extends HttpProviderAdapter implements ProviderAdapt
   }
 }
 
-export const MiniMaxAdapterFactory = adapterFactory('minimax', (provider) => new MiniMaxAdapter(provider));
+export const MiniMaxAdapterFactory = adapterFactory('minimax', (provider, pool) => new MiniMaxAdapter(provider, pool));

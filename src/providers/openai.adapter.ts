@@ -248,4 +248,4 @@ export class OpenAiAdapter extends HttpProviderAdapter implements ProviderAdapte
   }
 }
 
-export const OpenAiAdapterFactory = adapterFactory('openai', (provider) => new OpenAiAdapter(provider));
+export const OpenAiAdapterFactory = adapterFactory('openai', (provider, pool) => new OpenAiAdapter(provider, pool));

@@ -1,6 +1,7 @@
 import type { CallSignal } from '../common/call-signal';
 import type { ResolvedProvider } from '../config/gateway-config';
 import type { ProviderKind } from '../config/provider-kinds';
+import type { UpstreamClientOptions } from './http';
 import type { SpeechOptions } from './speech-fields';
 
 /** How an upstream attempt failed; adapters throw it, the failover core classifies `outcome`. */
@@ -21,8 +22,12 @@ export class UpstreamFailure extends Error {
 export type UpstreamOutcome =
   | { kind: 'ok' }
   | { kind: 'http'; status: number; message?: string }
-  /** `afterMs`: the deadline that ran out, when the core set it (a transport's own timeout carries none). */
-  | { kind: 'timeout'; afterMs?: number }
+  /**
+   * `afterMs`: the part of the deadline the provider had (the core's deadline less the call's wait for a free
+   * upstream socket; a transport's own timeout carries none). `local`: it ran out while the call still waited for
+   * a socket in the gateway (decisions §11): the provider never had the call.
+   */
+  | { kind: 'timeout'; afterMs?: number; local?: true }
   | { kind: 'connection'; code?: string; message?: string }
   /** `requestFault`: the provider's code blames the request (e.g. MiniMax's sensitive-content refusal), not its own health. */
   | { kind: 'provider_error'; code: string | number; message?: string; requestFault?: boolean };
@@ -213,7 +218,8 @@ export interface ProviderAdapter {
 /** Makes the adapter of one provider kind. Injectable classes, listed under ADAPTER_FACTORIES. */
 export interface AdapterFactory {
   readonly kind: ProviderKind;
-  create(provider: ResolvedProvider): ProviderAdapter;
+  /** `pool`: the upstream socket pool's settings, for adapters that call over HTTP. */
+  create(provider: ResolvedProvider, pool?: UpstreamClientOptions): ProviderAdapter;
 }
 
 export const ADAPTER_FACTORIES = Symbol('ADAPTER_FACTORIES');

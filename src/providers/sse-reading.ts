@@ -22,9 +22,19 @@ export interface SseReadingOptions {
    * answer then complete without an end marker. Without it, such a body is parsed as server-sent events.
    */
   wholeJsonCap?: number;
+  /** The longest the body may take from its headers, however steadily it trickles (`stream_total_timeout_ms`). */
+  totalTimeoutMs?: number;
 }
 
 const CONTENT_TYPE = 'content-type';
+
+/** An upstream body that went on past `stream_total_timeout_ms`. */
+export const streamTooLong = (ms: number): UpstreamFailure =>
+  new UpstreamFailure({
+    kind: 'connection',
+    code: 'STREAM_TOO_LONG',
+    message: `the upstream body ran past its stream_total_timeout_ms (${ms} ms)`,
+  });
 
 /** Whether undici's raw response headers (name, value, ...) declare a JSON body. */
 function declaresJson(raw: Buffer[]): boolean {
@@ -63,6 +73,7 @@ export class SseReading<T> extends SignalledDispatch implements Dispatcher.Dispa
   private failure: Error | null = null;
   private drained = 0;
   private drainTimer: NodeJS.Timeout | null = null;
+  private totalTimer: NodeJS.Timeout | null = null;
   private waiting: { resolve: (r: IteratorResult<T>) => void; reject: (err: Error) => void } | null = null;
 
   constructor(
@@ -90,6 +101,9 @@ export class SseReading<T> extends SignalledDispatch implements Dispatcher.Dispa
     }
     this.resume = resume;
     this.state = 'open';
+    // one timer for the whole body, none per read: an upstream that drip-feeds under the idle bound is still cut
+    if (this.options.totalTimeoutMs !== undefined)
+      this.totalTimer = setTimeout(this.tooLong, this.options.totalTimeoutMs);
     if (this.options.wholeJsonCap !== undefined && declaresJson(rawHeaders)) this.readWhole(this.options.wholeJsonCap);
     this.opened(this);
     return this.wholeBody ? this.wholeBody.onHeaders(statusCode, rawHeaders) : true;
@@ -147,6 +161,7 @@ export class SseReading<T> extends SignalledDispatch implements Dispatcher.Dispa
   }
 
   onComplete(): void {
+    this.ended();
     if (this.errorBody) return this.errorBody.onComplete();
     if (this.wholeBody) return this.wholeBody.onComplete();
     if (this.state === 'open') {
@@ -169,6 +184,7 @@ export class SseReading<T> extends SignalledDispatch implements Dispatcher.Dispa
   }
 
   onError(err: Error): void {
+    this.ended();
     if (this.errorBody) return this.errorBody.onError(err);
     if (this.wholeBody) return this.wholeBody.onError(err);
     if (this.state === 'headers') {
@@ -204,6 +220,14 @@ export class SseReading<T> extends SignalledDispatch implements Dispatcher.Dispa
     );
   };
 
+  /** The body ran past its total bound: a provider fault (decisions §3), handed out after the chunks before it. */
+  private readonly tooLong = (): void => {
+    this.totalTimer = null;
+    const failure = streamTooLong(this.options.totalTimeoutMs ?? 0);
+    if (this.state === 'open' && !this.wholeBody) this.fail(failure);
+    else this.drop(failure); // a whole JSON answer fails through its reading; a drain is only cut short
+  };
+
   /** A fault: handed out after the chunks before it; the socket is dropped. */
   private fail(failure: Error): void {
     this.state = 'failed';
@@ -220,11 +244,13 @@ export class SseReading<T> extends SignalledDispatch implements Dispatcher.Dispa
 
   /** The call is over on the upstream side: no more cancels or timers. */
   private settle(): void {
-    if (this.abort === null && this.drainTimer === null) return;
+    if (this.abort === null && this.drainTimer === null && this.totalTimer === null) return;
     this.abort = null;
     this.detach();
     if (this.drainTimer) clearTimeout(this.drainTimer);
     this.drainTimer = null;
+    if (this.totalTimer) clearTimeout(this.totalTimer);
+    this.totalTimer = null;
   }
 
   // ---- the consumer side (the async iterator) ----

@@ -1,5 +1,6 @@
 import type { Dispatcher } from 'undici';
 import type { CallSignal } from '../common/call-signal';
+import type { SocketShares } from './socket-shares';
 import { UpstreamFailure } from './provider-adapter';
 import { tooLarge } from './sse';
 import { ERROR_BODY_CAP, toUpstreamFailure, upstreamErrorMessage } from './upstream-errors';
@@ -22,6 +23,9 @@ function declaredLength(raw: Buffer[]): number {
  */
 export abstract class SignalledDispatch {
   protected abort: ((reason?: Error) => void) | null = null;
+  /** The socket share this dispatch holds, given back once when it ends (completed or failed); no closure per call. */
+  private shares: SocketShares | null = null;
+  private tenant = '';
   private readonly onAbort = (): void => {
     this.abort?.(abortReason(this.signal.reason));
   };
@@ -39,6 +43,19 @@ export abstract class SignalledDispatch {
 
   protected detach(): void {
     this.signal.removeEventListener('abort', this.onAbort);
+  }
+
+  /** This dispatch holds a socket of `tenant`'s share: it goes back once undici ends it (onComplete or onError). */
+  holdSocket(shares: SocketShares, tenant: string): void {
+    this.shares = shares;
+    this.tenant = tenant;
+  }
+
+  protected ended(): void {
+    const shares = this.shares;
+    if (shares === null) return;
+    this.shares = null;
+    shares.release(this.tenant);
   }
 }
 
@@ -92,11 +109,13 @@ export class TextReading extends SignalledDispatch implements Dispatcher.Dispatc
   }
 
   onComplete(): void {
+    this.ended();
     if (this.status >= 300) this.refuse();
     else this.finish(() => this.resolve(this.bodyText()));
   }
 
   onError(err: Error): void {
+    this.ended();
     this.finish(() => this.reject(toUpstreamFailure(err, this.signal)));
   }
 

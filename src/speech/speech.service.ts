@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
 import type { Response } from 'express';
-import { once } from 'node:events';
 import { DomainError } from '../common/errors/domain-error';
 import { audioAttachment } from '../common/http/attachment';
 import { EnvironmentVariables } from '../config/env.schema';
@@ -126,9 +125,9 @@ export class SpeechService {
    */
   async respond(call: ProxiedCall, job: SpeechJob, res: Response, answer: SpeechAnswer = 'audio'): Promise<void> {
     const sse = answer === 'openai-sse';
-    // a client that leaves while its socket is full never drains: its abort ends the wait
+    // a client that stops reading is dropped after the stall limit; one that leaves ends the wait by its abort
     const write = async (bytes: Buffer): Promise<void> => {
-      if (!res.write(bytes)) await once(res, 'drain', { signal: call.signal });
+      if (!res.write(bytes)) await call.drained(this.env.SVC_HTTP_STALL_MS);
     };
     await this.deliver(call, job, {
       open: (audio, ignoredFields) => {
