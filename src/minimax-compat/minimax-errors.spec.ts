@@ -1,4 +1,6 @@
 import { DomainError } from '../common/errors/domain-error';
+import { ERROR_CODES, type ErrorCode } from '../common/errors/error-codes';
+import { baseRespOf } from '../speech/stream/stream-replies';
 import { baseRespFor, MINIMAX_ERROR_DIALECT } from './minimax-errors';
 
 describe("MiniMax's error codes", () => {
@@ -23,5 +25,16 @@ describe("MiniMax's error codes", () => {
     expect(MINIMAX_ERROR_DIALECT.owns('/v1/audio/speech')).toBe(false);
     expect(MINIMAX_ERROR_DIALECT.proxied('/v1/t2a_v2')).toBe(true);
     expect(MINIMAX_ERROR_DIALECT.proxied('/v1/get_voice')).toBe(false);
+  });
+
+  it('gives every error the same MiniMax code on the native routes and on the speech WebSocket (one table)', () => {
+    for (const code of Object.keys(ERROR_CODES) as ErrorCode[]) {
+      const error = new DomainError(code, 'why.');
+      // a missing route or method is HTTP on the native routes; a WebSocket message never is one
+      expect({ code, status: baseRespOf(error).status_code }).toEqual({
+        code,
+        status: baseRespFor(error)?.status_code ?? 1000,
+      });
+    }
   });
 });

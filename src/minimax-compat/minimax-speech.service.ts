@@ -9,7 +9,8 @@ import { ignoredFieldsHeader, IGNORED_FIELDS_HEADER, type SpeechField } from '..
 import type { SpeechJob } from '../speech/speech-job';
 import { routeIgnoredFields, SpeechService } from '../speech/speech.service';
 import { extraInfo } from './extra-info';
-import { MINIMAX_CODES, MINIMAX_OK, TRACE_HEADER } from './minimax-errors';
+import { MINIMAX_CODES } from '../common/errors/minimax-codes';
+import { MINIMAX_OK, TRACE_HEADER } from './minimax-errors';
 import { MiniMaxFilesService } from './minimax-files.service';
 
 /** How `POST /v1/t2a_v2` answers: hex in JSON, a link in JSON, or MiniMax's SSE. */

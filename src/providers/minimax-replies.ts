@@ -1,11 +1,15 @@
 /** MiniMax's replies read: base_resp errors into UpstreamFailures, hex audio (whole or streamed) into bytes. */
+import { MINIMAX_CODES } from '../common/errors/minimax-codes';
 import { Readable } from 'node:stream';
 import { parseFirstMp3Frame } from '../audio/parse';
 import { SpeechOutput, UpstreamFailure } from './provider-adapter';
 import { isRecord, parseJsonBody, SseEvent, StreamStep, UPSTREAM_JSON_CAP } from './http';
 
 /** base_resp codes that blame the request (2013 invalid parameters, 1026 sensitive content), not the provider. */
-const REQUEST_FAULTS: ReadonlySet<number | string> = new Set([2013, 1026]);
+const REQUEST_FAULTS: ReadonlySet<number | string> = new Set([
+  MINIMAX_CODES.invalidParams,
+  MINIMAX_CODES.sensitiveContent,
+]);
 
 /** A voice call's base_resp: a request fault is a 400, anything else the provider's failure. */
 export function throwOnVoiceReply(reply: Record<string, unknown>): void {

@@ -1,5 +1,5 @@
 import type { DomainError } from '../../common/errors/domain-error';
-import type { ErrorType } from '../../common/errors/error-codes';
+import { MINIMAX_CODES, minimaxCodeOf } from '../../common/errors/minimax-codes';
 
 /** MiniMax's `base_resp`: 0 and "success", or MiniMax's code for the error. */
 export interface BaseResp {
@@ -9,31 +9,9 @@ export interface BaseResp {
 
 export const SUCCESS: BaseResp = { status_code: 0, status_msg: 'success' };
 
-/** MiniMax's status codes (its error code reference): what a MiniMax client branches on. */
-const MINIMAX_STATUS = {
-  unknown: 1000,
-  timeout: 1001,
-  rateLimit: 1002,
-  auth: 1004,
-  invalidParameters: 2013,
-} as const;
-
-const BY_TYPE: Record<ErrorType, number> = {
-  invalid_request_error: MINIMAX_STATUS.invalidParameters,
-  authentication_error: MINIMAX_STATUS.auth,
-  permission_error: MINIMAX_STATUS.auth,
-  not_found_error: MINIMAX_STATUS.invalidParameters,
-  rate_limit_error: MINIMAX_STATUS.rateLimit,
-  upstream_error: MINIMAX_STATUS.unknown,
-  api_error: MINIMAX_STATUS.unknown,
-};
-
-/** MiniMax's code for one of ours: 1004 auth, 2013 invalid parameters, 1002 rate limit, 1001 timeout, else 1000 (all providers failed, unknown). */
+/** MiniMax's code for one of ours, from the one table (src/common/errors/minimax-codes.ts); 1000 for what it leaves to HTTP. */
 export function minimaxStatusOf(error: DomainError): number {
-  if (error.code === 'upstream_timeout') return MINIMAX_STATUS.timeout;
-  // a full local audio pool: MiniMax's "retry later" code, as minimax-errors.ts says
-  if (error.code === 'busy') return MINIMAX_STATUS.rateLimit;
-  return BY_TYPE[error.type];
+  return minimaxCodeOf(error) ?? MINIMAX_CODES.unknown;
 }
 
 export function baseRespOf(error: DomainError): BaseResp {
