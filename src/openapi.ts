@@ -14,6 +14,30 @@ const SSE_DESCRIPTION =
   'byte ends the stream with `data: {"error":{…}}` and no `[DONE]`.';
 const ERROR_SCHEMA = { $ref: '#/components/schemas/ErrorResponse' };
 
+/**
+ * Swagger UI's groups, in the order a newcomer reads them (the document's `tags`, which Swagger UI follows): what
+ * the service is for first, the MiniMax- and operator-facing surfaces last.
+ */
+export const OPENAPI_TAGS: ReadonlyArray<readonly [name: string, description: string]> = [
+  ['chat', "Chat completions in OpenAI's shape, through the key's failover chain (streaming or not)."],
+  [
+    'speech',
+    'Text to speech (`speech-02-hd`): synchronous audio, async tasks for long text, tickets for the WebSocket stream.',
+  ],
+  ['voices', "The voices a key can speak with: built-in voices of its chain's providers, and custom voices it made."],
+  ['voice consents', "Consent recordings: required before a custom voice is cloned from someone's voice."],
+  ['models', "The models the key's chain serves, as OpenAI lists them."],
+  ['providers', "Health of the providers in the key's chain: circuit state, failures, cooldown."],
+  ['webhooks', 'Signed webhooks: failover and provider_recovered events, deliveries and tests.'],
+  ['usage', "The key's usage records: who served each request, attempts, tokens and characters."],
+  [
+    'minimax',
+    "MiniMax-native routes (T2A v2, async, files, voices): MiniMax's clients work by changing only the base URL.",
+  ],
+  ['admin', 'Operators: proxy keys and their chains (the admin token, SVC_ADMIN_TOKEN).'],
+  ['operations', 'Probes for process managers and load balancers, and Prometheus metrics.'],
+];
+
 /** A realistic error body per code, shown as the examples of each error status (type and status from the code table). */
 const ERROR_SAMPLES: Partial<Record<ErrorCode, { message: string; param?: string }>> = {
   invalid_json: { message: 'The body is not valid JSON: Unexpected end of JSON input.' },
@@ -185,7 +209,7 @@ function assertSafeForSwaggerUi(document: OpenAPIObject): OpenAPIObject {
 
 /** The OpenAPI document, built the same way for /openapi.json, `npm run openapi` and the staleness test. */
 export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
-  const config = new DocumentBuilder()
+  const builder = new DocumentBuilder()
     .setTitle('Voice consent, speech and failover gateway')
     .setDescription(
       'Gateway between applications and upstream AI providers: voice consent recordings, text-to-speech with ' +
@@ -195,7 +219,9 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
         'served at `/asyncapi.json`: [read it in the console](../console/#stream-api). The [console](../console/) also speaks, records ' +
         'consents and shows provider health with your key.',
     )
-    .setVersion('1')
+    .setVersion('1');
+  for (const [name, description] of OPENAPI_TAGS) builder.addTag(name, description);
+  const config = builder
     .addBearerAuth(
       { type: 'http', scheme: 'bearer', bearerFormat: 'sk-svc-…', description: 'Proxy key secret (`sk-svc-…`)' },
       'proxy-key',

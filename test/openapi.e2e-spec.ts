@@ -43,6 +43,23 @@ describe('OpenAPI document', () => {
     expect(create.responses['415'].content['application/json'].schema.$ref).toBe('#/components/schemas/ErrorResponse');
   });
 
+  it('declares every tag with a description, chat and speech first and admin and operations last', async () => {
+    const doc = (await t.http.get('/openapi.json')).body as {
+      tags: Array<{ name: string; description?: string }>;
+      paths: Record<string, Record<string, { tags?: string[] }>>;
+    };
+    const names = doc.tags.map((tag) => tag.name);
+    // Swagger UI shows its groups in this order
+    expect(names.slice(0, 2)).toEqual(['chat', 'speech']);
+    expect(names.slice(-2)).toEqual(['admin', 'operations']);
+    for (const tag of doc.tags) expect(tag.description?.length ?? 0).toBeGreaterThan(20);
+    const used = new Set(
+      Object.values(doc.paths).flatMap((operations) => Object.values(operations).flatMap((o) => o.tags ?? [])),
+    );
+    expect([...used].filter((name) => !names.includes(name))).toEqual([]);
+    expect(names.filter((name) => !used.has(name))).toEqual([]);
+  });
+
   it('names schemas as a client sees them (no Dto suffix) and every $ref resolves', async () => {
     const doc = (await t.http.get('/openapi.json')).body as { components: { schemas: Record<string, unknown> } };
     const names = Object.keys(doc.components.schemas);
