@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { ERROR_CODES } from '../src/common/errors/error-codes';
@@ -115,7 +115,30 @@ describe('links of README.md and docs/', () => {
   });
 });
 
+/** Every .ts file under `dir` (relative to the root). */
+function sourcesUnder(dir: string): string[] {
+  return readdirSync(join(root, dir), { recursive: true, encoding: 'utf8' })
+    .filter((file) => file.endsWith('.ts'))
+    .map((file) => join(dir, file));
+}
+
 describe('hand-written pages keep up with the code', () => {
+  it('docs/decisions.md holds every section the code cites (decisions §N), and the code cites no other contract', () => {
+    const sections = new Set([...read('docs/decisions.md').matchAll(/^## (\d+)\. /gm)].map((m) => Number(m[1])));
+    expect([...sections]).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
+    const cited = new Map<number, string>();
+    const elsewhere: string[] = [];
+    for (const file of [...sourcesUnder('src'), ...sourcesUnder('test'), ...sourcesUnder('bench')]) {
+      const text = read(file);
+      for (const m of text.matchAll(/\bdecisions(?:\.md)? §(\d+)/g)) cited.set(Number(m[1]), file);
+      // the interface document is not in the repository: a citation of it sends the reader nowhere
+      if (/\binterface(?:\.md)? §\d/.test(text) && !file.endsWith('markdown-links.ts')) elsewhere.push(file);
+    }
+    expect(cited.size).toBeGreaterThan(5);
+    expect([...cited].filter(([n]) => !sections.has(n))).toEqual([]);
+    expect(elsewhere).toEqual([]);
+  });
+
   it('docs/decisions.md lists every error code with its status and type', () => {
     const page = read('docs/decisions.md');
     for (const [code, { status, type }] of Object.entries(ERROR_CODES))

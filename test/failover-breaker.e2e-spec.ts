@@ -23,7 +23,7 @@ const PROBE_DEADLINE_MS = COOLDOWN_MS + 3000;
 /** Tests that wait for one or two cooldowns. */
 const PROBE_TEST_TIMEOUT_MS = 30_000;
 
-/** The per-provider circuit breaker (interface §1 rule 5, §2.5, §3, decisions §3). */
+/** The per-provider circuit breaker (decisions §3). */
 describe('provider circuit breaker', () => {
   let pool: ProviderPool;
   let t: TestApp;

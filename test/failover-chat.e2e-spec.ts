@@ -13,7 +13,7 @@ import {
   sleep,
 } from './support/failover';
 
-/** Non-streaming chat completions through a key's failover chain (interface §1, decisions §3, §4). */
+/** Non-streaming chat completions through a key's failover chain (decisions §3, §4). */
 describe('chat completion failover', () => {
   let pool: ProviderPool;
   let t: TestApp;
@@ -350,7 +350,7 @@ describe('chat completion failover', () => {
     expect(res.body).toEqual({
       error: { message: expect.any(String), type: 'upstream_error', param: null, code: 'all_providers_failed' },
     });
-    // every answer carries the failover headers (interface §4.3): none served, after the chain reached level 1
+    // every answer carries the failover headers (decisions §4): none served, after the chain reached level 1
     expectServedBy(res, { provider: 'none', level: 1 });
     const alert = JSON.parse(res.headers['x-svc-fallback-alert']) as Record<string, unknown>;
     expect(alert).toEqual({

@@ -26,7 +26,7 @@ interface UsageRecord {
   [field: string]: unknown;
 }
 
-/** What a failover leaves behind: one stored `failover` event (interface §6.4) and the usage record. */
+/** What a failover leaves behind: one stored `failover` event (decisions §8) and the usage record. */
 describe('failover events and usage records', () => {
   let pool: ProviderPool;
   let t: TestApp;

@@ -10,7 +10,7 @@ jest.setTimeout(120000);
 
 const SENTENCE = 'The lighthouse keeper climbed the stairs before dawn and checked the lamp once more. ';
 
-/** An async task is one request to its client, however many chunks it is cut into (decisions §7, interface §6.1). */
+/** An async task is one request to its client, however many chunks it is cut into (decisions §7). */
 describe('async speech task failover', () => {
   let t: TestApp;
   let minimax: FakeMiniMax;

@@ -373,7 +373,7 @@ describe('async speech tasks', () => {
     expect(await db.query(`SELECT count(*) AS n FROM speech_tasks`)).toEqual(before);
   });
 
-  it("speaks a request without voice_setting (only model and text are required, interface §4.2) with the entry step's default voice", async () => {
+  it("speaks a request without voice_setting (only model and text are required) with the entry step's default voice", async () => {
     const created = await submit({ model: MODEL, text: 'No voice was asked for.' });
     expect(created.status).toBe(202);
     const id = (created.body as TaskRecord).id;

@@ -13,7 +13,7 @@ export interface ServedBy {
 export interface FallbackAlert {
   message: string;
   exhausted_provider: string;
-  /** `none` when no step served (every one failed or was skipped): the field is always a string (interface §2.7). */
+  /** `none` when no step served (every one failed or was skipped): the field is always a string (decisions §4). */
   active_provider: string;
   fallback_level: number;
 }
@@ -57,7 +57,7 @@ function below(node: CacheNode, value: string | number): CacheNode {
 }
 
 /**
- * The x-svc-* headers of a served (or upstream-rejected) request (interface §6.3), made once per distinct
+ * The x-svc-* headers of a served (or upstream-rejected) request (decisions §4), made once per distinct
  * (served, note): past an open circuit every request gets the same alert, whose JSON cost more than a
  * microsecond to build each time. The sets are found one Map level per field (provider, level, then the
  * exhausted provider, its reason and the note): each is a value the request already holds, where a joined

@@ -16,7 +16,7 @@ export interface ReceivingKey {
   chain: ReadonlyArray<{ provider: string; model: string }>;
 }
 
-/** `data` of interface §6.4, in its documented order. */
+/** `data` of a webhook event (decisions §8), in its documented order. */
 export interface DeliveryData {
   proxy_key: string;
   model: string | null;

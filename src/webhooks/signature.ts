@@ -3,7 +3,7 @@ import { createHmac } from 'node:crypto';
 export type WebhookEventType = 'failover' | 'provider_recovered';
 export const WEBHOOK_EVENT_TYPES: readonly WebhookEventType[] = ['failover', 'provider_recovered'];
 
-/** `sha256=<hex HMAC-SHA256(secret, "<timestamp>.<raw body>")>` (interface §6.4); the key is the whole `whsec_…` string. */
+/** `sha256=<hex HMAC-SHA256(secret, "<timestamp>.<raw body>")>` (decisions §8); the key is the whole `whsec_…` string. */
 export function signDelivery(secret: string, timestamp: number, body: string): string {
   return `sha256=${createHmac('sha256', secret).update(`${timestamp}.`).update(body).digest('hex')}`;
 }

@@ -99,7 +99,7 @@ export class Receiver {
 }
 
 /**
- * The receiver's side of interface §6.4, written here independently of the service's code: HMAC-SHA256
+ * The receiver's side of the webhook signature (decisions §8), written here independently of the service's code: HMAC-SHA256
  * of `<X-SVC-Timestamp>.<raw body>` keyed with the secret, compared in constant time, and a timestamp
  * no more than five minutes from `nowSeconds`.
  */

@@ -1,4 +1,4 @@
-/** The routes whose every answer names who served it (interface §4.3, §6.3; decisions §4). */
+/** The routes whose every answer names who served it (decisions §4). */
 const PROXIED_PATHS: ReadonlySet<string> = new Set(['/v1/chat/completions', '/v1/audio/speech']);
 
 /** What an answer no provider served says: none served, at the entry level (an exhausted chain says the level it reached). */

@@ -262,7 +262,7 @@ export class SpeechRequestDto extends MiniMaxOptionsDto {
   audio_setting?: AudioSettingDto;
 }
 
-/** The async task's body: the same shape, with long text and a voice of the chain's own when none is given (interface §4.2). */
+/** The async task's body: the same shape, with long text and a voice of the chain's own when none is given (decisions §7; the route in docs/api.md). */
 export class AsyncSpeechRequestDto extends OmitType(SpeechRequestDto, ['text', 'voice_setting'] as const) {
   /** Text to convert: 1 to 200,000 characters. */
   @IsString()
