@@ -164,8 +164,8 @@ describe('webhook deliveries', () => {
     ]);
   });
 
-  it('runs the README receiver example: it accepts a real delivery and refuses a forged or stale one', async () => {
-    const readme = readFileSync(join(__dirname, '..', 'README.md'), 'utf8');
+  it('runs the receiver example of docs/webhooks.md: it accepts a real delivery and refuses a forged or stale one', async () => {
+    const readme = readFileSync(join(__dirname, '..', 'docs', 'webhooks.md'), 'utf8');
     const example =
       /<!-- webhook-receiver-example:start -->\s*```js\n([\s\S]*?)```\s*<!-- webhook-receiver-example:end -->/.exec(
         readme,
