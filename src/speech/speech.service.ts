@@ -8,12 +8,20 @@ import { EnvironmentVariables } from '../config/env.schema';
 import type { ChunkSink, Primed, ProxiedCall } from '../failover/proxied-call';
 import type { AuthenticatedKey } from '../keys/key-directory';
 import { AudioStream, UpstreamFailure } from '../providers/provider-adapter';
-import { ignoredBy, ignoredFieldsHeader, IGNORED_FIELDS_HEADER, SpeechField } from '../providers/speech-fields';
+import {
+  ignoredBy,
+  ignoredFieldsHeader,
+  IGNORED_FIELDS_HEADER,
+  SpeechField,
+  speedFor,
+} from '../providers/speech-fields';
 import { assertAudioFits, audioTooLong, encodedSeconds } from './audio-cap';
 import { characterCount } from './speech-job';
 import type { SpeechJob } from './speech-job';
 import type { CustomVoiceEntity } from '../voices/custom-voice.entity';
 import { VoicesService } from '../voices/voices.service';
+import { AdapterRegistry } from '../providers/adapter-registry';
+import { stepsMaking } from './speech-formats';
 
 /** Audio whose first chunk is in hand: from here on the provider is fixed (no failover after the first byte). */
 export interface PrimedAudio extends Primed<Buffer> {
@@ -65,11 +73,13 @@ export class SpeechService {
   constructor(
     private readonly voices: VoicesService,
     private readonly env: EnvironmentVariables,
+    private readonly adapters: AdapterRegistry,
   ) {}
 
-  /** The steps a speech request would walk (a custom voice's provider first); 400 when the model or the voice does not fit. */
-  route(key: AuthenticatedKey, job: SpeechJob): Promise<PlannedStep[]> {
-    return this.voices.route(key, job);
+  /** The steps a speech request would walk (a custom voice's provider first); 400 when the model, the voice or the format does not fit. */
+  async route(key: AuthenticatedKey, job: SpeechJob): Promise<PlannedStep[]> {
+    const planned = await this.voices.route(key, job);
+    return stepsMaking(job.output.format, planned, (provider) => this.adapters.get(provider)?.kind);
   }
 
   /**
@@ -105,7 +115,7 @@ export class SpeechService {
         const request = {
           text: job.text,
           voiceId: voice.voiceId,
-          speed: job.speed,
+          speed: speedFor(adapter.kind, job.speed),
           vol: job.vol,
           pitch: job.pitch,
           output: job.output,
