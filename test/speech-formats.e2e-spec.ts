@@ -70,7 +70,11 @@ describe('speech formats and fields of today', () => {
   });
 
   describe("OpenAI's shape", () => {
-    it.each(['marin', 'cedar'])('sends the built-in voice %s to an OpenAI step', async (voice) => {
+    it.each(['marin', 'cedar'])('lists the built-in voice %s and sends it to an OpenAI step', async (voice) => {
+      const listed = (await t.http.get('/v1/audio/voices').set('Authorization', `Bearer ${openaiKey}`)).body as {
+        data: Array<{ id: string }>;
+      };
+      expect(listed.data.map((v) => v.id)).toContain(voice);
       const res = await speak(t, openaiKey, { model: OPENAI_MODEL, input: 'Hi.', voice, response_format: 'pcm' });
       expect(res.status).toBe(200);
       expect(bodyOf(openai, '/v1/audio/speech')).toMatchObject({ voice, model: OPENAI_MODEL });
