@@ -235,6 +235,27 @@ describe('speech formats and fields of today', () => {
       );
     });
 
+    it.each([
+      ['opus', (audio: Buffer) => decodeOggOpus(audio).then((d) => d.seconds)],
+      ['pcmu_raw', (audio: Buffer) => Promise.resolve(audio.length / 8000)],
+    ])('answers MiniMax-native /v1/t2a_v2 in %s with extra_info saying its length', async (format, secondsOf) => {
+      const res = await fetch(`${t.url}/v1/t2a_v2`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${espeakKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify(minimaxBody(format)),
+      });
+      const answer = (await res.json()) as {
+        data: { audio: string };
+        extra_info: { audio_length: number; audio_format: string };
+        base_resp: { status_code: number };
+      };
+      expect(answer.base_resp.status_code).toBe(0);
+      expect(answer.extra_info.audio_format).toBe(format);
+      const seconds = await secondsOf(Buffer.from(answer.data.audio, 'hex'));
+      expect(seconds).toBeGreaterThan(1);
+      expect(Math.abs(answer.extra_info.audio_length - seconds * 1000)).toBeLessThan(30);
+    });
+
     it('refuses aac in MiniMax’s shape as a value it does not define', async () => {
       const res = await speak(t, espeakKey, minimaxBody('aac'));
       expect(res.status).toBe(400);
