@@ -11,7 +11,7 @@ export const TICKETS_PATH = `${STREAM_PATH}/tickets`;
 /** Fields of the synchronous speech body that the stream does not take (text comes in task_continue). */
 const NOT_ON_THE_STREAM = new Set(['text', 'stream', 'stream_options', 'output_format']);
 /** wav needs the length in its header, so the stream refuses it. */
-const STREAM_FORMATS = ['mp3', 'pcm', 'flac'];
+const STREAM_FORMATS = ['mp3', 'pcm', 'flac', 'opus', 'pcmu_raw'];
 
 /**
  * An OpenAPI 3.0 schema as JSON Schema draft 07 (AsyncAPI's default schema format): boolean

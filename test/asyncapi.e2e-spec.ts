@@ -97,7 +97,8 @@ describe('AsyncAPI document of the speech stream', () => {
     const audio = at(served, (start.properties.audio_setting as { $ref: string }).$ref) as {
       properties: { format: { enum: string[] } };
     };
-    expect(audio.properties.format.enum).toEqual(['mp3', 'pcm', 'flac']);
+    // the formats that stream: not wav nor pcmu_wav (their header needs the length)
+    expect(audio.properties.format.enum).toEqual(['mp3', 'pcm', 'flac', 'opus', 'pcmu_raw']);
     const voice = at(served, (start.properties.voice_setting as { $ref: string }).$ref) as {
       properties: { vol: Json };
     };

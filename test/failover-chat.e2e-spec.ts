@@ -278,26 +278,26 @@ describe('chat completion failover', () => {
     const [a] = pool.take(1);
     const claude = pool.anthropic('claude-fallback');
     const key = await t.createKey('to anthropic', [
-      { provider: a.name, model: 'gpt-4o-mini' },
-      { provider: claude.name, model: 'claude-3-5-haiku-latest' },
+      { provider: a.name, model: 'gpt-5.4-mini' },
+      { provider: claude.name, model: 'claude-haiku-4-5' },
     ]);
     a.fake.setMode('error500', { status: 503 });
 
-    const res = await post(key.secret, chatBody('gpt-4o-mini'));
+    const res = await post(key.secret, chatBody('gpt-5.4-mini'));
 
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
       object: 'chat.completion',
-      model: 'claude-3-5-haiku-latest',
+      model: 'claude-haiku-4-5',
       provider: claude.name,
     });
     expect(res.body.choices[0].message).toMatchObject({
       role: 'assistant',
-      content: claude.fake.replyFor('claude-3-5-haiku-latest'),
+      content: claude.fake.replyFor('claude-haiku-4-5'),
     });
     expect(res.headers['x-svc-provider-used']).toBe(claude.name);
     expect(JSON.parse(res.headers['x-svc-fallback-alert'])).toEqual(servedAlert(a.name, 'HTTP 503', claude.name, 1));
-    expect(claude.fake.requests.map((r) => [r.path, r.model])).toEqual([['/v1/messages', 'claude-3-5-haiku-latest']]);
+    expect(claude.fake.requests.map((r) => [r.path, r.model])).toEqual([['/v1/messages', 'claude-haiku-4-5']]);
   });
 
   it('fails over from an Anthropic step that is overloaded (HTTP 529)', async () => {

@@ -47,12 +47,12 @@ describe('streaming chat completion failover: after the first byte, Anthropic, n
     const [a] = s.pool.take(1);
     const claude = s.pool.anthropic('claude-fallback');
     const key = await s.t.createKey('stream to anthropic', [
-      { provider: a.name, model: 'gpt-4o-mini' },
-      { provider: claude.name, model: 'claude-3-5-haiku-latest' },
+      { provider: a.name, model: 'gpt-5.4-mini' },
+      { provider: claude.name, model: 'claude-haiku-4-5' },
     ]);
     a.fake.setMode('error500', { status: 503 });
 
-    const res = await streamChat(s.t, key.secret, chatBody('gpt-4o-mini'));
+    const res = await streamChat(s.t, key.secret, chatBody('gpt-5.4-mini'));
 
     expect(res.status).toBe(200);
     expect(res.headers.get('x-svc-provider-used')).toBe(claude.name);
@@ -63,12 +63,12 @@ describe('streaming chat completion failover: after the first byte, Anthropic, n
     for (const chunk of res.events.slice(0, -1))
       expect(chunk).toMatchObject({
         object: 'chat.completion.chunk',
-        model: 'claude-3-5-haiku-latest',
+        model: 'claude-haiku-4-5',
         provider: claude.name,
       });
-    expect(res.content).toBe(claude.fake.replyFor('claude-3-5-haiku-latest'));
+    expect(res.content).toBe(claude.fake.replyFor('claude-haiku-4-5'));
     expect(claude.fake.requests.map((r) => ({ path: r.path, model: r.model, stream: r.stream }))).toEqual([
-      { path: '/v1/messages', model: 'claude-3-5-haiku-latest', stream: true },
+      { path: '/v1/messages', model: 'claude-haiku-4-5', stream: true },
     ]);
   });
 

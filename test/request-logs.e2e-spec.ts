@@ -91,8 +91,8 @@ describe('request logs without an AsyncLocalStorage', () => {
       .send({
         name: 'logs',
         chain: [
-          { provider: 'primary', model: 'gpt-4o-mini' },
-          { provider: 'backup', model: 'gpt-4o-mini' },
+          { provider: 'primary', model: 'gpt-5.4-mini' },
+          { provider: 'backup', model: 'gpt-5.4-mini' },
         ],
       });
     expect(created.status).toBe(201);
@@ -120,7 +120,7 @@ describe('request logs without an AsyncLocalStorage', () => {
     const res = await request(url)
       .post(path)
       .set('Authorization', `Bearer ${secret}`)
-      .send({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], stream });
+      .send({ model: 'gpt-5.4-mini', messages: [{ role: 'user', content: 'hi' }], stream });
     expect(res.status).toBe(200);
     expect(res.headers['x-svc-provider-used']).toBe('backup');
     const id = res.headers['x-svc-request-id'];
@@ -142,7 +142,7 @@ describe('request logs without an AsyncLocalStorage', () => {
     ['the chat fast path', '/v1/chat/completions'],
     ['the Express route', '/v1/chat/completions?via=express'],
   ])("times the request line from the request's arrival, its slow body included: %s", async (_what, path) => {
-    const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
+    const body = JSON.stringify({ model: 'gpt-5.4-mini', messages: [{ role: 'user', content: 'hi' }] });
     const { hostname, port } = new URL(url);
     // the headers at once, the body 500 ms later; the service may meet the headers a little after they
     // are sent (its loop busy with the last test), so 100 ms of that wait is not asked of it. A clock
@@ -185,10 +185,13 @@ describe('request logs without an AsyncLocalStorage', () => {
     expect(requestLine.responseTime).toBeLessThanOrEqual(clientElapsedMs + 50);
   });
 
-  const tooLarge = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x'.repeat(1100000) }] });
+  const tooLarge = JSON.stringify({
+    model: 'gpt-5.4-mini',
+    messages: [{ role: 'user', content: 'x'.repeat(1100000) }],
+  });
   it.each([
-    ['the chat fast path, no key', '/v1/chat/completions', null, '{"model":"gpt-4o-mini"}', 401],
-    ['the chat fast path, an unknown key', '/v1/chat/completions', 'sk-unknown', '{"model":"gpt-4o-mini"}', 401],
+    ['the chat fast path, no key', '/v1/chat/completions', null, '{"model":"gpt-5.4-mini"}', 401],
+    ['the chat fast path, an unknown key', '/v1/chat/completions', 'sk-unknown', '{"model":"gpt-5.4-mini"}', 401],
     ['the chat fast path, a body that is not JSON', '/v1/chat/completions', 'valid', '{"model":', 400],
     ['the chat fast path, a body over 1 MiB', '/v1/chat/completions', 'valid', tooLarge, 413],
     ['an Express route, an unknown key', '/v1/audio/speech', 'sk-unknown', '{"model":"speech-02-hd"}', 401],
@@ -298,7 +301,7 @@ describe('request logs without an AsyncLocalStorage', () => {
     const res = await request(url)
       .post('/v1/chat/completions')
       .set('Authorization', `Bearer ${secret}`)
-      .send({ model: 'gpt-4o-mini' });
+      .send({ model: 'gpt-5.4-mini' });
     expect(res.status).toBe(400);
     const id = res.headers['x-svc-request-id'];
     expect(id).toMatch(/^req_/);
@@ -392,7 +395,7 @@ describe('request logs without an AsyncLocalStorage', () => {
     const chat = await request(url)
       .post('/v1/chat/completions')
       .set(...auth)
-      .send({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
+      .send({ model: 'gpt-5.4-mini', messages: [{ role: 'user', content: 'hi' }] });
     expect(chat.status).toBe(200);
     expect(await promiseHookOn()).toBe(false);
   });

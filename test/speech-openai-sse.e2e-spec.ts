@@ -142,7 +142,7 @@ describe('OpenAI speech: stream_format "sse" and field names through the openai 
       status: 400,
       param: 'response_format',
     });
-    expect(await refusal({ model: MODEL, input: 'x', voice: 'en-us', speed: 4 })).toMatchObject({
+    expect(await refusal({ model: MODEL, input: 'x', voice: 'en-us', speed: 4.5 })).toMatchObject({
       status: 400,
       param: 'speed',
     });

@@ -1,6 +1,9 @@
 import { once } from 'node:events';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import type { AudioFormat } from '../src/audio/encoders';
+
+/** The formats this file covers (the newer ones: test/speech-formats.e2e-spec.ts). */
+type ClassicFormat = Extract<AudioFormat, 'mp3' | 'wav' | 'pcm' | 'flac'>;
 import { parseFirstMp3Frame } from '../src/audio/parse';
 import { audioFacts } from './fakes/speech-audio';
 import { TestApp } from './support/app';
@@ -20,20 +23,20 @@ describe('synchronous speech with the offline engine', () => {
   beforeAll(async () => ({ t, secret, close } = await startSyncSpeechApp()));
   afterAll(() => close());
 
-  const CONTENT_TYPES: Record<AudioFormat, (rate: number, channels: number) => string> = {
+  const CONTENT_TYPES: Record<ClassicFormat, (rate: number, channels: number) => string> = {
     mp3: () => 'audio/mpeg',
     wav: () => 'audio/wav',
     flac: () => 'audio/flac',
     pcm: (rate, channels) => `audio/L16;rate=${rate};channels=${channels}`,
   };
   // two rates per format, all six allowed rates over the table; MPEG-2.5, -2 and -1 for mp3
-  const RATES: Record<AudioFormat, [number, number]> = {
+  const RATES: Record<ClassicFormat, [number, number]> = {
     mp3: [8000, 44100],
     wav: [16000, 32000],
     pcm: [22050, 24000],
     flac: [16000, 44100],
   };
-  const CASES = (Object.keys(RATES) as AudioFormat[]).flatMap((format) =>
+  const CASES = (Object.keys(RATES) as ClassicFormat[]).flatMap((format) =>
     RATES[format].flatMap((rate) => [1, 2].map((channels) => [format, rate, channels] as const)),
   );
 

@@ -57,7 +57,7 @@ async function decodeFlac(bytes: Buffer, channels: number): Promise<Int16Array> 
   return out;
 }
 
-const FORMATS: AudioFormat[] = ['wav', 'pcm', 'mp3', 'flac'];
+const FORMATS = ['wav', 'pcm', 'mp3', 'flac'] as const satisfies readonly AudioFormat[];
 
 describe('encodeAudio', () => {
   describe.each([16000, 44100])('at %i Hz', (sampleRate) => {

@@ -2,14 +2,25 @@ import { encodePcm16le, type PcmAudio } from './pcm';
 import type { AudioEncoder } from './encoder';
 import { createFlacEncoder, encodeFlac } from './flac';
 import { createMp3Encoder } from './mp3';
+import { createMulawEncoder, encodeMulaw, mulawWavHeader } from './mulaw';
+import { createOpusEncoder, OGG_OPUS_CONTENT_TYPE } from './opus';
 import { encodeWav } from './wav';
 
 export type { AudioEncoder } from './encoder';
 export { mp3Bitrate } from './mp3';
 
-export type AudioFormat = 'mp3' | 'wav' | 'pcm' | 'flac';
-/** WAV needs its length in the header before the data, so it is only produced whole. */
-export type StreamingFormat = Exclude<AudioFormat, 'wav'>;
+export type AudioFormat = 'mp3' | 'wav' | 'pcm' | 'flac' | 'opus' | 'pcmu_raw' | 'pcmu_wav' | 'aac';
+/** Formats the gateway never encodes: only a step whose upstream makes them can serve them (aac: OpenAI's). */
+export type PassThroughFormat = 'aac';
+export type EncodableFormat = Exclude<AudioFormat, PassThroughFormat>;
+/** WAV (16-bit or µ-law) needs its length in the header before the data, so it is only produced whole. */
+export type WholeFormat = 'wav' | 'pcmu_wav';
+export type StreamingFormat = Exclude<EncodableFormat, WholeFormat>;
+
+export const PASS_THROUGH_FORMATS: readonly AudioFormat[] = ['aac'];
+export const WHOLE_FORMATS: readonly AudioFormat[] = ['wav', 'pcmu_wav'];
+export const isStreamingFormat = (format: AudioFormat): format is StreamingFormat =>
+  !PASS_THROUGH_FORMATS.includes(format) && !WHOLE_FORMATS.includes(format);
 
 export interface EncodedAudio {
   bytes: Buffer;
@@ -29,6 +40,14 @@ export function contentTypeFor(format: AudioFormat, sampleRate: number, channels
       return 'audio/flac';
     case 'pcm':
       return `audio/L16;rate=${sampleRate};channels=${channels}`;
+    case 'opus':
+      return OGG_OPUS_CONTENT_TYPE;
+    case 'pcmu_raw':
+      return `audio/PCMU;rate=${sampleRate};channels=${channels}`;
+    case 'pcmu_wav':
+      return 'audio/wav';
+    case 'aac':
+      return 'audio/aac';
   }
 }
 
@@ -51,8 +70,28 @@ export async function encodeAudio(pcm: PcmAudio, format: AudioFormat, bitrate: n
         bitrate: encoder.bitrate,
       };
     }
+    case 'opus': {
+      const encoder = createOpusEncoder(pcm.sampleRate, pcm.channels, bitrate);
+      return { bytes: Buffer.concat([encoder.push(pcm.samples), encoder.end()]), contentType };
+    }
+    case 'pcmu_raw':
+      return { bytes: encodeMulaw(pcm.samples), contentType };
+    case 'pcmu_wav': {
+      const data = encodeMulaw(pcm.samples);
+      const pad = Buffer.alloc(data.length % 2);
+      return {
+        bytes: Buffer.concat([mulawWavHeader(pcm.sampleRate, pcm.channels, data.length), data, pad]),
+        contentType,
+      };
+    }
+    case 'aac':
+      throw new RangeError(notEncoded('aac'));
   }
 }
+
+/** The refusal of a format the gateway only passes through (a programming error: routes check it first). */
+export const notEncoded = (format: PassThroughFormat): string =>
+  `${format} is never encoded by the gateway: only a step whose upstream makes it can serve it`;
 
 /** An incremental encoder for streaming audio out before the whole text is synthesised. */
 export async function createStreamingEncoder(
@@ -75,6 +114,10 @@ export async function createStreamingEncoder(
       return createMp3Encoder(sampleRate, channels, bitrate);
     case 'flac':
       return createFlacEncoder(sampleRate, channels);
+    case 'opus':
+      return createOpusEncoder(sampleRate, channels, bitrate);
+    case 'pcmu_raw':
+      return createMulawEncoder(sampleRate, channels);
   }
 }
 

@@ -1,4 +1,12 @@
-import { contentTypeFor, createStreamingEncoder, mp3Bitrate, type AudioEncoder, type AudioFormat } from './encoders';
+import {
+  contentTypeFor,
+  createStreamingEncoder,
+  mp3Bitrate,
+  notEncoded,
+  type AudioEncoder,
+  type AudioFormat,
+} from './encoders';
+import { mulawWavSink } from './mulaw';
 import { encodeAll } from './encoder';
 import { decodePcm16le, encodePcm16le } from './pcm';
 import { StreamLimiter, StreamResampler } from './pcm-stream';
@@ -52,7 +60,7 @@ export async function createTranscoder(options: TranscoderOptions): Promise<Tran
   const working = Math.min(fromChannels, output.channels);
   const resampler = fromRate === output.sampleRate ? null : new StreamResampler(fromRate, output.sampleRate, working);
   const limiter = gain > 1 ? new StreamLimiter(gain, output.sampleRate, working) : null;
-  const sink = output.format === 'wav' ? wavSink(output) : await createStreamingEncoder(output.format, output);
+  const sink = await createOutputEncoder(output);
 
   const process = (planes: Float32Array[], final: boolean): Buffer => {
     let out = resampler ? (final ? resampler.end(planes) : resampler.push(planes)) : planes;
@@ -96,6 +104,24 @@ async function* wholeFrames(source: AsyncIterable<Buffer>, frameBytes: number): 
     const whole = bytes.length - (bytes.length % frameBytes);
     carry = Buffer.from(bytes.subarray(whole));
     if (whole > 0) yield decodePcm16le(bytes.subarray(0, whole));
+  }
+}
+
+/** The encoder of a whole output: streaming formats as they go, the WAVs held until their length is known. */
+export async function createOutputEncoder(output: TranscodeOutput): Promise<AudioEncoder> {
+  switch (output.format) {
+    case 'wav':
+      return wavSink(output);
+    case 'pcmu_wav':
+      return mulawWavSink(output.sampleRate, output.channels);
+    case 'aac':
+      throw new RangeError(notEncoded('aac'));
+    case 'mp3':
+    case 'pcm':
+    case 'flac':
+    case 'opus':
+    case 'pcmu_raw':
+      return createStreamingEncoder(output.format, output);
   }
 }
 

@@ -16,13 +16,14 @@ export const KIND_TRAITS: Record<ProviderKind, KindTraits> = {
   openai: {
     capabilities: ['chat', 'speech'],
     defaultBaseUrl: 'https://api.openai.com/v1',
-    defaultModels: { chat: 'gpt-4o-mini', speech: 'gpt-4o-mini-tts' },
+    // gpt-4o-mini-tts: served until 2027-01-06 (retired-models.ts; docs/providers.md says what follows it)
+    defaultModels: { chat: 'gpt-5.4-mini', speech: 'gpt-4o-mini-tts' },
     needsApiKey: true,
   },
   anthropic: {
     capabilities: ['chat'],
     defaultBaseUrl: 'https://api.anthropic.com/v1',
-    defaultModels: { chat: 'claude-3-5-haiku-latest' },
+    defaultModels: { chat: 'claude-haiku-4-5' },
     needsApiKey: true,
   },
   minimax: {

@@ -1,3 +1,4 @@
+import { oggOpusSeconds } from '../audio/ogg';
 import { parseFlacStreamInfo, parseWavHeader, scanMp3Frames } from '../audio/parse';
 import type { SpeechJob } from '../speech/speech-job';
 import { characterCount } from '../speech/speech-job';
@@ -32,6 +33,16 @@ export function audioSeconds(audio: Buffer, output: SpeechJob['output']): number
         const flac = parseFlacStreamInfo(audio);
         return flac.totalSamples / flac.sampleRate;
       }
+      case 'opus':
+        return oggOpusSeconds(audio);
+      case 'pcmu_raw':
+        return audio.length / (output.channels * output.sampleRate);
+      case 'pcmu_wav': {
+        const wav = parseWavHeader(audio);
+        return wav.dataLength / (wav.channels * wav.sampleRate);
+      }
+      case 'aac':
+        return 0;
     }
   } catch {
     return 0;

@@ -103,7 +103,7 @@ export class MiniMaxAudioLinksController {
   /** The audio behind a `t2a_v2` link (`output_format: "url"`): no key needed, 404 once the 24 h are over. */
   @Get(`${AUDIO_LINK_PATH.slice('v1/'.length)}/:token`)
   @Public()
-  @ApiProduces('audio/mpeg', 'audio/wav', 'audio/flac', 'audio/L16')
+  @ApiProduces('audio/mpeg', 'audio/wav', 'audio/flac', 'audio/L16', 'audio/ogg', 'audio/PCMU')
   @ApiOkResponse({ description: 'The audio file.', schema: { type: 'string', format: 'binary' } })
   async audio(@Param('token') token: string): Promise<StreamableFile> {
     const file = await this.files.download(token);

@@ -6,7 +6,7 @@ import { AnthropicAdapter, AnthropicAdapterFactory, toAnthropicRequest } from '.
 import { outcomeOf } from '../../test/support/upstream-outcome';
 
 const ctx = (signal: AbortSignal = new AbortController().signal) => ({
-  model: 'claude-3-5-haiku-latest',
+  model: 'claude-haiku-4-5',
   signal,
   requestId: 'req_test',
 });
@@ -108,7 +108,7 @@ describe('AnthropicAdapter against a real Messages API server', () => {
     expect(sent).toMatchObject({
       method: 'POST',
       path: '/v1/messages',
-      model: 'claude-3-5-haiku-latest',
+      model: 'claude-haiku-4-5',
       stream: false,
     });
     expect(sent.headers['x-api-key']).toBe('sk-ant-test');
@@ -121,12 +121,12 @@ describe('AnthropicAdapter against a real Messages API server', () => {
     expect(completion).toMatchObject({
       id: expect.stringMatching(/^msg_fake_/),
       object: 'chat.completion',
-      model: 'claude-3-5-haiku-latest',
+      model: 'claude-haiku-4-5',
       created: expect.any(Number),
       choices: [
         {
           index: 0,
-          message: { role: 'assistant', content: 'Hello from claude-fake (claude-3-5-haiku-latest).' },
+          message: { role: 'assistant', content: 'Hello from claude-fake (claude-haiku-4-5).' },
           finish_reason: 'stop',
         },
       ],
@@ -152,7 +152,7 @@ describe('AnthropicAdapter against a real Messages API server', () => {
     ).toBe(true);
     expect(choiceOf(chunks[0]).delta).toEqual({ role: 'assistant', content: '' });
     const text = chunks.map((c) => choiceOf(c).delta.content ?? '').join('');
-    expect(text).toBe('Hello from claude-fake (claude-3-5-haiku-latest).');
+    expect(text).toBe('Hello from claude-fake (claude-haiku-4-5).');
     const last = chunks.at(-1)!;
     expect(choiceOf(last).finish_reason).toBe('stop');
     expect(last.usage).toMatchObject({

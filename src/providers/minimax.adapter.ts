@@ -1,5 +1,6 @@
 import { adapterFactory, HttpProviderAdapter } from './http-adapter';
 import type { ResolvedProvider } from '../config/gateway-config';
+import { isStreamingFormat } from '../audio/encoders';
 import { outputShape } from '../audio/transcoder';
 import {
   AudioStream,
@@ -94,8 +95,9 @@ export class MiniMaxAdapter extends HttpProviderAdapter implements ProviderAdapt
 
   async speech(call: SpeechCall, ctx: CallContext): Promise<AudioStream> {
     const { output } = call;
-    const stream = output.format !== 'wav';
-    const { voice_setting: voiceOptions, ...options }: SpeechOptions = call.options ?? {};
+    // MiniMax makes every format the gateway offers but aac (never routed here); the WAVs only whole
+    const stream = isStreamingFormat(output.format);
+    const { voice_setting: voiceOptions, audio_setting: audioOptions, ...options }: SpeechOptions = call.options ?? {};
     const body = JSON.stringify({
       model: ctx.model,
       text: call.text,
@@ -109,6 +111,7 @@ export class MiniMaxAdapter extends HttpProviderAdapter implements ProviderAdapt
         bitrate: output.bitrate,
         format: output.format,
         channel: output.channels,
+        ...audioOptions,
       },
       ...options,
     });

@@ -143,10 +143,13 @@ describe('OpenAiAdapter speech against a real OpenAI-compatible server', () => {
       'sage',
       'shimmer',
       'verse',
+      'marin',
+      'cedar',
     ]);
     expect(await adapter.acceptsVoice('my-local-voice')).toBe(true);
     const official = new OpenAiAdapter(provider('https://api.openai.com/v1'));
     expect(await official.acceptsVoice('shimmer')).toBe(true);
+    expect(await official.acceptsVoice('cedar')).toBe(true);
     expect(await official.acceptsVoice('my-local-voice')).toBe(false);
     await official.close();
   });

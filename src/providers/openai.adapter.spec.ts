@@ -6,7 +6,7 @@ import { OpenAiAdapter, OpenAiAdapterFactory } from './openai.adapter';
 import { outcomeOf } from '../../test/support/upstream-outcome';
 
 const request: ChatRequest = { model: 'gpt-4o', messages: [{ role: 'user', content: 'Hi there' }], temperature: 0.2 };
-const ctx = (signal: AbortSignal = new AbortController().signal, model = 'gpt-4o-mini') => ({
+const ctx = (signal: AbortSignal = new AbortController().signal, model = 'gpt-5.4-mini') => ({
   model,
   signal,
   requestId: 'req_test',
@@ -53,16 +53,16 @@ describe('OpenAiAdapter against a real OpenAI-compatible server', () => {
     const completion = await adapter.chat(request, ctx());
     expect(completion).toMatchObject({
       object: 'chat.completion',
-      model: 'gpt-4o-mini',
+      model: 'gpt-5.4-mini',
       usage: { total_tokens: expect.any(Number) },
     });
     expect(completion.choices).toEqual([
-      expect.objectContaining({ message: expect.objectContaining({ content: 'Hello from primary (gpt-4o-mini).' }) }),
+      expect.objectContaining({ message: expect.objectContaining({ content: 'Hello from primary (gpt-5.4-mini).' }) }),
     ]);
     const [sent] = fake.requests;
-    expect(sent).toMatchObject({ path: '/v1/chat/completions', method: 'POST', model: 'gpt-4o-mini', stream: false });
+    expect(sent).toMatchObject({ path: '/v1/chat/completions', method: 'POST', model: 'gpt-5.4-mini', stream: false });
     expect(sent.headers.authorization).toBe('Bearer sk-upstream');
-    expect(sent.body).toEqual({ ...request, model: 'gpt-4o-mini' });
+    expect(sent.body).toEqual({ ...request, model: 'gpt-5.4-mini' });
   });
 
   it('streams the upstream chunks through until [DONE] and reuses the connection afterwards', async () => {
@@ -70,8 +70,8 @@ describe('OpenAiAdapter against a real OpenAI-compatible server', () => {
     const second = await drain(
       await adapter.chatStream({ ...request, stream: true, stream_options: { include_usage: true } }, ctx()),
     );
-    expect(first[0]).toMatchObject({ object: 'chat.completion.chunk', model: 'gpt-4o-mini' });
-    expect(contentOf(first)).toBe('Hello from primary (gpt-4o-mini).');
+    expect(first[0]).toMatchObject({ object: 'chat.completion.chunk', model: 'gpt-5.4-mini' });
+    expect(contentOf(first)).toBe('Hello from primary (gpt-5.4-mini).');
     expect(second.at(-1)?.usage).toMatchObject({ total_tokens: expect.any(Number) });
     expect(fake.requests.map((r) => r.stream)).toEqual([true, true]);
     expect(fake.connectionsAccepted).toBe(1);
@@ -80,7 +80,7 @@ describe('OpenAiAdapter against a real OpenAI-compatible server', () => {
   it('leaves stream and stream_options out of a non-streaming call (OpenAI refuses stream_options there), the rest in order', async () => {
     await adapter.chat({ ...request, stream: false, stream_options: { include_usage: true }, user: 'u-1' }, ctx());
     const [sent] = fake.requests;
-    expect(sent.body).toEqual({ ...request, model: 'gpt-4o-mini', user: 'u-1' });
+    expect(sent.body).toEqual({ ...request, model: 'gpt-5.4-mini', user: 'u-1' });
     expect(Object.keys(sent.body as object)).toEqual(['model', 'messages', 'temperature', 'user']);
   });
 
@@ -135,7 +135,7 @@ describe('OpenAiAdapter against a real OpenAI-compatible server', () => {
   it('maps a 404 to a client-error http outcome', async () => {
     fake.setMode('notfound404');
     const outcome = await outcomeOf(() => adapter.chat(request, ctx()));
-    expect(outcome).toEqual({ kind: 'http', status: 404, message: "The model 'gpt-4o-mini' does not exist" });
+    expect(outcome).toEqual({ kind: 'http', status: 404, message: "The model 'gpt-5.4-mini' does not exist" });
     expect(classify(outcome).verdict).toBe('client_error');
   });
 
@@ -236,7 +236,7 @@ describe('OpenAiAdapter against a real OpenAI-compatible server', () => {
       kind: 'http',
       status: 502,
     });
-    await expect(adapter.chat(request, ctx())).resolves.toMatchObject({ model: 'gpt-4o-mini' });
+    await expect(adapter.chat(request, ctx())).resolves.toMatchObject({ model: 'gpt-5.4-mini' });
   });
 
   it('probes with GET /models and reports a sick upstream', async () => {

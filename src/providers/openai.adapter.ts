@@ -33,7 +33,7 @@ import {
 
 /** OpenAI's `pcm` response format: 24 kHz, 16-bit signed little-endian, mono, no header. */
 export const OPENAI_PCM = { sampleRate: 24000, channels: 1 } as const;
-/** OpenAI's built-in TTS voices ("optimized for English", per OpenAI's text-to-speech guide). */
+/** OpenAI's 13 built-in voices (the official SDK's `SpeechCreateParams.voice`; "optimized for English"). */
 export const OPENAI_VOICES = [
   'alloy',
   'ash',
@@ -46,6 +46,8 @@ export const OPENAI_VOICES = [
   'sage',
   'shimmer',
   'verse',
+  'marin',
+  'cedar',
 ] as const;
 const OPENAI_VOICE_IDS: ReadonlySet<string> = new Set(OPENAI_VOICES);
 /** OpenAI's custom voice rules (custom voices guide): a sample of at most 30 s and 10 MiB in one of these formats. */
@@ -139,10 +141,12 @@ export class OpenAiAdapter extends HttpProviderAdapter implements ProviderAdapte
   /**
    * Asks for `pcm`, the one format whose rate and channels OpenAI pins down, and makes the requested format here,
    * so rate and channels are exactly as asked. `vol` becomes a gain here; `pitch` has no OpenAI equivalent and is ignored;
-   * MiniMax's `emotion` becomes a sentence of `instructions`.
+   * MiniMax's `emotion` becomes a sentence of `instructions`. `aac`, which the gateway does not encode, is asked of
+   * OpenAI as it is and passed through (OpenAI's own 24 kHz mono, as the OpenAI shape asks).
    */
   async speech(call: SpeechCall, ctx: CallContext): Promise<AudioStream> {
     const emotion = call.options?.voice_setting?.emotion;
+    const passThrough = call.output.format === 'aac';
     // MiniMax's emotion in words: OpenAI's speech models take style as instructions
     const instructions = [call.instructions, emotion ? emotionInstruction(emotion) : undefined]
       .filter(Boolean)
@@ -153,7 +157,7 @@ export class OpenAiAdapter extends HttpProviderAdapter implements ProviderAdapte
       input: call.text,
       // a custom voice goes as an object, as OpenAI's speech endpoint takes it
       voice: call.customVoice ? { id: call.voiceId } : call.voiceId,
-      response_format: 'pcm',
+      response_format: passThrough ? call.output.format : 'pcm',
       ...(call.speed !== 1 ? { speed: call.speed } : {}),
       ...(instructions ? { instructions } : {}),
     });
@@ -164,6 +168,7 @@ export class OpenAiAdapter extends HttpProviderAdapter implements ProviderAdapte
       body,
       signal: ctx.signal,
     });
+    if (passThrough) return { contentType: 'audio/aac', chunks: relayBody(response.body, ctx.signal) };
     return {
       ...outputShape(call.output),
       chunks: transcodeStream(relayBody(response.body, ctx.signal), OPENAI_PCM, call.output, {

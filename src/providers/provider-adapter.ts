@@ -1,3 +1,4 @@
+import type { AudioFormat } from '../audio/encoders';
 import type { CallSignal } from '../common/call-signal';
 import type { ResolvedProvider } from '../config/gateway-config';
 import type { ProviderKind } from '../config/provider-kinds';
@@ -81,7 +82,8 @@ export type ChatCompletion = Record<string, unknown> & { usage?: TokenUsage };
 /** An OpenAI `chat.completion.chunk` object. */
 export type ChatChunk = Record<string, unknown> & { usage?: TokenUsage | null };
 
-export type SpeechFormat = 'mp3' | 'wav' | 'pcm' | 'flac';
+/** Every format a speech request may ask for (`aac` only where a step's upstream makes it). */
+export type SpeechFormat = AudioFormat;
 
 /** The audio a speech call must produce: exactly this format, rate and channel count. */
 export interface SpeechOutput {

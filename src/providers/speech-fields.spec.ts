@@ -19,6 +19,7 @@ const FULL = {
       english_normalization: false,
       latex_read: true,
     },
+    audio_setting: { force_cbr: true },
     language_boost: 'English' as const,
     pronunciation_dict: { tone: ['omg/oh my god'] },
     timbre_weights: [{ voice_id: 'female-shaonv', weight: 30 }],

@@ -63,8 +63,8 @@ export const LANGUAGE_BOOSTS = [
 /** `voice_modify.sound_effects` (T2A v2 reference). */
 export const SOUND_EFFECTS = ['spacious_echo', 'auditorium_echo', 'lofi_telephone', 'robotic'] as const;
 
-/** `subtitle_type` (T2A v2 reference: sentence-level by default, word-level on request). */
-export const SUBTITLE_TYPES = ['sentence', 'word'] as const;
+/** `subtitle_type` (T2A v2 reference: sentence-level by default, word-level on request, word by word as the stream goes). */
+export const SUBTITLE_TYPES = ['sentence', 'word', 'word_streaming'] as const;
 
 /**
  * MiniMax's optional T2A fields that shape the speech (decisions §7), exactly as the client sent them:
@@ -77,6 +77,8 @@ export interface SpeechOptions {
     english_normalization?: boolean;
     latex_read?: boolean;
   };
+  /** `audio_setting` beside the output shape the gateway decides (format, rate, bitrate, channels). */
+  audio_setting?: { force_cbr?: boolean };
   language_boost?: (typeof LANGUAGE_BOOSTS)[number];
   pronunciation_dict?: { tone?: string[] };
   timbre_weights?: Array<{ voice_id: string; weight: number }>;
@@ -99,6 +101,7 @@ export const SPEECH_FIELDS = [
   'voice_setting.text_normalization',
   'voice_setting.english_normalization',
   'voice_setting.latex_read',
+  'audio_setting.force_cbr',
   'language_boost',
   'pronunciation_dict',
   'timbre_weights',
@@ -130,6 +133,28 @@ export const HONOURED_FIELDS: Record<ProviderKind, readonly SpeechField[]> = {
   echo: [],
 };
 
+/**
+ * The `speed` each kind can say (OpenAI's shape allows 0.25..4, MiniMax's 0.5..2): a step is sent the request's speed
+ * clamped to its kind's range, so 0.25 reaches MiniMax as 0.5 (docs/providers.md).
+ */
+export const SPEED_RANGES: Record<ProviderKind, readonly [min: number, max: number]> = {
+  minimax: [0.5, 2],
+  openai: [0.25, 4],
+  elevenlabs: [0.7, 1.2],
+  // the engine's 80..450 words a minute around its 175
+  espeak: [0.5, 2.5],
+  anthropic: [0.5, 2],
+  echo: [0.25, 4],
+};
+
+export function speedFor(kind: ProviderKind, speed: number): number {
+  const [min, max] = SPEED_RANGES[kind];
+  return Math.min(max, Math.max(min, speed));
+}
+
+/** Which kinds' upstreams make a format the gateway never encodes (`aac`): only their steps can serve it. */
+export const PASS_THROUGH_MAKERS: Record<'aac', readonly ProviderKind[]> = { aac: ['openai'] };
+
 /** What a speech request carried beyond the voice, speed, volume and audio shape every kind honours. */
 export interface RequestedFields {
   pitch: number;
@@ -147,6 +172,7 @@ export function presentFields(request: RequestedFields): SpeechField[] {
     'voice_setting.text_normalization': voice.text_normalization !== undefined,
     'voice_setting.english_normalization': voice.english_normalization !== undefined,
     'voice_setting.latex_read': voice.latex_read !== undefined,
+    'audio_setting.force_cbr': options.audio_setting?.force_cbr !== undefined,
     language_boost: options.language_boost !== undefined,
     pronunciation_dict: options.pronunciation_dict !== undefined,
     timbre_weights: options.timbre_weights !== undefined,

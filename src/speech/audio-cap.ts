@@ -12,7 +12,7 @@ export function minimumAudioSeconds(text: string, speed: number): number {
   return spoken / (MAX_SPOKEN_PER_SECOND * speed);
 }
 
-/** Seconds in `bytes` of encoded audio where the bytes tell (pcm, wav, constant-bitrate mp3); null for FLAC (compressed). */
+/** Seconds in `bytes` of encoded audio where the bytes tell (pcm, wav, µ-law, constant-bitrate mp3); null for FLAC and Opus. */
 export function encodedSeconds(
   bytes: number,
   output: { format: string; sampleRate: number; channels: number },
@@ -22,6 +22,9 @@ export function encodedSeconds(
     case 'pcm':
     case 'wav':
       return bytes / (2 * output.channels * output.sampleRate);
+    case 'pcmu_raw':
+    case 'pcmu_wav':
+      return bytes / (output.channels * output.sampleRate);
     case 'mp3':
       return (bytes * 8) / bitrate;
     default:

@@ -53,8 +53,8 @@ describe('the synchronous speech body', () => {
   });
 
   it("refuses what OpenAI's shape may carry but the gateway cannot honour, naming the field", async () => {
-    expect(await refusal({ model: 'm', input: 'Hi.', voice: 'alloy', speed: 4 })).toMatchObject({ param: 'speed' });
-    expect(await refusal({ model: 'm', input: 'Hi.', voice: 'alloy', response_format: 'aac' })).toMatchObject({
+    expect(await refusal({ model: 'm', input: 'Hi.', voice: 'alloy', speed: 4.5 })).toMatchObject({ param: 'speed' });
+    expect(await refusal({ model: 'm', input: 'Hi.', voice: 'alloy', response_format: 'ogg' })).toMatchObject({
       param: 'response_format',
     });
     expect(await refusal({ model: 'm', input: 'Hi.', voice: 'alloy', stream_format: 'events' })).toMatchObject({

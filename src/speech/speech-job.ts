@@ -1,7 +1,16 @@
 import { DomainError } from '../common/errors/domain-error';
 import type { SpeechOutput } from '../providers/provider-adapter';
 import type { SpeechOptions } from '../providers/speech-fields';
-import type { MiniMaxOptionsDto, SpeechRequestDto, VoiceSettingDto } from './dto/speech-request.dto';
+import {
+  PCMU_DEFAULT_SAMPLE_RATE,
+  type AudioSettingDto,
+  type MiniMaxOptionsDto,
+  type SpeechRequestDto,
+  type VoiceSettingDto,
+} from './dto/speech-request.dto';
+
+/** MiniMax's default `audio_setting.sample_rate`. */
+const DEFAULT_SAMPLE_RATE = 32000;
 
 export const SYNC_TEXT_LIMIT = 10_000;
 export const ASYNC_TEXT_LIMIT = 200_000;
@@ -46,7 +55,9 @@ const nested = <T extends object>(value: T | undefined): T | undefined =>
   value === undefined ? undefined : (defined(value) as T);
 
 /** MiniMax's optional fields of a request, split into what shapes the speech and what shapes the answer. */
-export function optionalFieldsOf(dto: MiniMaxOptionsDto & { voice_setting?: VoiceSettingDto }): {
+export function optionalFieldsOf(
+  dto: MiniMaxOptionsDto & { voice_setting?: VoiceSettingDto; audio_setting?: AudioSettingDto },
+): {
   options?: SpeechOptions;
   transport?: SpeechTransport;
 } {
@@ -59,8 +70,10 @@ export function optionalFieldsOf(dto: MiniMaxOptionsDto & { voice_setting?: Voic
         latex_read: voice.latex_read,
       })
     : {};
+  const audioOptions = defined({ force_cbr: dto.audio_setting?.force_cbr });
   const options: SpeechOptions = defined({
     voice_setting: Object.keys(voiceOptions).length > 0 ? voiceOptions : undefined,
+    audio_setting: Object.keys(audioOptions).length > 0 ? audioOptions : undefined,
     language_boost: dto.language_boost,
     pronunciation_dict: nested(dto.pronunciation_dict),
     timbre_weights: dto.timbre_weights?.map((w) => ({ voice_id: w.voice_id, weight: w.weight })),
@@ -124,7 +137,8 @@ export function toSpeechJob(dto: SpeechRequestDto, textLimit: number): SpeechJob
     pitch: dto.voice_setting.pitch ?? 0,
     output: {
       format: audio.format ?? 'mp3',
-      sampleRate: audio.sample_rate ?? 32000,
+      sampleRate:
+        audio.sample_rate ?? (audio.format?.startsWith('pcmu_') ? PCMU_DEFAULT_SAMPLE_RATE : DEFAULT_SAMPLE_RATE),
       bitrate: audio.bitrate ?? 128000,
       channels: audio.channel ?? 1,
     },

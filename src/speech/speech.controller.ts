@@ -28,7 +28,9 @@ export class SpeechController {
    * Synthesise speech with the key's chain. The body is MiniMax's T2A shape (the documented default), or
    * OpenAI's (`model`, `input`, `voice`, `response_format`, `speed`, `instructions`: the official SDK's
    * `audio.speech.create` works unchanged). The answer is the audio in the requested format (`audio/mpeg`,
-   * `audio/wav`, `audio/flac`, or `audio/L16;rate=…;channels=…` for pcm), streamed as it is produced, with
+   * `audio/wav` (wav and µ-law pcmu_wav), `audio/flac`, `audio/L16;rate=…;channels=…` for pcm,
+   * `audio/ogg;codecs=opus`, `audio/PCMU;rate=…;channels=…` for pcmu_raw, `audio/aac` from an OpenAI step),
+   * streamed as it is produced, with
    * the x-svc-* failover headers; mp3 answers also carry `x-svc-audio-bitrate`. MiniMax's optional fields
    * (`voice_setting.emotion`, `language_boost`, `pronunciation_dict`, …) are accepted: a MiniMax step receives
    * them as sent, and `x-svc-ignored-fields` lists what the serving step (or this audio answer) did not use.
@@ -58,7 +60,16 @@ export class SpeechController {
       },
     },
   })
-  @ApiProduces('audio/mpeg', 'audio/wav', 'audio/flac', 'audio/L16', 'text/event-stream')
+  @ApiProduces(
+    'audio/mpeg',
+    'audio/wav',
+    'audio/flac',
+    'audio/L16',
+    'audio/ogg',
+    'audio/PCMU',
+    'audio/aac',
+    'text/event-stream',
+  )
   @ApiOkResponse({
     description: 'Audio bytes in the requested format (OpenAI `stream_format: "sse"`: its speech events).',
     schema: { type: 'string', format: 'binary' },

@@ -6,12 +6,20 @@ import { EnvironmentVariables } from '../config/env.schema';
 import type { ChunkSink, Primed, ProxiedCall } from '../failover/proxied-call';
 import type { AuthenticatedKey } from '../keys/key-directory';
 import { AudioStream, UpstreamFailure } from '../providers/provider-adapter';
-import { ignoredBy, ignoredFieldsHeader, IGNORED_FIELDS_HEADER, SpeechField } from '../providers/speech-fields';
+import {
+  ignoredBy,
+  ignoredFieldsHeader,
+  IGNORED_FIELDS_HEADER,
+  SpeechField,
+  speedFor,
+} from '../providers/speech-fields';
 import { assertAudioFits, audioTooLong, encodedSeconds } from './audio-cap';
 import { characterCount } from './speech-job';
 import type { SpeechJob } from './speech-job';
 import type { VoicePlan } from '../voices/voice-plan';
 import { VoicesService } from '../voices/voices.service';
+import { AdapterRegistry } from '../providers/adapter-registry';
+import { stepsMaking } from './speech-formats';
 
 /** Audio whose first chunk is in hand: from here on the provider is fixed (no failover after the first byte). */
 export interface PrimedAudio extends Primed<Buffer> {
@@ -63,11 +71,17 @@ export class SpeechService {
   constructor(
     private readonly voices: VoicesService,
     private readonly env: EnvironmentVariables,
+    private readonly adapters: AdapterRegistry,
   ) {}
 
-  /** The steps a speech request would walk (a custom voice's provider first) and their voices; 400 when the model or a voice does not fit. */
+  /**
+   * The steps a speech request would walk (a custom voice's provider first) and their voices; 400 when the model, a
+   * voice or the format does not fit.
+   */
   plan(key: AuthenticatedKey, job: SpeechJob): Promise<VoicePlan> {
-    return this.voices.plan(key, job);
+    return this.voices.plan(key, job, (steps) =>
+      stepsMaking(job.output.format, steps, (provider) => this.adapters.get(provider)?.kind),
+    );
   }
 
   /**
@@ -100,7 +114,7 @@ export class SpeechService {
         const request = {
           text: job.text,
           voiceId: voice.voiceId,
-          speed: job.speed,
+          speed: speedFor(adapter.kind, job.speed),
           vol: job.vol,
           pitch: job.pitch,
           output: job.output,

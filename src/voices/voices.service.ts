@@ -56,7 +56,12 @@ export class VoicesService {
    * holds it first. Each voice id, `voice_id` and those of every VOICE_FIELDS field, passes the one check
    * (`speakable`). 400 before any upstream call when the model, or a voice the entry step would send, cannot be served.
    */
-  async plan(key: AuthenticatedKey, request: VoiceRequest): Promise<VoicePlan> {
+  async plan(
+    key: AuthenticatedKey,
+    request: VoiceRequest,
+    /** Leaves out the steps that cannot serve the request for another reason (its audio format). */
+    narrow: (steps: PlannedStep[]) => PlannedStep[] = (steps) => steps,
+  ): Promise<VoicePlan> {
     const chain = this.failover.plan(key, request.model, 'speech');
     const voice = await this.requested(key, request.voiceId, 'voice_setting.voice_id');
     const options = request.options;
@@ -68,7 +73,7 @@ export class VoicesService {
           : [],
       })),
     );
-    const steps = voice.custom ? this.holderFirst(chain, voice.custom, request.model) : chain;
+    const steps = narrow(voice.custom ? this.holderFirst(chain, voice.custom, request.model) : chain);
     const byLevel = new Map<number, StepVoices | DomainError>();
     for (const step of steps) {
       const entry = step === steps[0];

@@ -66,7 +66,7 @@ describe('deliveryBody', () => {
     };
     const chain = [
       { provider: 'anthropic', model: 'claude' },
-      { provider: 'openai', model: 'gpt-4o-mini' },
+      { provider: 'openai', model: 'gpt-5.4-mini' },
       { provider: 'openai', model: 'gpt-4o' },
     ];
     expect(JSON.parse(deliveryBody(event, { id: 'pk_b', chain }))).toEqual({
@@ -75,7 +75,7 @@ describe('deliveryBody', () => {
       timestamp: '2025-11-21T00:00:00.123Z',
       data: {
         proxy_key: 'pk_b',
-        model: 'gpt-4o-mini',
+        model: 'gpt-5.4-mini',
         exhausted_provider: null,
         active_provider: 'openai',
         fallback_level: null,

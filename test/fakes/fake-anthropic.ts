@@ -124,14 +124,14 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
         data: [
           {
             type: 'model',
-            id: 'claude-3-5-haiku-latest',
+            id: 'claude-haiku-4-5',
             display_name: 'Claude Haiku 3.5',
             created_at: '2024-10-22T00:00:00Z',
           },
         ],
         has_more: false,
-        first_id: 'claude-3-5-haiku-latest',
-        last_id: 'claude-3-5-haiku-latest',
+        first_id: 'claude-haiku-4-5',
+        last_id: 'claude-haiku-4-5',
       },
       tag,
     );

@@ -131,7 +131,7 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
       200,
       {
         object: 'list',
-        data: (options.models ?? ['gpt-4o-mini']).map((id) => ({
+        data: (options.models ?? ['gpt-5.4-mini']).map((id) => ({
           id,
           object: 'model',
           created: 1700000000,

@@ -1,6 +1,8 @@
 import { encodeAudio, type AudioFormat } from '../../src/audio/encoders';
 import { parseFlacStreamInfo, parseWavHeader, pcmFrameCount, scanMp3Frames } from '../../src/audio/parse';
-import { decodePcm16le, float32ToInt16, toChannels } from '../../src/audio/pcm';
+import { decodeMulaw } from '../../src/audio/mulaw';
+import { oggOpusSeconds, readOggPages } from '../../src/audio/ogg';
+import { decodePcm16le, encodePcm16le, float32ToInt16, toChannels } from '../../src/audio/pcm';
 
 /** The pitch every fake upstream speaks in: tests find it again after resampling to prove the rate is right. */
 export const TONE_HZ = 440;
@@ -93,6 +95,24 @@ export function audioFacts(bytes: Buffer, format: AudioFormat, contentType: stri
       if (!match) throw new Error(`raw PCM with Content-Type ${contentType}`);
       return pcmFacts(bytes, Number(match[1]), Number(match[2]));
     }
+    case 'pcmu_raw': {
+      const match = /^audio\/PCMU;rate=(\d+);channels=(\d+)$/.exec(contentType);
+      if (!match) throw new Error(`raw µ-law with Content-Type ${contentType}`);
+      return pcmFacts(encodePcm16le(decodeMulaw(bytes)), Number(match[1]), Number(match[2]));
+    }
+    case 'pcmu_wav': {
+      const info = parseWavHeader(bytes);
+      if (info.formatTag !== 7 || info.bitsPerSample !== 8) throw new Error('not a µ-law WAV');
+      const data = bytes.subarray(info.dataOffset, info.dataOffset + info.dataLength);
+      return pcmFacts(encodePcm16le(decodeMulaw(data)), info.sampleRate, info.channels);
+    }
+    case 'opus': {
+      // the rate is OpusHead's input rate (Opus itself always decodes at 48 kHz); decodeOggOpus checks it plays
+      const head = readOggPages(bytes)[0].packets[0];
+      return { sampleRate: head.readUInt32LE(12), channels: head[9], seconds: oggOpusSeconds(bytes), frequency: null };
+    }
+    case 'aac':
+      throw new Error('aac is not parsed here');
   }
 }
 

@@ -3,7 +3,7 @@ import { createStreamingEncoder } from '../encoders';
 import { EspeakEngine, EspeakVoiceNotFoundError, type SynthesizedAudio } from '../engines/espeak/espeak-engine';
 import { createFlacEncoder } from '../flac';
 import { decodePcm16le } from '../pcm';
-import { createTranscoder, wavSink, type TranscodeOutput, type Transcoder } from '../transcoder';
+import { createOutputEncoder, createTranscoder, type Transcoder } from '../transcoder';
 import type { EncodeJobSpec, FromWorker, JobErrorCode, JobSpec, SpeechJobSpec, TranscodeJobSpec } from './protocol';
 import { SLICE_BYTES } from './protocol';
 
@@ -59,11 +59,6 @@ export function createJob(id: number, spec: JobSpec, credit: number, send: Send)
   }
 }
 
-/** A whole-file sink: mp3/flac/pcm stream as they go, wav is held until its length is known. */
-async function createSink(output: TranscodeOutput): Promise<AudioEncoder> {
-  return output.format === 'wav' ? wavSink(output) : createStreamingEncoder(output.format, output);
-}
-
 /** Synthesis → encoding, one sentence group per step; output leaves in slices of at most SLICE_BYTES, `credit` at a time. */
 class SpeechJob implements WorkerJob {
   private pieces: AsyncGenerator<SynthesizedAudio> | null = null;
@@ -88,7 +83,7 @@ class SpeechJob implements WorkerJob {
   async step(): Promise<void> {
     const { spec } = this;
     if (!this.sink) {
-      const sink = await createSink(spec.output);
+      const sink = await createOutputEncoder(spec.output);
       // cancelled while the encoder was being made: it is released, not kept
       if (this.closed) return releaseEncoder(sink);
       this.sink = sink;

@@ -18,6 +18,7 @@ export const ERROR_CODES = {
   unknown_provider: { status: 400, type: 'invalid_request_error' },
   model_not_supported: { status: 400, type: 'invalid_request_error' },
   voice_not_found: { status: 400, type: 'invalid_request_error' },
+  format_not_supported: { status: 400, type: 'invalid_request_error' },
   voice_creation_not_supported: { status: 400, type: 'invalid_request_error' },
   webhook_url_not_allowed: { status: 400, type: 'invalid_request_error' },
   webhook_limit_reached: { status: 400, type: 'invalid_request_error' },

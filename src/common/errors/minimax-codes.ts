@@ -31,6 +31,7 @@ const CODE_FOR = {
   unknown_provider: MINIMAX_CODES.invalidParams,
   model_not_supported: MINIMAX_CODES.invalidParams,
   voice_not_found: MINIMAX_CODES.invalidParams,
+  format_not_supported: MINIMAX_CODES.invalidParams,
   voice_creation_not_supported: MINIMAX_CODES.invalidParams,
   webhook_url_not_allowed: MINIMAX_CODES.invalidParams,
   webhook_limit_reached: MINIMAX_CODES.invalidParams,

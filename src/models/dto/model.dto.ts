@@ -3,7 +3,7 @@ import { ApiProperty } from '@nestjs/swagger';
 /** OpenAI's model object, for a model the key's chain serves. */
 export class ModelDto {
   /** The model id to send as `model`. */
-  @ApiProperty({ example: 'gpt-4o-mini' })
+  @ApiProperty({ example: 'gpt-5.4-mini' })
   id!: string;
 
   @ApiProperty({ enum: ['model'] })

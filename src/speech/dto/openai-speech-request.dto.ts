@@ -2,7 +2,10 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsNumber, IsOptional, IsString, Max, MaxLength, Min, MinLength } from 'class-validator';
 import { DomainError } from '../../common/errors/domain-error';
 import { assertTextLimit, SYNC_TEXT_LIMIT } from '../speech-job';
-import { FORMATS, SpeechRequestDto } from './speech-request.dto';
+import { SpeechRequestDto } from './speech-request.dto';
+
+/** OpenAI's `response_format` values (the official SDK's `SpeechCreateParams`). */
+export const OPENAI_FORMATS = ['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm'] as const;
 
 /** OpenAI's speech output: 24 kHz mono (its `pcm` is exactly that), so clients get what they expect from OpenAI. */
 const OPENAI_SAMPLE_RATE = 24000;
@@ -33,18 +36,21 @@ export class OpenAiSpeechRequestDto {
   @MaxLength(256)
   voice!: string;
 
-  /** `mp3` (default), `wav`, `pcm` (16-bit little-endian, 24 kHz mono) or `flac`; OpenAI's `opus` and `aac` are not offered. */
-  @ApiPropertyOptional({ enum: FORMATS, default: 'mp3' })
+  /**
+   * `mp3` (default), `opus` (Ogg Opus, made by the gateway from any step), `aac` (only from a step whose upstream makes
+   * it: an `openai` step; else 400 `format_not_supported`), `flac`, `wav` or `pcm` (16-bit little-endian, 24 kHz mono).
+   */
+  @ApiPropertyOptional({ enum: OPENAI_FORMATS, default: 'mp3' })
   @IsOptional()
-  @IsIn(FORMATS)
-  response_format?: (typeof FORMATS)[number];
+  @IsIn(OPENAI_FORMATS)
+  response_format?: (typeof OPENAI_FORMATS)[number];
 
-  /** 0.5 to 2 (the range every provider of the gateway can honour; OpenAI itself allows 0.25 to 4). */
-  @ApiPropertyOptional({ default: 1, minimum: 0.5, maximum: 2 })
+  /** 0.25 to 4, as OpenAI allows; a step whose provider has a narrower range gets it clamped (MiniMax 0.5..2, see docs/providers.md). */
+  @ApiPropertyOptional({ default: 1, minimum: 0.25, maximum: 4 })
   @IsOptional()
   @IsNumber({ allowNaN: false, allowInfinity: false })
-  @Min(0.5)
-  @Max(2)
+  @Min(0.25)
+  @Max(4)
   speed?: number;
 
   /** Style instructions, passed to OpenAI-kind providers; others ignore them. */

@@ -18,11 +18,15 @@ import {
   MinLength,
   ValidateNested,
 } from 'class-validator';
+import type { SpeechFormat } from '../../providers/provider-adapter';
 import { EMOTIONS, LANGUAGE_BOOSTS, SOUND_EFFECTS, SUBTITLE_TYPES } from '../../providers/speech-fields';
 
 export const SAMPLE_RATES = [8000, 16000, 22050, 24000, 32000, 44100] as const;
 export const BITRATES = [32000, 64000, 128000, 256000] as const;
-export const FORMATS = ['mp3', 'wav', 'pcm', 'flac'] as const;
+/** MiniMax's `audio_setting.format` values (T2A v2): `pcmu_*` is G.711 µ-law, raw or in a WAV (format tag 7). */
+export const FORMATS = ['mp3', 'wav', 'pcm', 'flac', 'opus', 'pcmu_raw', 'pcmu_wav'] as const;
+/** µ-law's usual rate (telephony), used when a `pcmu_*` request names no `sample_rate`. */
+export const PCMU_DEFAULT_SAMPLE_RATE = 8000;
 
 export class VoiceSettingDto {
   /** Built-in voice of a provider, or a custom voice id (cloning or design). */
@@ -225,16 +229,23 @@ export class AudioSettingDto {
   @IsIn(BITRATES)
   bitrate?: number;
 
+  /** `opus` is Ogg Opus; `pcmu_raw` and `pcmu_wav` are G.711 µ-law (8 kHz unless `sample_rate` says otherwise). */
   @ApiPropertyOptional({ enum: FORMATS, default: 'mp3' })
   @IsOptional()
   @IsIn(FORMATS)
-  format?: (typeof FORMATS)[number];
+  // the OpenAI shape maps its `aac` here too (validated by its own DTO)
+  format?: SpeechFormat;
 
   /** Number of channels. */
   @ApiPropertyOptional({ type: 'integer', enum: [1, 2], default: 1 })
   @IsOptional()
   @IsIn([1, 2])
   channel?: number;
+
+  /** MiniMax: constant bitrate for mp3. A MiniMax step receives it; other steps ignore it (mp3 made here is always constant). */
+  @IsOptional()
+  @IsBoolean()
+  force_cbr?: boolean;
 }
 
 /** MiniMax's T2A request shape (the documented default). */

@@ -59,11 +59,11 @@ export class StreamAudioOut {
     const job = this.session.job();
     if (!job || this.session.closed()) return;
     const { format, sampleRate, channels, bitrate } = job.output;
-    this.encoder ??= openEncoder(
-      { format: format === 'flac' ? 'flac' : 'pcm', sampleRate, channels, bitrate },
-      undefined,
-      { key: this.session.keyId },
-    );
+    // formats with a header or a state over the whole stream (FLAC, Ogg Opus) have one encoder for the task
+    const made = format === 'flac' || format === 'opus' || format === 'pcmu_raw' ? format : 'pcm';
+    this.encoder ??= openEncoder({ format: made, sampleRate, channels, bitrate }, undefined, {
+      key: this.session.keyId,
+    });
     const encoder = this.encoder;
     const frame = 2 * channels;
     const all = Buffer.concat([this.pendingBytes, bytes]);

@@ -1,3 +1,4 @@
+import { isStreamingFormat } from '../../audio/encoders';
 import { DomainError } from '../../common/errors/domain-error';
 import { SYNC_TEXT_LIMIT, type SpeechJob, toSpeechJob } from '../speech-job';
 import type { ClientMessage, TaskStartMessage } from './stream-messages';
@@ -20,10 +21,10 @@ export function outOfOrder(event: ClientMessage['event'], state: StreamState): D
 /** The task's job from task_start: every field but the text (MiniMax's optional fields go to a MiniMax step as sent). */
 export function streamJob(body: TaskStartMessage): SpeechJob {
   const job = toSpeechJob({ ...body, text: ' ' }, SYNC_TEXT_LIMIT);
-  if (job.output.format === 'wav')
+  if (!isStreamingFormat(job.output.format))
     throw new DomainError(
       'invalid_value',
-      'wav cannot be streamed (its header needs the length): use mp3, pcm or flac.',
+      `${job.output.format} cannot be streamed (its header needs the length): use mp3, pcm, flac, opus or pcmu_raw.`,
       {
         param: 'audio_setting.format',
       },

@@ -62,7 +62,7 @@ export class SpeechTasksController {
 
   /** The audio of a completed task, in the requested format (409 before, 410 after the retention). */
   @Get(':task_id/download')
-  @ApiProduces('audio/mpeg', 'audio/wav', 'audio/flac', 'audio/L16')
+  @ApiProduces('audio/mpeg', 'audio/wav', 'audio/flac', 'audio/L16', 'audio/ogg', 'audio/PCMU')
   @ApiOkResponse({
     description: 'The audio file.',
     schema: { type: 'string', format: 'binary' },

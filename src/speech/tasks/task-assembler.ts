@@ -1,7 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { EnvironmentVariables } from '../../config/env.schema';
-import { mp3Bitrate } from '../../audio/encoders';
+import { mp3Bitrate, notEncoded } from '../../audio/encoders';
+import { mulawWavHeader } from '../../audio/mulaw';
 import { decodePcm16le } from '../../audio/pcm';
 import { openEncoder, type StreamEncoder } from '../../audio/pool/pool-jobs';
 import { wavHeader } from '../../audio/wav';
@@ -65,6 +66,8 @@ export class TaskAssembler {
     try {
       if (output.format === 'wav')
         await parts.write(wavHeader(output.sampleRate, output.channels, frames * frameBytes));
+      if (output.format === 'pcmu_wav')
+        await parts.write(mulawWavHeader(output.sampleRate, output.channels, frames * output.channels));
 
       const sliceBytes = SLICE_SECONDS * output.sampleRate * frameBytes;
       const characters = task.plan.reduce((sum, chunk) => sum + chunk.chars, 0);
@@ -93,6 +96,8 @@ export class TaskAssembler {
       }
       ended = true;
       await parts.write(await encoder.end());
+      // RIFF chunks are word aligned: µ-law's one byte a sample may leave the data odd
+      if (output.format === 'pcmu_wav' && (frames * output.channels) % 2 === 1) await parts.write(Buffer.alloc(1));
     } finally {
       // an aborted, lost or failed assembly still ends its encoder: libflac's memory is never returned otherwise
       if (!ended) encoder.release();
@@ -132,6 +137,14 @@ export class TaskAssembler {
           ),
           raw: false,
         };
+      case 'opus':
+        return { encoder: openEncoder({ format: 'opus', sampleRate, channels, bitrate }), raw: false };
+      case 'pcmu_raw':
+      case 'pcmu_wav':
+        // the µ-law WAV header was written before the data, as for wav
+        return { encoder: openEncoder({ format: 'pcmu_raw', sampleRate, channels, bitrate }), raw: false };
+      case 'aac':
+        throw new Error(notEncoded('aac'));
     }
   }
 }

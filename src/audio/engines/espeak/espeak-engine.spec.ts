@@ -90,7 +90,7 @@ describe('EspeakEngine (real espeak-ng WebAssembly)', () => {
         expect(audio).toMatchObject({ sampleRate, channels });
         const frames = audio.samples.length / channels;
         const seconds = frames / sampleRate;
-        for (const format of ['wav', 'pcm', 'mp3', 'flac'] as AudioFormat[]) {
+        for (const format of ['wav', 'pcm', 'mp3', 'flac'] as const satisfies readonly AudioFormat[]) {
           const { bytes } = await encodeAudio(audio, format, 128000);
           switch (format) {
             case 'wav':

@@ -1,11 +1,12 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import type { SpeechFormat } from '../../../providers/provider-adapter';
 import { FORMATS } from '../../dto/speech-request.dto';
 
 export const TASK_STATUSES = ['queued', 'processing', 'completed', 'failed', 'expired'] as const;
 
 export class SpeechTaskAudioDto {
   @ApiProperty({ enum: FORMATS })
-  format!: (typeof FORMATS)[number];
+  format!: SpeechFormat;
   /** Hz, as requested. */
   @ApiProperty({ type: 'integer' })
   sample_rate!: number;
