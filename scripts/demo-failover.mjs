@@ -54,7 +54,8 @@ async function startGateway(env) {
     if (gone) return 'exited';
     const base = /Gateway listening on (http:\/\/\S+)/.exec(output);
     const key = /Demo key \(shown once, keep it\): (sk-svc-[0-9A-Za-z]+)/.exec(output);
-    return base && key ? { base: base[1], key: key[1] } : undefined;
+    const database = /Database: +(.+)/.exec(output);
+    return base && key && database ? { base: base[1], key: key[1], database: database[1] } : undefined;
   }, 120000);
   return { child, exited, banner: banner === 'exited' ? undefined : banner, output: () => output };
 }
@@ -227,6 +228,17 @@ async function main() {
   const pieces = [];
   let gateway;
   let failed = null;
+  // Ctrl-C or a process manager's stop: leave no gateway and no temporary directory behind
+  for (const signal of ['SIGINT', 'SIGTERM']) {
+    process.once(signal, () => {
+      say(`${signal} received: stopping the demo`);
+      gateway?.child.kill('SIGTERM');
+      void (gateway?.exited ?? Promise.resolve()).then(() => {
+        rmSync(dir, { recursive: true, force: true });
+        process.exit(130);
+      });
+    });
+  }
   try {
     const upstream = await startFakeUpstream({ port: 0, log: say });
     pieces.push(upstream);
@@ -245,6 +257,9 @@ async function main() {
       SVC_WEBHOOK_ALLOW_PRIVATE: 'true',
       SVC_BREAKER_COOLDOWN_MS: String(COOLDOWN_MS),
       SVC_FAILOVER_EVENT_WINDOW: String(EVENT_WINDOW_SECS),
+      // what the steps count on, whatever the shell has set
+      SVC_BREAKER_THRESHOLD: String(THRESHOLD),
+      SVC_DEMO_KEY: 'true',
     };
     say('Failover demo: a gateway on the embedded database, a fake upstream "flaky" in front of the built-in "echo",');
     say('and a webhook receiver that verifies signatures. Settings of this gateway:');
@@ -258,6 +273,7 @@ async function main() {
     if (!gateway.banner)
       throw new StepNotSeen(`the gateway did not start; its output:\n${gateway.output().slice(-4000)}`);
     const ctx = { base: gateway.banner.base, key: gateway.banner.key, upstream, receiver };
+    say(`Gateway listening on ${ctx.base}; database: ${gateway.banner.database}`);
     say(`BASE=${ctx.base} KEY=${ctx.key} UPSTREAM=${upstream.url}`);
     say(`  (the demo key's chain: flaky ${MODEL}, then echo echo-1)`);
     say();
@@ -310,3 +326,5 @@ async function main() {
 }
 
 await main();
+// idle keep-alive sockets of fetch would hold the process a few seconds more
+process.exit();
