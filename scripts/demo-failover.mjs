@@ -15,7 +15,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const COOLDOWN_MS = 3000;
 /** Seconds a failover condition's window stays open (its first failover is delivered at once). */
 const EVENT_WINDOW_SECS = 2;
-const MODEL = 'gpt-4o-mini';
+const MODEL = 'gpt-5.4-mini';
 const THRESHOLD = 5;
 
 const say = (line = '') => process.stdout.write(`${line}\n`);

@@ -125,7 +125,7 @@ describe('npm run demo:failover (README "See a failover in five minutes")', () =
         fetch(`${url}/v1/chat/completions`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hi' }] }),
+          body: JSON.stringify({ model: 'gpt-5.4-mini', messages: [{ role: 'user', content: 'Hi' }] }),
         });
       expect((await chat()).status).toBe(200);
       expect((await fetch(`${url}/control/fail`, { method: 'POST' })).status).toBe(200);

@@ -36,7 +36,7 @@ export async function startFakeUpstream({ port = 4010, failing = false, log = co
         if (state.failing) return unavailable(res);
         return send(res, 200, {
           object: 'list',
-          data: [{ id: 'gpt-4o-mini', object: 'model', created: 0, owned_by: 'demo' }],
+          data: [{ id: 'gpt-5.4-mini', object: 'model', created: 0, owned_by: 'demo' }],
         });
       }
       if (route === 'POST /v1/chat/completions') {
@@ -60,7 +60,7 @@ export async function startFakeUpstream({ port = 4010, failing = false, log = co
         error: { message: 'body is not JSON', type: 'invalid_request_error', param: null, code: null },
       });
     }
-    const model = typeof request.model === 'string' ? request.model : 'gpt-4o-mini';
+    const model = typeof request.model === 'string' ? request.model : 'gpt-5.4-mini';
     const text = 'Hello from the flaky upstream (the primary).';
     const id = `chatcmpl-demo-${Date.now()}`;
     const created = Math.floor(Date.now() / 1000);
