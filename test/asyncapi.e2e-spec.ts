@@ -76,6 +76,17 @@ describe('AsyncAPI document of the speech stream', () => {
       expect({ ref, target: at(served, ref) !== undefined }).toEqual({ ref, target: true });
   });
 
+  it('says when the key is checked as docs/websocket.md does: on the upgrade and on every client message', () => {
+    const description = JSON.stringify(served);
+    const page = readFileSync(join(projectRoot(), 'docs/websocket.md'), 'utf8');
+    for (const text of [description, page]) {
+      expect(text).toMatch(/checked on the upgrade/);
+      expect(text).toMatch(/every client message/);
+      expect(text).toContain('key_revoked');
+    }
+    expect(description).not.toMatch(/checked once/);
+  });
+
   it('documents the ticket, the bearer header and ?api_key=, and the task_start fields of synchronous speech (without wav)', () => {
     const components = served.components as Json;
     expect(components.securitySchemes).toMatchObject({
