@@ -1,5 +1,6 @@
 import type { DataSourceOptions } from 'typeorm';
 import { MIGRATIONS } from '../../migrations';
+import { TypeOrmServiceLogger } from './typeorm-logger';
 
 export interface DatabaseTuning {
   /** Connections in the pool; the embedded database takes exactly one (PGlite is one session). */
@@ -41,8 +42,9 @@ export function dataSourceOptions(
     migrationsTableName: 'migrations',
     migrationsTransactionMode: 'each',
     synchronize: false,
-    // not 'error': TypeORM would print a failed query's parameters, which may be a secret being written
+    // warnings and migrations only, through the service's logger (a failed query's parameters may be a secret)
     logging: ['warn', 'migration'],
+    logger: new TypeOrmServiceLogger(),
     extra: {
       max: tuning.poolSize,
       connectionTimeoutMillis: 5000,
