@@ -166,7 +166,7 @@ describe('AnthropicAdapter against a real Messages API server', () => {
   it('maps a 529 overload to an http outcome the core fails over on', async () => {
     fake.setMode('overloaded529');
     const outcome = await outcomeOf(() => adapter.chat(conversation, ctx()));
-    expect(outcome).toEqual({ kind: 'http', status: 529, message: 'Overloaded' });
+    expect(outcome).toEqual({ kind: 'http', status: 529, message: 'Overloaded', error: { type: 'overloaded_error' } });
     expect(classify(outcome).verdict).toBe('next');
   });
 
@@ -180,7 +180,12 @@ describe('AnthropicAdapter against a real Messages API server', () => {
   it("relays a 400 with Anthropic's message as a client error", async () => {
     fake.setMode('bad400', { message: 'max_tokens: must be greater than or equal to 1' });
     const outcome = await outcomeOf(() => adapter.chat(conversation, ctx()));
-    expect(outcome).toEqual({ kind: 'http', status: 400, message: 'max_tokens: must be greater than or equal to 1' });
+    expect(outcome).toEqual({
+      kind: 'http',
+      status: 400,
+      message: 'max_tokens: must be greater than or equal to 1',
+      error: { type: 'invalid_request_error' },
+    });
     expect(classify(outcome).verdict).toBe('client_error');
   });
 
@@ -188,7 +193,7 @@ describe('AnthropicAdapter against a real Messages API server', () => {
     fake.setMode('errorMidStream');
     const seen: ChatChunk[] = [];
     const outcome = await outcomeOf(async () => drain(await adapter.chatStream(conversation, ctx()), seen));
-    expect(outcome).toEqual({ kind: 'http', status: 529, message: 'Overloaded' });
+    expect(outcome).toEqual({ kind: 'http', status: 529, message: 'Overloaded', error: { type: 'overloaded_error' } });
     expect(seen).toHaveLength(1);
   });
 

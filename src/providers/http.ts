@@ -6,7 +6,7 @@ import { UpstreamFailure } from './provider-adapter';
 import { SSE_LINE_CAP, SseEvent } from './sse';
 import { SseReading, type StreamStep } from './sse-reading';
 import { TextReading } from './text-reading';
-import { ERROR_BODY_CAP, isRecord, toUpstreamFailure, upstreamErrorMessage } from './upstream-errors';
+import { ERROR_BODY_CAP, httpFailure, isRecord, toUpstreamFailure } from './upstream-errors';
 
 export { SSE_LINE_CAP, SseParser, sseEvents } from './sse';
 export type { SseEvent } from './sse';
@@ -121,8 +121,7 @@ export class UpstreamClient {
     }
     if (response.statusCode >= 200 && response.statusCode < 300) return response;
     const text = await readCapped(response.body, ERROR_BODY_CAP).catch(() => '');
-    const message = upstreamErrorMessage(text);
-    throw new UpstreamFailure({ kind: 'http', status: response.statusCode, ...(message ? { message } : {}) });
+    throw httpFailure(response.statusCode, text);
   }
 
   /** A 2xx JSON object of at most `cap` bytes. */
@@ -151,9 +150,13 @@ export class UpstreamClient {
   events<T>(
     call: UpstreamCall,
     translate: (event: SseEvent) => StreamStep<T>,
-    { maxLineChars = SSE_LINE_CAP, wholeJsonCap }: { maxLineChars?: number; wholeJsonCap?: number } = {},
+    {
+      maxLineChars = SSE_LINE_CAP,
+      wholeJsonCap,
+      complete,
+    }: { maxLineChars?: number; wholeJsonCap?: number; complete?: () => boolean } = {},
   ): Promise<AsyncIterableIterator<T>> {
-    const options = { maxLineChars, drainLimit: DRAIN_LIMIT, drainTimeoutMs: DRAIN_TIMEOUT_MS, wholeJsonCap };
+    const options = { maxLineChars, drainLimit: DRAIN_LIMIT, drainTimeoutMs: DRAIN_TIMEOUT_MS, wholeJsonCap, complete };
     return new Promise<AsyncIterableIterator<T>>((resolve, reject) =>
       this.dispatch(call, new SseReading<T>(call.signal, translate, options, resolve, reject)),
     );

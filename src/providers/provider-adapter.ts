@@ -20,12 +20,20 @@ export class UpstreamFailure extends Error {
 /** How one upstream attempt ended, as an adapter reports it. */
 export type UpstreamOutcome =
   | { kind: 'ok' }
-  | { kind: 'http'; status: number; message?: string }
+  /** `error`: the fields of the upstream's error body, when it had them (relayed to the client, decisions §3). */
+  | { kind: 'http'; status: number; message?: string; error?: UpstreamErrorFields }
   /** `afterMs`: the deadline that ran out, when the core set it (a transport's own timeout carries none). */
   | { kind: 'timeout'; afterMs?: number }
   | { kind: 'connection'; code?: string; message?: string }
   /** `requestFault`: the provider's code blames the request (e.g. MiniMax's sensitive-content refusal), not its own health. */
   | { kind: 'provider_error'; code: string | number; message?: string; requestFault?: boolean };
+
+/** An upstream error body's own `type`, `code` and `param` (OpenAI's shape; Anthropic's has a `type` only). */
+export interface UpstreamErrorFields {
+  type?: string;
+  code?: string;
+  param?: string;
+}
 
 /** What one attempt on one chain step gets from the core. */
 /** Who named a voice id: the client in its request, or the operator (a chain step's voice_map). */

@@ -22,6 +22,11 @@ export interface SseReadingOptions {
    * answer then complete without an end marker. Without it, such a body is parsed as server-sent events.
    */
   wholeJsonCap?: number;
+  /**
+   * Whether the chunks so far make a whole answer (a chat chunk with a `finish_reason` came): a body that then ends
+   * cleanly without the end marker is complete, not STREAM_TRUNCATED (decisions §3).
+   */
+  complete?: () => boolean;
 }
 
 const CONTENT_TYPE = 'content-type';
@@ -155,6 +160,7 @@ export class SseReading<T> extends SignalledDispatch implements Dispatcher.Dispa
       } catch (err) {
         this.fail(toUpstreamFailure(err, this.signal));
       }
+      if (this.state === 'open' && this.options.complete?.()) this.state = 'ended';
       if (this.state === 'open')
         this.fail(
           new UpstreamFailure({

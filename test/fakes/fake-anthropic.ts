@@ -10,6 +10,8 @@ export type FakeAnthropicMode =
   | 'auth401'
   | 'bad400'
   | 'overloaded529'
+  /** A 404 `not_found_error` naming the requested model (Anthropic's answer for a model it does not have). */
+  | 'modelNotFound404'
   | 'hang'
   | 'refuse'
   /** Streams start normally, then an `error` event (overloaded_error) replaces the rest. */
@@ -164,6 +166,8 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
         );
       case 'overloaded529':
         return anthropicError(res, 529, 'overloaded_error', settings.message ?? 'Overloaded');
+      case 'modelNotFound404':
+        return anthropicError(res, 404, 'not_found_error', settings.message ?? `model: ${record.model ?? ''}`);
       case 'hang':
       case 'refuse':
         return; // hang: the socket stays open until the client or close() ends it

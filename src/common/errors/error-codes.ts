@@ -61,7 +61,10 @@ export const ERROR_CODES = {
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 
-/** The body of every error response (decisions §5). */
+/**
+ * The body of every error response (decisions §5): a type and code of the table, or, on a refusal relayed
+ * from an upstream, the upstream's own (decisions §3).
+ */
 export interface ErrorBody {
-  error: { message: string; type: ErrorType; param: string | null; code: ErrorCode | null };
+  error: { message: string; type: string; param: string | null; code: string | null };
 }
