@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Counter } from 'prom-client';
 import { DomainError } from '../common/errors/domain-error';
+import { isErrorType } from '../common/errors/error-codes';
 import { GatewayConfig } from '../config/gateway-config';
 import { requestFields } from '../config/logging';
 import type { Capability } from '../config/provider-kinds';
@@ -240,7 +241,12 @@ export class FailoverService {
     const fields = outcome.kind === 'http' ? outcome.error : undefined;
     // only a body with a `code` is in OpenAI's shape: a client reads it as the provider wrote it (decisions §3)
     const relayed = fields?.code
-      ? { type: fields.type ?? 'invalid_request_error', code: fields.code, param: fields.param ?? null }
+      ? {
+          // the body's documented categories (decisions §5); OpenAI's own refusals are invalid_request_error
+          type: isErrorType(fields.type) ? fields.type : ('invalid_request_error' as const),
+          code: fields.code,
+          param: fields.param ?? null,
+        }
       : undefined;
     const message =
       relayed && outcome.kind === 'http' && outcome.message

@@ -13,7 +13,8 @@ export interface DomainErrorOptions {
 
 /** The error fields an upstream gave, relayed to the client as they were. */
 export interface RelayedFields {
-  type: string;
+  /** One of the documented categories (decisions §5): the upstream's when it is one. */
+  type: ErrorType;
   code: string;
   param: string | null;
 }
