@@ -197,6 +197,17 @@ describe('AnthropicAdapter against a real Messages API server', () => {
     expect(seen).toHaveLength(1);
   });
 
+  it('ends a stream that closes cleanly after its message_delta, without message_stop, as complete', async () => {
+    fake.setMode('endWithoutStop');
+    const chunks = await drain(await adapter.chatStream(conversation, ctx()));
+    const last = chunks[chunks.length - 1].choices as Array<{ finish_reason: string | null }>;
+    expect(last[0].finish_reason).toBe('stop');
+    const text = chunks
+      .map((c) => (c.choices as Array<{ delta: { content?: string } }>)[0].delta.content ?? '')
+      .join('');
+    expect(text).toBe(fake.replyFor('claude-3-5-haiku-latest'));
+  });
+
   it('reports a timeout when the upstream hangs past the timeout signal', async () => {
     fake.setMode('hang');
     expect(await outcomeOf(() => adapter.chat(conversation, ctx(AbortSignal.timeout(150))))).toEqual({

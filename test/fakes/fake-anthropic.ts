@@ -15,7 +15,9 @@ export type FakeAnthropicMode =
   | 'hang'
   | 'refuse'
   /** Streams start normally, then an `error` event (overloaded_error) replaces the rest. */
-  | 'errorMidStream';
+  | 'errorMidStream'
+  /** Streams end cleanly after their `message_delta` (with its stop_reason), without `message_stop`. */
+  | 'endWithoutStop';
 
 export interface FakeAnthropicOptions {
   /** Named in every reply (`Hello from <name> ...`) and in the `x-fake-provider` header. */
@@ -109,8 +111,8 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
             usage: { output_tokens: outputTokens },
           },
         ],
-        ['message_stop', { type: 'message_stop' }],
       );
+      if (x.mode !== 'endWithoutStop') events.push(['message_stop', { type: 'message_stop' }]);
     }
     for (const [i, [event, data]] of events.entries()) {
       if (i > 0 && self.chunkDelayMs > 0 && !(await x.wait(self.chunkDelayMs))) return;
@@ -173,6 +175,7 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
         return; // hang: the socket stays open until the client or close() ends it
       case 'ok':
       case 'errorMidStream':
+      case 'endWithoutStop':
         break;
     }
     const route = `${record.method} ${record.path}`;
