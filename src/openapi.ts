@@ -3,6 +3,7 @@ import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { ERROR_CODES, ErrorCode } from './common/errors/error-codes';
 import { dialectFor } from './common/errors/error-dialects';
 import { isProxiedPath } from './common/http/proxied-routes';
+import { CLIENT_FAULT_STATUSES } from './failover/chain';
 import { withRequestExamples } from './openapi-examples';
 
 type OperationObject = NonNullable<OpenAPIObject['paths'][string]['get']>;
@@ -142,6 +143,11 @@ const FAILOVER_HEADERS: Record<string, HeaderObject> = {
     'string',
   ),
 };
+/** Decisions §3: on a proxied route's answer that relays an upstream's refusal of the request. */
+const UPSTREAM_STATUS = header(
+  "The upstream's HTTP status, on an error that relays an upstream's refusal of the request (its own `type`, `code`, `param` and `message` when it gave a `code`, else `upstream_rejected`).",
+  'integer',
+);
 
 /**
  * What the decorators cannot say: every error answer is JSON whatever the route's success type (a route
@@ -181,7 +187,13 @@ function completeDocument(document: OpenAPIObject): OpenAPIObject {
         const events = response.content?.['text/event-stream'];
         if (events) events.schema = { type: 'string', description: SSE_DESCRIPTION };
         const proxied = isProxiedPath(path) || (dialectFor(path)?.proxied(path) ?? false);
-        const names = ['x-svc-request-id', 'x-request-id', ...(proxied ? Object.keys(FAILOVER_HEADERS) : [])];
+        const relays = proxied && CLIENT_FAULT_STATUSES.has(Number(status));
+        const names = [
+          'x-svc-request-id',
+          'x-request-id',
+          ...(proxied ? Object.keys(FAILOVER_HEADERS) : []),
+          ...(relays ? ['x-svc-upstream-status'] : []),
+        ];
         response.headers = {
           ...response.headers,
           ...Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }])),
@@ -191,7 +203,12 @@ function completeDocument(document: OpenAPIObject): OpenAPIObject {
   }
   document.components = {
     ...document.components,
-    headers: { 'x-svc-request-id': REQUEST_ID, 'x-request-id': SDK_REQUEST_ID, ...FAILOVER_HEADERS },
+    headers: {
+      'x-svc-request-id': REQUEST_ID,
+      'x-request-id': SDK_REQUEST_ID,
+      ...FAILOVER_HEADERS,
+      'x-svc-upstream-status': UPSTREAM_STATUS,
+    },
   };
   return document;
 }

@@ -212,31 +212,36 @@ describe('chat completion failover', () => {
     expect(entryOf(await health(t, key.secret), a.name)).toMatchObject({ status: 'healthy', consecutive_failures: 0 });
   });
 
+  // a 404 that says the step's model does not exist goes to the next step (failover-error-classes.e2e-spec.ts)
   it.each([
-    ['a 400', 'bad400' as const, 400, "Invalid value for 'messages'"],
-    ['a 404', 'notfound404' as const, 404, "The model 'm-a' does not exist"],
-  ])('relays %s from the upstream as upstream_rejected without failing over', async (_label, mode, status, message) => {
-    const [a, b] = pool.take(2);
-    const key = await t.createKey(`rejected ${status}`, [
-      { provider: a.name, model: 'm-a' },
-      { provider: b.name, model: 'm-b' },
-    ]);
-    a.fake.setMode(mode);
+    ['a 400', 'bad400' as const, 400, "Invalid value for 'messages'", {}],
+    ['a 404 not about the model', 'notfound404' as const, 404, 'No such file: file-abc', { code: null }],
+  ])(
+    'relays %s from the upstream as upstream_rejected without failing over',
+    async (_label, mode, status, message, extra) => {
+      const [a, b] = pool.take(2);
+      const key = await t.createKey(`rejected ${status}`, [
+        { provider: a.name, model: 'm-a' },
+        { provider: b.name, model: 'm-b' },
+      ]);
+      a.fake.setMode(mode, { message, ...extra });
 
-    const res = await post(key.secret, chatBody('m-a'));
+      const res = await post(key.secret, chatBody('m-a'));
 
-    expect(res.status).toBe(status);
-    expect(res.body).toEqual({
-      error: {
-        message: expect.stringContaining(message),
-        type: 'invalid_request_error',
-        param: null,
-        code: 'upstream_rejected',
-      },
-    });
-    expectServedBy(res, { provider: a.name, level: 0, alert: null });
-    expect(b.fake.count()).toBe(0);
-  });
+      expect(res.status).toBe(status);
+      expect(res.body).toEqual({
+        error: {
+          message: expect.stringContaining(message),
+          type: 'invalid_request_error',
+          param: null,
+          code: 'upstream_rejected',
+        },
+      });
+      expect(res.headers['x-svc-upstream-status']).toBe(String(status));
+      expectServedBy(res, { provider: a.name, level: 0, alert: null });
+      expect(b.fake.count()).toBe(0);
+    },
+  );
 
   it('does not count an upstream 400 against the provider circuit', async () => {
     const [a] = pool.take(1);

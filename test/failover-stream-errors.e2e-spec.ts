@@ -28,9 +28,10 @@ describe('streaming chat completion failover: after the first byte, Anthropic, n
     expect(b.fake.count()).toBe(0);
   });
 
-  it('ends the stream with an error event when the upstream closes without [DONE]', async () => {
+  // a close after a finish_reason is a whole answer (decisions §3): stream-tolerance.e2e-spec.ts
+  it('ends the stream with an error event when the upstream closes with neither a finish_reason nor [DONE]', async () => {
     const { a, b, key } = await twoStepKey('end without done');
-    a.fake.setMode('endWithoutDone');
+    a.fake.setMode('endWithoutFinish');
 
     const res = await streamChat(s.t, key.secret, chatBody('m-a'));
 

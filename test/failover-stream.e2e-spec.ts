@@ -156,7 +156,8 @@ describe('streaming chat completion failover', () => {
     'answers %s before the first byte as a JSON upstream_rejected error without failing over',
     async (_label, mode, status) => {
       const { a, b, key } = await twoStepKey(`stream rejected ${status}`);
-      a.fake.setMode(mode, { message: `${a.name} says no (${status})` });
+      // without a code: a 404 model_not_found names the step and goes to the next (failover-error-classes.e2e-spec.ts)
+      a.fake.setMode(mode, { message: `${a.name} says no (${status})`, code: null });
 
       const res = await streamChat(s.t, key.secret, chatBody('m-a'));
 

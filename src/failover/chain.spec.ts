@@ -151,6 +151,71 @@ describe('classify', () => {
     },
   );
 
+  it.each<[string, UpstreamOutcome, string]>([
+    [
+      'an OpenAI context_length_exceeded',
+      { kind: 'http', status: 400, message: 'too long', error: { code: 'context_length_exceeded' } },
+      'context_length',
+    ],
+    [
+      'an OpenAI string_above_max_length',
+      { kind: 'http', status: 400, message: 'too long', error: { code: 'string_above_max_length' } },
+      'context_length',
+    ],
+    [
+      "Anthropic's prompt is too long",
+      {
+        kind: 'http',
+        status: 400,
+        message: 'prompt is too long: 210000 tokens > 200000 maximum',
+        error: { type: 'invalid_request_error' },
+      },
+      'context_length',
+    ],
+    [
+      "vLLM's maximum context length in words",
+      { kind: 'http', status: 400, message: "This model's maximum context length is 8192 tokens." },
+      'context_length',
+    ],
+    [
+      'a 404 model_not_found',
+      { kind: 'http', status: 404, message: 'The model `gpt-9` does not exist', error: { code: 'model_not_found' } },
+      'model_not_found',
+    ],
+    [
+      'a 400 model_decommissioned',
+      { kind: 'http', status: 400, message: 'retired', error: { code: 'model_decommissioned' } },
+      'model_not_found',
+    ],
+    [
+      "Anthropic's not_found_error naming the model",
+      { kind: 'http', status: 404, message: 'model: claude-2.0', error: { type: 'not_found_error' } },
+      'model_not_found',
+    ],
+  ])('sends %s to the next step without counting a failure', (_label, outcome, misfit) => {
+    expect(classify(outcome)).toEqual({
+      verdict: 'misconfigured_step',
+      breakerFailure: false,
+      reason: `HTTP ${(outcome as { status: number }).status} ${misfit}`,
+      misfit,
+    });
+  });
+
+  it.each<[string, UpstreamOutcome]>([
+    [
+      'a content-filter refusal',
+      { kind: 'http', status: 400, message: 'refused', error: { code: 'content_policy_violation' } },
+    ],
+    ['a 404 not about the model', { kind: 'http', status: 404, message: 'Unknown request URL: POST /v1/messages' }],
+    [
+      'an Anthropic not_found_error not about the model',
+      { kind: 'http', status: 404, message: 'File not found', error: { type: 'not_found_error' } },
+    ],
+    ['a 400 about a field', { kind: 'http', status: 400, message: "Invalid value for 'temperature'" }],
+  ])("keeps %s the client's error", (_label, outcome) => {
+    expect(classify(outcome).verdict).toBe('client_error');
+  });
+
   it.each([401, 402, 403, 408, 409, 429, 500, 502, 503, 504, 599])(
     'fails over on HTTP %i and counts a breaker failure',
     (status) => {

@@ -58,8 +58,14 @@ export function planRoute(
   return planned;
 }
 
-/** success: answer the client; next: try the next step; client_error: relay the upstream's refusal. */
-export type Verdict = 'success' | 'next' | 'client_error';
+/**
+ * success: answer the client; next: try the next step; client_error: relay the upstream's refusal;
+ * misconfigured_step: the refusal names the step (its model's window, its model gone), not the client: the next step.
+ */
+export type Verdict = 'success' | 'next' | 'client_error' | 'misconfigured_step';
+
+/** Why a step refused a request that another step may take (the `reason` label of svc_step_misconfigured_total). */
+export type StepMisfit = 'context_length' | 'model_not_found';
 
 export interface Classification {
   verdict: Verdict;
@@ -67,6 +73,8 @@ export interface Classification {
   breakerFailure: boolean;
   /** Short, header-safe text for the failover alert, e.g. `HTTP 503`. */
   reason: string;
+  /** With `misconfigured_step`: what the step's refusal said about the step. */
+  misfit?: StepMisfit;
 }
 
 /** Statuses that mean the client's request is at fault: another provider would refuse it too. */
@@ -89,6 +97,37 @@ const MAX_DETAIL_CHARS = 120;
 
 /** The reason of a deadline that passed while the call waited for a free socket of the provider's pool. */
 export const LOCAL_QUEUE_REASON = 'timeout waiting for a free upstream socket';
+/** The codes of a prompt longer than the step's model takes (OpenAI's, and compatible servers'). */
+const CONTEXT_LENGTH_CODES: ReadonlySet<string> = new Set([
+  'context_length_exceeded',
+  'string_above_max_length',
+  'context_window_exceeded',
+]);
+/** The same said in words (Anthropic's "prompt is too long", vLLM's "maximum context length", ...). */
+const CONTEXT_LENGTH_TEXT =
+  /prompt is too long|context[_ ]length|context window|maximum context|too many (?:input )?tokens|exceeds the model's (?:maximum|max)/i;
+/** The codes of a model that does not exist (any more) on the upstream. */
+const MODEL_GONE_CODES: ReadonlySet<string> = new Set(['model_not_found', 'model_decommissioned', 'model_deprecated']);
+/** A 404 that names the model as what is missing ("The model 'x' does not exist", Anthropic's "model: x"). */
+const MODEL_GONE_TEXT = /\bmodel\b.*(?:does not exist|not found|no longer|retired|deprecated|decommissioned)|^model:/i;
+
+/**
+ * A refusal that names the step rather than the client's request (decisions §3): the prompt is longer than the
+ * step's model takes, or the step's model does not exist or was retired. Null for every other refusal.
+ */
+export function stepMisfit(status: number, message?: string, code?: string, type?: string): StepMisfit | null {
+  if (status !== 400 && status !== 404 && status !== 413 && status !== 422) return null;
+  if (code !== undefined && MODEL_GONE_CODES.has(code)) return 'model_not_found';
+  if (code !== undefined && CONTEXT_LENGTH_CODES.has(code)) return 'context_length';
+  if (
+    status === 404 &&
+    message !== undefined &&
+    (MODEL_GONE_TEXT.test(message) || (type === 'not_found_error' && /\bmodel\b/i.test(message)))
+  )
+    return 'model_not_found';
+  if (status !== 404 && message !== undefined && CONTEXT_LENGTH_TEXT.test(message)) return 'context_length';
+  return null;
+}
 
 /** The reason ends up in a response header, where Node refuses non-Latin-1 and control characters. */
 function headerSafe(text: string): string {
@@ -135,7 +174,13 @@ export function classify(outcome: UpstreamOutcome, providerTimeoutMs?: number): 
     }
     case 'http': {
       const reason = `HTTP ${outcome.status}`;
-      if (CLIENT_FAULT_STATUSES.has(outcome.status)) return { verdict: 'client_error', breakerFailure: false, reason };
+      if (CLIENT_FAULT_STATUSES.has(outcome.status)) {
+        const misfit = stepMisfit(outcome.status, outcome.message, outcome.error?.code, outcome.error?.type);
+        // not the provider's health either: the breaker is untouched
+        if (misfit)
+          return { verdict: 'misconfigured_step', breakerFailure: false, reason: `${reason} ${misfit}`, misfit };
+        return { verdict: 'client_error', breakerFailure: false, reason };
+      }
       // 401/403/402 blame the provider's own account; a 1xx-3xx reported as a failure is a broken upstream
       return { verdict: 'next', breakerFailure: true, reason };
     }

@@ -143,6 +143,7 @@ describe('FailoverService.execute', () => {
         'x-svc-is-fallback': 'true',
         'x-svc-fallback-level': '1',
         'x-svc-fallback-alert': JSON.stringify(alert),
+        'x-svc-upstream-status': String(status),
       });
       expect(h.calls).toEqual(['p1', 'p2']);
       expect(scope.attempts).toEqual([failed('p1', 'm1', 0, 'HTTP 500'), failed('p2', 'm2', 1, `HTTP ${status}`)]);
@@ -173,8 +174,50 @@ describe('FailoverService.execute', () => {
       'x-svc-provider-used': 'p1',
       'x-svc-is-fallback': 'false',
       'x-svc-fallback-level': '0',
+      'x-svc-upstream-status': '400',
     });
     expect(h.calls).toEqual(['p1']);
+  });
+
+  it("relays an upstream's own code and param, with a category of the documented list", async () => {
+    const h = failoverHarness(chain);
+    h.behave.p1 = fail({
+      kind: 'http',
+      status: 400,
+      message: 'Refused by policy.',
+      error: { type: 'moderation_error', code: 'content_policy_violation', param: 'messages' },
+    });
+
+    const err = (await rejectionOf(h.failover.execute(h.scope(), 'm1', h.chat))) as DomainError;
+
+    expect(err.code).toBe('upstream_rejected');
+    expect(err.toBody()).toEqual({
+      error: {
+        message: 'Refused by policy.',
+        type: 'invalid_request_error',
+        param: 'messages',
+        code: 'content_policy_violation',
+      },
+    });
+    expect(h.calls).toEqual(['p1']);
+  });
+
+  it('sends a step misfit to the next step without a breaker failure, and relays it from the last step', async () => {
+    const h = failoverHarness(chain);
+    const tooLong = fail({ kind: 'http', status: 400, message: 'long', error: { code: 'context_length_exceeded' } });
+    h.behave.p1 = tooLong;
+    h.behave.p2 = tooLong;
+    h.behave.p3 = tooLong;
+
+    const err = (await rejectionOf(h.failover.execute(h.scope(), 'm1', h.chat))) as DomainError;
+
+    expect(h.calls).toEqual(['p1', 'p2', 'p3']);
+    expect([err.status, err.toBody().error.code, err.headers['x-svc-provider-used']]).toEqual([
+      400,
+      'context_length_exceeded',
+      'p3',
+    ]);
+    for (const provider of ['p1', 'p2', 'p3']) expect(h.circuits.view(provider).consecutive_failures).toBe(0);
   });
 
   it('answers all_providers_failed (502) naming every failure when every step failed', async () => {

@@ -1,5 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { Counter } from 'prom-client';
 import { DomainError } from '../common/errors/domain-error';
+import { isErrorType } from '../common/errors/error-codes';
 import { GatewayConfig } from '../config/gateway-config';
 import { requestFields } from '../config/logging';
 import type { Capability } from '../config/provider-kinds';
@@ -8,7 +10,8 @@ import { MetricsService } from '../metrics/metrics.service';
 import { modelIdsFor } from '../models/models';
 import { UsageWriter } from '../usage/usage.writer';
 import { AdapterRegistry } from '../providers/adapter-registry';
-import { classify, PlannedStep, planRoute } from './chain';
+import { classify, PlannedStep, planRoute, type StepMisfit } from './chain';
+import type { UpstreamFailure } from '../providers/provider-adapter';
 import { CircuitRegistry } from './circuit-registry';
 import { EventsService } from './events.service';
 import { exhaustedHeaders, servedHeaders } from './failover-headers';
@@ -26,6 +29,7 @@ import { describeUnconfigured, UnconfiguredStep, unconfiguredSteps } from './unc
 @Injectable()
 export class FailoverService {
   private readonly logger = new Logger(FailoverService.name);
+  private readonly misconfigured: Counter<'provider' | 'reason'>;
 
   constructor(
     private readonly gateway: GatewayConfig,
@@ -35,7 +39,14 @@ export class FailoverService {
     private readonly events: EventsService,
     private readonly usage: UsageWriter,
     private readonly metrics: MetricsService,
-  ) {}
+  ) {
+    this.misconfigured = new Counter({
+      name: 'svc_step_misconfigured_total',
+      help: 'Upstream refusals that named the chain step, not the request, by provider and reason: context_length (the prompt is longer than the step model takes), model_not_found (the step model does not exist or was retired). Each went to the next step.',
+      labelNames: ['provider', 'reason'],
+      registers: [metrics.registry],
+    });
+  }
 
   /** A scope for one request; its usage record is written (in a batch) when it finishes. */
   openScope(requestId: string, key: AuthenticatedKey, capability: Capability): FailoverScope {
@@ -171,24 +182,12 @@ export class FailoverService {
           latency_ms: latency,
         });
         this.metrics.upstreamAttempt(step.provider, false, latency);
-        if (verdict.verdict === 'client_error') {
-          const status = failure.outcome.kind === 'http' ? failure.outcome.status : 400;
-          const exhausted = failures[failures.length - 1] ?? null;
-          scope.served = {
-            provider: step.provider,
-            model: step.model,
-            level: step.level,
-            exhausted: exhausted && { provider: exhausted.provider, reason: exhausted.reason },
-          };
-          throw new DomainError(
-            'upstream_rejected',
-            `${step.provider} rejected the request: ${upstreamMessage(failure)}`,
-            {
-              status,
-              headers: servedHeaders(scope.served),
-            },
-          );
+        if (verdict.verdict === 'misconfigured_step' && verdict.misfit) {
+          this.stepMisconfigured(scope, step, verdict.misfit, failure);
+          // the last step has no other to try: its refusal is the answer, as any other refusal
+          if (step === planned[planned.length - 1]) throw this.relayed(scope, step, failures, failure);
         }
+        if (verdict.verdict === 'client_error') throw this.relayed(scope, step, failures, failure);
         if (verdict.breakerFailure) this.circuits.recordFailure(step.provider, scope.requestId);
         this.logger.warn(
           requestFields(scope.requestId),
@@ -220,6 +219,61 @@ export class FailoverService {
       {
         headers,
       },
+    );
+  }
+
+  /** An upstream's refusal of the client's request, relayed with its status and, in OpenAI's shape, its own fields. */
+  private relayed(
+    scope: FailoverScope,
+    step: PlannedStep,
+    failures: Array<{ provider: string; reason: string }>,
+    failure: UpstreamFailure,
+  ): DomainError {
+    const outcome = failure.outcome;
+    const status = outcome.kind === 'http' ? outcome.status : 400;
+    const exhausted = failures[failures.length - 1] ?? null;
+    scope.served = {
+      provider: step.provider,
+      model: step.model,
+      level: step.level,
+      exhausted: exhausted && { provider: exhausted.provider, reason: exhausted.reason },
+    };
+    const fields = outcome.kind === 'http' ? outcome.error : undefined;
+    // only a body with a `code` is in OpenAI's shape: a client reads it as the provider wrote it (decisions §3)
+    const relayed = fields?.code
+      ? {
+          // the body's documented categories (decisions §5); OpenAI's own refusals are invalid_request_error
+          type: isErrorType(fields.type) ? fields.type : ('invalid_request_error' as const),
+          code: fields.code,
+          param: fields.param ?? null,
+        }
+      : undefined;
+    const message =
+      relayed && outcome.kind === 'http' && outcome.message
+        ? outcome.message
+        : `${step.provider} rejected the request: ${upstreamMessage(failure)}`;
+    return new DomainError('upstream_rejected', message, {
+      status,
+      relayed,
+      headers: { ...servedHeaders(scope.served), 'x-svc-upstream-status': String(status) },
+    });
+  }
+
+  /** A step whose refusal names the step itself: the operator's to fix, so a warning and a count. */
+  private stepMisconfigured(
+    scope: FailoverScope,
+    step: PlannedStep,
+    misfit: StepMisfit,
+    failure: UpstreamFailure,
+  ): void {
+    this.misconfigured.inc({ provider: step.provider, reason: misfit });
+    const what =
+      misfit === 'context_length'
+        ? `the prompt is longer than its model '${step.model}' takes`
+        : `its model '${step.model}' does not exist at the provider`;
+    this.logger.warn(
+      { ...requestFields(scope.requestId), provider: step.provider, model: step.model, reason: misfit },
+      `chain step ${step.chainIndex} (${step.provider}, model '${step.model}') looks misconfigured for ${scope.requestId}: ${what} (${upstreamMessage(failure)})`,
     );
   }
 

@@ -166,7 +166,7 @@ describe('AnthropicAdapter against a real Messages API server', () => {
   it('maps a 529 overload to an http outcome the core fails over on', async () => {
     fake.setMode('overloaded529');
     const outcome = await outcomeOf(() => adapter.chat(conversation, ctx()));
-    expect(outcome).toEqual({ kind: 'http', status: 529, message: 'Overloaded' });
+    expect(outcome).toEqual({ kind: 'http', status: 529, message: 'Overloaded', error: { type: 'overloaded_error' } });
     expect(classify(outcome).verdict).toBe('next');
   });
 
@@ -180,7 +180,12 @@ describe('AnthropicAdapter against a real Messages API server', () => {
   it("relays a 400 with Anthropic's message as a client error", async () => {
     fake.setMode('bad400', { message: 'max_tokens: must be greater than or equal to 1' });
     const outcome = await outcomeOf(() => adapter.chat(conversation, ctx()));
-    expect(outcome).toEqual({ kind: 'http', status: 400, message: 'max_tokens: must be greater than or equal to 1' });
+    expect(outcome).toEqual({
+      kind: 'http',
+      status: 400,
+      message: 'max_tokens: must be greater than or equal to 1',
+      error: { type: 'invalid_request_error' },
+    });
     expect(classify(outcome).verdict).toBe('client_error');
   });
 
@@ -188,8 +193,19 @@ describe('AnthropicAdapter against a real Messages API server', () => {
     fake.setMode('errorMidStream');
     const seen: ChatChunk[] = [];
     const outcome = await outcomeOf(async () => drain(await adapter.chatStream(conversation, ctx()), seen));
-    expect(outcome).toEqual({ kind: 'http', status: 529, message: 'Overloaded' });
+    expect(outcome).toEqual({ kind: 'http', status: 529, message: 'Overloaded', error: { type: 'overloaded_error' } });
     expect(seen).toHaveLength(1);
+  });
+
+  it('ends a stream that closes cleanly after its message_delta, without message_stop, as complete', async () => {
+    fake.setMode('endWithoutStop');
+    const chunks = await drain(await adapter.chatStream(conversation, ctx()));
+    const last = chunks[chunks.length - 1].choices as Array<{ finish_reason: string | null }>;
+    expect(last[0].finish_reason).toBe('stop');
+    const text = chunks
+      .map((c) => (c.choices as Array<{ delta: { content?: string } }>)[0].delta.content ?? '')
+      .join('');
+    expect(text).toBe(fake.replyFor('claude-3-5-haiku-latest'));
   });
 
   it('reports a timeout when the upstream hangs past the timeout signal', async () => {

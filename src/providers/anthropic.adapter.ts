@@ -10,6 +10,7 @@ import {
   UpstreamFailure,
 } from './provider-adapter';
 import { isRecord, parseJsonBody, SseEvent, StreamStep, UpstreamClientOptions } from './http';
+import { ChatStreamTolerance } from './stream-tolerance';
 
 export const ANTHROPIC_VERSION = '2023-06-01';
 /** Anthropic requires max_tokens; OpenAI clients often leave it out. */
@@ -141,7 +142,7 @@ export function anthropicErrorFailure(payload: Record<string, unknown>): Upstrea
   const error = isRecord(payload.error) ? payload.error : {};
   const type = typeof error.type === 'string' ? error.type : 'api_error';
   const message = typeof error.message === 'string' ? error.message : type;
-  return new UpstreamFailure({ kind: 'http', status: ERROR_STATUS[type] ?? 500, message });
+  return new UpstreamFailure({ kind: 'http', status: ERROR_STATUS[type] ?? 500, message, error: { type } });
 }
 
 /** Messages stream events → `chat.completion.chunk`s: a role chunk, content deltas, a finish chunk with usage. */
@@ -223,9 +224,15 @@ export class AnthropicAdapter extends HttpProviderAdapter implements ProviderAda
 
   async chatStream(request: ChatRequest, ctx: CallContext): Promise<AsyncIterable<ChatChunk>> {
     const body = JSON.stringify(toAnthropicRequest(request, ctx.model, true));
+    const tolerance = new ChatStreamTolerance(
+      new AnthropicStreamTranslator(ctx.model).translate,
+      this.provider.name,
+      ctx.requestId,
+    );
     return this.http.events(
       { method: 'POST', path: '/messages', headers: this.headers, body, signal: ctx.signal },
-      new AnthropicStreamTranslator(ctx.model).translate,
+      tolerance.translate,
+      { complete: tolerance.complete },
     );
   }
 }

@@ -7,7 +7,7 @@ import { SSE_LINE_CAP, SseEvent } from './sse';
 import { DEFAULT_KEY_SHARE, SocketShares, tenantOf } from './socket-shares';
 import { SseReading, streamTooLong, type StreamStep } from './sse-reading';
 import { type SignalledDispatch, TextReading } from './text-reading';
-import { ERROR_BODY_CAP, isRecord, toUpstreamFailure, upstreamErrorMessage } from './upstream-errors';
+import { ERROR_BODY_CAP, httpFailure, isRecord, toUpstreamFailure } from './upstream-errors';
 
 export { SSE_LINE_CAP, SseParser, sseEvents } from './sse';
 export type { SseEvent } from './sse';
@@ -157,8 +157,7 @@ export class UpstreamClient {
     });
     if (ok) return response;
     const text = await readCapped(response.body, ERROR_BODY_CAP).catch(() => '');
-    const message = upstreamErrorMessage(text);
-    throw new UpstreamFailure({ kind: 'http', status: response.statusCode, ...(message ? { message } : {}) });
+    throw httpFailure(response.statusCode, text);
   }
 
   /** A 2xx JSON object of at most `cap` bytes. */
@@ -187,7 +186,11 @@ export class UpstreamClient {
   events<T>(
     call: UpstreamCall,
     translate: (event: SseEvent) => StreamStep<T>,
-    { maxLineChars = SSE_LINE_CAP, wholeJsonCap }: { maxLineChars?: number; wholeJsonCap?: number } = {},
+    {
+      maxLineChars = SSE_LINE_CAP,
+      wholeJsonCap,
+      complete,
+    }: { maxLineChars?: number; wholeJsonCap?: number; complete?: () => boolean } = {},
   ): Promise<AsyncIterableIterator<T>> {
     const options = {
       maxLineChars,
@@ -195,6 +198,7 @@ export class UpstreamClient {
       drainTimeoutMs: DRAIN_TIMEOUT_MS,
       wholeJsonCap,
       totalTimeoutMs: this.streamTotalMs,
+      complete,
     };
     return new Promise<AsyncIterableIterator<T>>((resolve, reject) =>
       this.dispatch(call, new SseReading<T>(call.signal, translate, options, resolve, reject)),

@@ -91,6 +91,7 @@ describe('OpenAiAdapter against a real OpenAI-compatible server', () => {
       kind: 'http',
       status: 500,
       message: 'primary: The server had an error while processing your request.',
+      error: { type: 'server_error' },
     });
     expect(classify(outcome).verdict).toBe('next');
   });
@@ -121,8 +122,32 @@ describe('OpenAiAdapter against a real OpenAI-compatible server', () => {
       kind: 'http',
       status: 400,
       message: "Invalid value for 'temperature': must be at most 2.",
+      error: { type: 'invalid_request_error' },
     });
     expect(classify(outcome).verdict).toBe('client_error');
+  });
+
+  it("keeps a refusal's own type, code and param, for the client to see as the upstream wrote them", async () => {
+    fake.setMode('bad400', { code: 'content_policy_violation', param: 'messages', message: 'Refused by policy.' });
+    const outcome = await outcomeOf(() => adapter.chat(request, ctx()));
+    expect(outcome).toEqual({
+      kind: 'http',
+      status: 400,
+      message: 'Refused by policy.',
+      error: { type: 'invalid_request_error', code: 'content_policy_violation', param: 'messages' },
+    });
+    expect(classify(outcome).verdict).toBe('client_error');
+  });
+
+  it("classifies a 400 context_length_exceeded as the step's misfit, not the client's error", async () => {
+    fake.setMode('bad400', { code: 'context_length_exceeded', param: 'messages', message: 'Too long for this model.' });
+    const outcome = await outcomeOf(() => adapter.chat(request, ctx()));
+    expect(classify(outcome)).toEqual({
+      verdict: 'misconfigured_step',
+      breakerFailure: false,
+      reason: 'HTTP 400 context_length',
+      misfit: 'context_length',
+    });
   });
 
   it('reads only the head of a huge error body and still reports the status', async () => {
@@ -132,11 +157,18 @@ describe('OpenAiAdapter against a real OpenAI-compatible server', () => {
     expect((outcome as { message: string }).message).toBe('x'.repeat(1000));
   });
 
-  it('maps a 404 to a client-error http outcome', async () => {
+  it("maps a 404 model_not_found to the step's misfit, and another 404 to a client error", async () => {
     fake.setMode('notfound404');
     const outcome = await outcomeOf(() => adapter.chat(request, ctx()));
-    expect(outcome).toEqual({ kind: 'http', status: 404, message: "The model 'gpt-5.4-mini' does not exist" });
-    expect(classify(outcome).verdict).toBe('client_error');
+    expect(outcome).toEqual({
+      kind: 'http',
+      status: 404,
+      message: "The model 'gpt-5.4-mini' does not exist",
+      error: { type: 'invalid_request_error', code: 'model_not_found' },
+    });
+    expect(classify(outcome)).toMatchObject({ verdict: 'misconfigured_step', misfit: 'model_not_found' });
+    fake.setMode('notfound404', { code: null, message: 'No such file: file-abc' });
+    expect(classify(await outcomeOf(() => adapter.chat(request, ctx()))).verdict).toBe('client_error');
   });
 
   it('rejects a stream before resolving when the upstream answers with an error status', async () => {
@@ -196,12 +228,28 @@ describe('OpenAiAdapter against a real OpenAI-compatible server', () => {
     expect(contentOf(seen)).toBe('Hello ');
   });
 
-  it('throws a connection failure when a stream ends without [DONE]', async () => {
+  it('ends a stream that closes cleanly after a finish_reason without [DONE] as complete', async () => {
     fake.setMode('endWithoutDone');
+    const chunks = await drain(await adapter.chatStream(request, ctx()));
+    expect(contentOf(chunks)).toBe(fake.replyFor('gpt-4o-mini'));
+  });
+
+  it('throws STREAM_TRUNCATED when a stream closes cleanly with neither a finish_reason nor [DONE]', async () => {
+    fake.setMode('endWithoutFinish');
     const seen: ChatChunk[] = [];
     const outcome = await outcomeOf(async () => drain(await adapter.chatStream(request, ctx()), seen));
     expect(outcome).toMatchObject({ kind: 'connection', code: 'STREAM_TRUNCATED' });
     expect(seen.length).toBeGreaterThan(1);
+  });
+
+  it('skips up to 3 data events that are not JSON, and breaks the stream on the fourth', async () => {
+    fake.setMode('malformed', { count: 3 });
+    expect(contentOf(await drain(await adapter.chatStream(request, ctx())))).toBe(fake.replyFor('gpt-4o-mini'));
+    fake.setMode('malformed', { count: 4 });
+    const seen: ChatChunk[] = [];
+    const outcome = await outcomeOf(async () => drain(await adapter.chatStream(request, ctx()), seen));
+    expect(outcome).toMatchObject({ kind: 'provider_error', code: 'invalid_response' });
+    expect(contentOf(seen)).toBe('Hello ');
   });
 
   it('closes the upstream connection when the signal aborts mid-stream', async () => {

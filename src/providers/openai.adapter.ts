@@ -18,6 +18,7 @@ import {
   VoiceSampleRules,
 } from './provider-adapter';
 import { emotionInstruction } from './speech-fields';
+import { ChatStreamTolerance } from './stream-tolerance';
 import { multipartBody } from './multipart';
 import { withRawJson } from '../common/http/sse-frame';
 import {
@@ -132,9 +133,11 @@ export class OpenAiAdapter extends HttpProviderAdapter implements ProviderAdapte
 
   async chatStream(request: ChatRequest, ctx: CallContext): Promise<AsyncIterable<ChatChunk>> {
     const body = JSON.stringify({ ...request, model: ctx.model, stream: true });
+    const tolerance = new ChatStreamTolerance(translateOpenAiEvent, this.provider.name, ctx.requestId);
     return this.http.events(
       { method: 'POST', path: '/chat/completions', headers: this.headers, body, signal: ctx.signal },
-      translateOpenAiEvent,
+      tolerance.translate,
+      { complete: tolerance.complete },
     );
   }
 

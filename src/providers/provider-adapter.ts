@@ -22,7 +22,8 @@ export class UpstreamFailure extends Error {
 /** How one upstream attempt ended, as an adapter reports it. */
 export type UpstreamOutcome =
   | { kind: 'ok' }
-  | { kind: 'http'; status: number; message?: string }
+  /** `error`: the fields of the upstream's error body, when it had them (relayed to the client, decisions §3). */
+  | { kind: 'http'; status: number; message?: string; error?: UpstreamErrorFields }
   /**
    * `afterMs`: the part of the deadline the provider had (the core's deadline less the call's wait for a free
    * upstream socket; a transport's own timeout carries none). `local`: it ran out while the call still waited for
@@ -32,6 +33,13 @@ export type UpstreamOutcome =
   | { kind: 'connection'; code?: string; message?: string }
   /** `requestFault`: the provider's code blames the request (e.g. MiniMax's sensitive-content refusal), not its own health. */
   | { kind: 'provider_error'; code: string | number; message?: string; requestFault?: boolean };
+
+/** An upstream error body's own `type`, `code` and `param` (OpenAI's shape; Anthropic's has a `type` only). */
+export interface UpstreamErrorFields {
+  type?: string;
+  code?: string;
+  param?: string;
+}
 
 /** What one attempt on one chain step gets from the core. */
 /** Who named a voice id: the client in its request, or the operator (a chain step's voice_map). */

@@ -3,6 +3,7 @@ import { CHAT_ADAPTER_FACTORIES, SPEECH_ADAPTER_FACTORIES } from './adapter-fact
 import { AdapterRegistry } from './adapter-registry';
 import { EspeakAdapterFactory } from './espeak.adapter';
 import { ADAPTER_FACTORIES, AdapterFactory } from './provider-adapter';
+import { StreamToleranceMetrics } from './stream-tolerance';
 
 const factories = [...CHAT_ADAPTER_FACTORIES, ...SPEECH_ADAPTER_FACTORIES, EspeakAdapterFactory];
 
@@ -13,6 +14,7 @@ const factories = [...CHAT_ADAPTER_FACTORIES, ...SPEECH_ADAPTER_FACTORIES, Espea
     ...factories,
     { provide: ADAPTER_FACTORIES, inject: factories, useFactory: (...made: AdapterFactory[]) => made },
     AdapterRegistry,
+    StreamToleranceMetrics,
   ],
   exports: [AdapterRegistry],
 })

@@ -24,6 +24,11 @@ export interface SseReadingOptions {
   wholeJsonCap?: number;
   /** The longest the body may take from its headers, however steadily it trickles (`stream_total_timeout_ms`). */
   totalTimeoutMs?: number;
+  /**
+   * Whether the chunks so far make a whole answer (a chat chunk with a `finish_reason` came): a body that then ends
+   * cleanly without the end marker is complete, not STREAM_TRUNCATED (decisions §3).
+   */
+  complete?: () => boolean;
 }
 
 const CONTENT_TYPE = 'content-type';
@@ -170,6 +175,7 @@ export class SseReading<T> extends SignalledDispatch implements Dispatcher.Dispa
       } catch (err) {
         this.fail(toUpstreamFailure(err, this.signal));
       }
+      if (this.state === 'open' && this.options.complete?.()) this.state = 'ended';
       if (this.state === 'open')
         this.fail(
           new UpstreamFailure({

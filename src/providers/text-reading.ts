@@ -3,7 +3,7 @@ import type { CallSignal } from '../common/call-signal';
 import type { SocketShares } from './socket-shares';
 import { UpstreamFailure } from './provider-adapter';
 import { tooLarge } from './sse';
-import { ERROR_BODY_CAP, toUpstreamFailure, upstreamErrorMessage } from './upstream-errors';
+import { ERROR_BODY_CAP, httpFailure, toUpstreamFailure } from './upstream-errors';
 
 const CONTENT_LENGTH = 'content-length';
 
@@ -126,10 +126,8 @@ export class TextReading extends SignalledDispatch implements Dispatcher.Dispatc
   /** A non-2xx answer: its status and the upstream's own message; the socket is dropped when the body was cut. */
   private refuse(): void {
     const cut = this.size >= this.limit;
-    const message = upstreamErrorMessage(this.bodyText());
-    this.finish(() =>
-      this.reject(new UpstreamFailure({ kind: 'http', status: this.status, ...(message ? { message } : {}) })),
-    );
+    const failure = httpFailure(this.status, this.bodyText());
+    this.finish(() => this.reject(failure));
     if (cut) this.abort?.(new Error('error body cut at its cap'));
   }
 

@@ -1,5 +1,5 @@
 import type { CallSignal } from '../common/call-signal';
-import { UpstreamFailure } from './provider-adapter';
+import { UpstreamErrorFields, UpstreamFailure } from './provider-adapter';
 
 /** What an upstream's failures become: the outcome the failover core classifies, and the upstream's own message. */
 
@@ -69,4 +69,35 @@ export function upstreamErrorMessage(text: string): string | undefined {
   const { error } = parsed;
   const message = isRecord(error) ? error.message : (error ?? parsed.message ?? parsed.detail);
   return typeof message === 'string' && message ? message.slice(0, MAX_MESSAGE_CHARS) : undefined;
+}
+
+const MAX_FIELD_CHARS = 200;
+
+const field = (value: unknown): string | undefined =>
+  typeof value === 'string' && value ? value.slice(0, MAX_FIELD_CHARS) : undefined;
+
+/** The `type`, `code` and `param` of an error body in OpenAI's (or Anthropic's) `{error:{...}}` shape, when it has them. */
+export function upstreamErrorFields(text: string): UpstreamErrorFields | undefined {
+  // a JSON error body is small and starts with `{`: anything else has no fields to relay
+  if (!text.trimStart().startsWith('{')) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const error = isRecord(parsed) ? parsed.error : undefined;
+  if (!isRecord(error)) return undefined;
+  const type = field(error.type);
+  const code = field(error.code) ?? (typeof error.code === 'number' ? String(error.code) : undefined);
+  const param = field(error.param);
+  if (!type && !code) return undefined;
+  return { ...(type ? { type } : {}), ...(code ? { code } : {}), ...(param ? { param } : {}) };
+}
+
+/** A non-2xx answer as the failure the core classifies: its status, the upstream's message and its error fields. */
+export function httpFailure(status: number, text: string): UpstreamFailure {
+  const message = upstreamErrorMessage(text);
+  const error = upstreamErrorFields(text);
+  return new UpstreamFailure({ kind: 'http', status, ...(message ? { message } : {}), ...(error ? { error } : {}) });
 }

@@ -10,10 +10,14 @@ export type FakeAnthropicMode =
   | 'auth401'
   | 'bad400'
   | 'overloaded529'
+  /** A 404 `not_found_error` naming the requested model (Anthropic's answer for a model it does not have). */
+  | 'modelNotFound404'
   | 'hang'
   | 'refuse'
   /** Streams start normally, then an `error` event (overloaded_error) replaces the rest. */
-  | 'errorMidStream';
+  | 'errorMidStream'
+  /** Streams end cleanly after their `message_delta` (with its stop_reason), without `message_stop`. */
+  | 'endWithoutStop';
 
 export interface FakeAnthropicOptions {
   /** Named in every reply (`Hello from <name> ...`) and in the `x-fake-provider` header. */
@@ -107,8 +111,8 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
             usage: { output_tokens: outputTokens },
           },
         ],
-        ['message_stop', { type: 'message_stop' }],
       );
+      if (x.mode !== 'endWithoutStop') events.push(['message_stop', { type: 'message_stop' }]);
     }
     for (const [i, [event, data]] of events.entries()) {
       if (i > 0 && self.chunkDelayMs > 0 && !(await x.wait(self.chunkDelayMs))) return;
@@ -164,11 +168,14 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
         );
       case 'overloaded529':
         return anthropicError(res, 529, 'overloaded_error', settings.message ?? 'Overloaded');
+      case 'modelNotFound404':
+        return anthropicError(res, 404, 'not_found_error', settings.message ?? `model: ${record.model ?? ''}`);
       case 'hang':
       case 'refuse':
         return; // hang: the socket stays open until the client or close() ends it
       case 'ok':
       case 'errorMidStream':
+      case 'endWithoutStop':
         break;
     }
     const route = `${record.method} ${record.path}`;

@@ -15,8 +15,9 @@ export function openAiError(
   type: string,
   code: string | null,
   message: string,
+  param: string | null = null,
 ): void {
-  sendJson(res, status, { error: { message, type, param: null, code } });
+  sendJson(res, status, { error: { message, type, param, code } });
 }
 
 export async function speech(x: FakeExchange<FakeOpenAiMode>, self: FakeOpenAi): Promise<void> {

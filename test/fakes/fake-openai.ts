@@ -15,7 +15,11 @@ export type FakeOpenAiMode =
   | 'slowFirstByte'
   | 'refuse'
   | 'dropAfterFirstChunk'
-  | 'endWithoutDone';
+  | 'endWithoutDone'
+  /** A stream that ends cleanly with neither a `finish_reason` nor `[DONE]` (a truncated answer). */
+  | 'endWithoutFinish'
+  /** A stream with `count` (default 1) data events that are not JSON after its first chunk; otherwise whole. */
+  | 'malformed';
 
 export interface FakeOpenAiOptions {
   /** Named in every reply (`Hello from <name> ...`) and in the `x-fake-provider` header. */
@@ -112,13 +116,16 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
     const send = startSse(x.res, tag);
     const events = [
       chunk({ role: 'assistant', content: first }, null),
+      ...(x.mode === 'malformed'
+        ? Array.from({ length: x.settings.count ?? 1 }, (_, i) => `{"id": "${id}", "choices": [ broken ${i}`)
+        : []),
       ...rest.map((word) => chunk({ content: word }, null)),
-      chunk({}, 'stop'),
     ];
+    if (x.mode !== 'endWithoutFinish') events.push(chunk({}, 'stop'));
     const streamOptions = fields.stream_options as { include_usage?: boolean } | undefined;
-    if (streamOptions?.include_usage)
+    if (streamOptions?.include_usage && x.mode !== 'endWithoutFinish')
       events.push(JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [], usage }));
-    if (x.mode !== 'endWithoutDone') events.push('[DONE]');
+    if (x.mode !== 'endWithoutDone' && x.mode !== 'endWithoutFinish') events.push('[DONE]');
     for (const [i, data] of events.entries()) {
       if (i > 0 && self.chunkDelayMs > 0 && !(await x.wait(self.chunkDelayMs))) return;
       if (!(await send(null, data, i === events.length - 1))) return;
@@ -173,16 +180,18 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
           res,
           400,
           'invalid_request_error',
-          null,
+          settings.code ?? null,
           settings.message ?? `${name}: Invalid value for 'messages'.`,
+          settings.param ?? null,
         );
       case 'notfound404':
         return openAiError(
           res,
           404,
           'invalid_request_error',
-          'model_not_found',
+          settings.code === undefined ? 'model_not_found' : settings.code,
           settings.message ?? `The model '${record.model ?? ''}' does not exist`,
+          settings.param ?? null,
         );
       case 'hang':
       case 'refuse':
@@ -193,6 +202,8 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
       case 'ok':
       case 'dropAfterFirstChunk':
       case 'endWithoutDone':
+      case 'endWithoutFinish':
+      case 'malformed':
         break;
     }
     const route = `${record.method} ${record.path}`;

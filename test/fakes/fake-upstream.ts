@@ -24,6 +24,11 @@ export interface ModeSettings {
   delayMs?: number;
   /** Error message for error modes. */
   message?: string;
+  /** The error body's `code` (`null`: none) and `param`, for the modes that send OpenAI's error shape. */
+  code?: string | null;
+  param?: string | null;
+  /** How many times the mode's fault happens in one answer (malformed stream events). */
+  count?: number;
 }
 
 export interface ModeOptions extends ModeSettings {

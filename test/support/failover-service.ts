@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { Registry } from 'prom-client';
 import type { ChainStepDto } from '../../src/config/chain-step.dto';
 import type { EnvironmentVariables } from '../../src/config/env.schema';
 import { GatewayConfig, ResolvedProvider } from '../../src/config/gateway-config';
@@ -72,6 +73,8 @@ class MemoryBreakerStore {
 
 /** Records what the core reports to Prometheus. */
 class FakeMetrics {
+  /** Where the failover core registers its own series. */
+  readonly registry = new Registry();
   readonly attempts: Array<[provider: string, ok: boolean]> = [];
   readonly failovers: Array<[from: string | null, to: string]> = [];
   upstreamAttempt(provider: string, ok: boolean): void {

@@ -7,6 +7,16 @@ export interface DomainErrorOptions {
   /** Overrides the code's usual status (e.g. `upstream_rejected` carries the upstream's status). */
   status?: number;
   headers?: Record<string, string>;
+  /** An upstream's own `type`, `code` and `param`, shown instead of the code's (a relayed refusal, decisions §3). */
+  relayed?: RelayedFields;
+}
+
+/** The error fields an upstream gave, relayed to the client as they were. */
+export interface RelayedFields {
+  /** One of the documented categories (decisions §5): the upstream's when it is one. */
+  type: ErrorType;
+  code: string;
+  param: string | null;
 }
 
 /** What services throw: a reason code, a message for the client, and the field at fault. */
@@ -15,6 +25,7 @@ export class DomainError extends Error {
   readonly type: ErrorType;
   readonly param: string | null;
   readonly headers: Record<string, string>;
+  readonly relayed: RelayedFields | null;
 
   constructor(
     readonly code: ErrorCode,
@@ -32,9 +43,13 @@ export class DomainError extends Error {
     this.type = ERROR_CODES[code].type;
     this.param = options.param ?? null;
     this.headers = options.headers ?? {};
+    this.relayed = options.relayed ?? null;
   }
 
   toBody(): ErrorBody {
+    const relayed = this.relayed;
+    if (relayed)
+      return { error: { message: this.message, type: relayed.type, param: relayed.param, code: relayed.code } };
     return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
   }
 }

@@ -1,12 +1,18 @@
 /** OpenAI-style error categories (the `type` of the error body). */
-export type ErrorType =
-  | 'invalid_request_error'
-  | 'authentication_error'
-  | 'permission_error'
-  | 'not_found_error'
-  | 'rate_limit_error'
-  | 'upstream_error'
-  | 'api_error';
+export const ERROR_TYPES = [
+  'invalid_request_error',
+  'authentication_error',
+  'permission_error',
+  'not_found_error',
+  'rate_limit_error',
+  'upstream_error',
+  'api_error',
+] as const;
+export type ErrorType = (typeof ERROR_TYPES)[number];
+
+const ERROR_TYPE_SET: ReadonlySet<string> = new Set(ERROR_TYPES);
+export const isErrorType = (value: unknown): value is ErrorType =>
+  typeof value === 'string' && ERROR_TYPE_SET.has(value);
 
 /** Every specific reason the service reports, with its HTTP status and category. */
 export const ERROR_CODES = {
@@ -62,7 +68,10 @@ export const ERROR_CODES = {
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 
-/** The body of every error response (decisions §5). */
+/**
+ * The body of every error response (decisions §5): a code of the table, or, on a refusal relayed from an
+ * upstream, the upstream's own (decisions §3).
+ */
 export interface ErrorBody {
-  error: { message: string; type: ErrorType; param: string | null; code: ErrorCode | null };
+  error: { message: string; type: ErrorType; param: string | null; code: string | null };
 }
