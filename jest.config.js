@@ -19,7 +19,7 @@ module.exports = {
       roots: ['<rootDir>/src'],
       testRegex: '\\.spec\\.ts$',
       transform,
-      setupFiles: ['reflect-metadata'],
+      setupFiles: ['<rootDir>/test/support/unit-setup.ts'],
     },
     {
       displayName: 'e2e',

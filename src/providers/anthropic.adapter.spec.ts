@@ -205,7 +205,7 @@ describe('AnthropicAdapter against a real Messages API server', () => {
     const text = chunks
       .map((c) => (c.choices as Array<{ delta: { content?: string } }>)[0].delta.content ?? '')
       .join('');
-    expect(text).toBe(fake.replyFor('claude-3-5-haiku-latest'));
+    expect(text).toBe(fake.replyFor('claude-haiku-4-5'));
   });
 
   it('reports a timeout when the upstream hangs past the timeout signal', async () => {

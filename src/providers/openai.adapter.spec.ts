@@ -231,7 +231,7 @@ describe('OpenAiAdapter against a real OpenAI-compatible server', () => {
   it('ends a stream that closes cleanly after a finish_reason without [DONE] as complete', async () => {
     fake.setMode('endWithoutDone');
     const chunks = await drain(await adapter.chatStream(request, ctx()));
-    expect(contentOf(chunks)).toBe(fake.replyFor('gpt-4o-mini'));
+    expect(contentOf(chunks)).toBe(fake.replyFor('gpt-5.4-mini'));
   });
 
   it('throws STREAM_TRUNCATED when a stream closes cleanly with neither a finish_reason nor [DONE]', async () => {
@@ -244,7 +244,7 @@ describe('OpenAiAdapter against a real OpenAI-compatible server', () => {
 
   it('skips up to 3 data events that are not JSON, and breaks the stream on the fourth', async () => {
     fake.setMode('malformed', { count: 3 });
-    expect(contentOf(await drain(await adapter.chatStream(request, ctx())))).toBe(fake.replyFor('gpt-4o-mini'));
+    expect(contentOf(await drain(await adapter.chatStream(request, ctx())))).toBe(fake.replyFor('gpt-5.4-mini'));
     fake.setMode('malformed', { count: 4 });
     const seen: ChatChunk[] = [];
     const outcome = await outcomeOf(async () => drain(await adapter.chatStream(request, ctx()), seen));
