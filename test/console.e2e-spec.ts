@@ -52,6 +52,8 @@ describe('console in a browser', () => {
       expect(await page.locator('#key-status').innerText()).toBe('key …0000 is not accepted by the gateway');
       expect(await page.locator('#error').innerText()).toContain('invalid_api_key');
       await page.click('nav a[data-page="stream-api"]');
+      // the page changes on the hashchange that follows the click: once its section shows, the error is gone
+      await page.waitForSelector('#page-stream-api', { state: 'visible' });
       expect(await page.locator('#error').isHidden()).toBe(true);
 
       await page.fill('#key', s.key.secret);
