@@ -184,7 +184,7 @@ export class FailoverService {
         this.metrics.upstreamAttempt(step.provider, false, latency);
         if (verdict.verdict === 'misconfigured_step' && verdict.misfit) {
           this.stepMisconfigured(scope, step, verdict.misfit, failure);
-          // the last step has no other to try: its refusal is the answer, as any other refusal
+          // the last step has no other to try: its refusal is the answer, like every other refusal
           if (step === planned[planned.length - 1]) throw this.relayed(scope, step, failures, failure);
         }
         if (verdict.verdict === 'client_error') throw this.relayed(scope, step, failures, failure);

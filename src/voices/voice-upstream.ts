@@ -79,7 +79,7 @@ export class VoiceUpstream {
       const verdict = classify(outcome);
       const detail =
         (outcome.kind === 'http' || outcome.kind === 'provider_error' ? outcome.message : undefined) ?? verdict.reason;
-      // a voice has no next step: a refusal that names the step is relayed as any refusal
+      // a voice has no next step: a refusal that names the step is relayed like every other
       if (verdict.verdict === 'client_error' || verdict.verdict === 'misconfigured_step') {
         throw new DomainError('upstream_rejected', `${provider} rejected the voice: ${detail}`, {
           status: outcome.kind === 'http' ? outcome.status : 400,

@@ -1,5 +1,6 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiResponse } from '@nestjs/swagger';
+import { ERROR_TYPES } from '../errors/error-codes';
 
 class ErrorDetailDto {
   @ApiProperty({ description: 'Human-readable explanation.' })
@@ -7,15 +8,7 @@ class ErrorDetailDto {
 
   @ApiProperty({
     description: 'Category of the error.',
-    enum: [
-      'invalid_request_error',
-      'authentication_error',
-      'permission_error',
-      'not_found_error',
-      'rate_limit_error',
-      'upstream_error',
-      'api_error',
-    ],
+    enum: [...ERROR_TYPES],
   })
   type!: string;
 
