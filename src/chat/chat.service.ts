@@ -1,10 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';
 import { EnvironmentVariables } from '../config/env.schema';
+import { GatewayConfig } from '../config/gateway-config';
 import { sendJsonText } from '../common/http/send-json';
 import { jsonWithProvider, sseChunkFrame } from '../common/http/sse-frame';
 import type { Primed, ProxiedCall } from '../failover/proxied-call';
 import { ChatChunk, ChatCompletion, ChatRequest, UpstreamFailure } from '../providers/provider-adapter';
+import { ChatContinuation } from './chat-continuation';
+import { DeliveredText } from './continued-text';
 
 const notSupported = (): UpstreamFailure =>
   new UpstreamFailure({ kind: 'http', status: 501, message: 'chat is not supported by this adapter' });
@@ -12,7 +15,10 @@ const notSupported = (): UpstreamFailure =>
 /** Chat completions through the failover core, JSON or server-sent events. */
 @Injectable()
 export class ChatService {
-  constructor(private readonly env: EnvironmentVariables) {}
+  constructor(
+    private readonly env: EnvironmentVariables,
+    private readonly gateway: GatewayConfig,
+  ) {}
 
   /** Answers the request on `res` (the route writes its own body so streams and JSON share one path). */
   respond(call: ProxiedCall, request: ChatRequest, res: ServerResponse): Promise<void> {
@@ -28,9 +34,13 @@ export class ChatService {
     call.succeeded();
   }
 
-  /** Server-sent events; after the first chunk a fault ends the stream with an error event. */
+  /**
+   * Server-sent events; after the first chunk a fault is continued on a later step (ChatContinuation), or, when
+   * none continues it, ends the stream with an error event.
+   */
   private stream(call: ProxiedCall, request: ChatRequest, res: ServerResponse): Promise<void> {
     let provider = '';
+    const delivered = new DeliveredText();
     const stallMs = this.env.SVC_HTTP_STALL_MS;
     const send = (data: string): void | Promise<void> => {
       // a client that stops reading is dropped after the stall limit; one that leaves ends the wait by its abort
@@ -56,7 +66,14 @@ export class ChatService {
         },
         write: (chunk) => {
           if (chunk.usage) call.bill({ usage: chunk.usage });
+          delivered.see(chunk);
           return send(sseChunkFrame(chunk, provider));
+        },
+        continueAfter: async (_err, reason) => {
+          const continued = await new ChatContinuation(this.gateway, call, request, delivered).after(reason);
+          // the chunks from here on name the provider that continues the answer
+          if (continued) provider = call.scope.served?.provider ?? provider;
+          return continued;
         },
         end: () => void res.end('data: [DONE]\n\n'),
         broke: (reason) => {

@@ -13,6 +13,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { IsStringRecord } from '../common/http/validators';
+import { CONTINUATION_MODES, ContinuationMode, IsContinuation } from './continuation';
 import { YamlText } from './yaml-data';
 
 /** Validation message of an empty chain (gateway.yaml and the admin API alike). */
@@ -60,6 +61,19 @@ export class ChainStepDto {
   @ValidateNested()
   @Type(() => UsageCapDto)
   usage_cap?: UsageCapDto;
+
+  /**
+   * How this step continues a chat stream that broke after its first byte on an earlier step, modes tried in order
+   * (`none`: it does not); default: its provider's `continuation`, else `[prefill, restart]` for anthropic, `[restart]`.
+   */
+  @ApiPropertyOptional({
+    type: 'array',
+    items: { type: 'string', enum: [...CONTINUATION_MODES] },
+    example: ['restart'],
+  })
+  @IsOptional()
+  @IsContinuation()
+  continuation?: ContinuationMode[];
 
   /** Requested voice id → this provider's voice id; `*` is the default. */
   @IsOptional()

@@ -19,6 +19,7 @@ import {
 } from 'class-validator';
 import { readFileSync } from 'node:fs';
 import { CHAIN_NOT_EMPTY, ChainStepDto } from './chain-step.dto';
+import { ContinuationMode, IsContinuation } from './continuation';
 import { KIND_TRAITS, PROVIDER_KINDS } from './provider-kinds';
 import type { Capability, ProviderKind } from './provider-kinds';
 import { YamlText, yamlData } from './yaml-data';
@@ -81,6 +82,11 @@ export class ProviderConfig {
   @MinLength(1, { each: true })
   allowed_voice_ids?: string[];
 
+  /** How this provider continues a stream that broke on an earlier step (decisions §3); default by kind. */
+  @IsOptional()
+  @IsContinuation()
+  continuation?: ContinuationMode[];
+
   /** Restricts what the provider is used for (default: everything its kind can do). */
   @IsOptional()
   @IsArray()
@@ -135,6 +141,8 @@ export interface ResolvedProvider {
   streamTotalTimeoutMs?: number;
   /** Raw upstream voice ids (not built-in) that requests may name (`allowed_voice_ids`); none when unset. */
   allowedVoiceIds?: string[];
+  /** `continuation` when the YAML sets it; the kind's default (src/config/continuation.ts) otherwise. */
+  continuation?: ContinuationMode[];
 }
 
 /** A provider the file declares but the gateway left out (its api_key interpolated to nothing). */
@@ -223,6 +231,7 @@ export function parseGatewayConfig(text: string, source: string, env: NodeJS.Pro
       ...(p.stream_idle_timeout_ms !== undefined ? { streamIdleTimeoutMs: p.stream_idle_timeout_ms } : {}),
       ...(p.stream_total_timeout_ms !== undefined ? { streamTotalTimeoutMs: p.stream_total_timeout_ms } : {}),
       ...(p.allowed_voice_ids ? { allowedVoiceIds: p.allowed_voice_ids } : {}),
+      ...(p.continuation ? { continuation: p.continuation } : {}),
     });
   });
   const declared = new Set(file.providers.map((p) => p.name));

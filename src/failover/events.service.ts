@@ -51,6 +51,7 @@ const failoverRow = (
     fallback_level: s.fallbackLevel,
     latency_ms: s.latencyMs,
     request_id: s.requestId,
+    ...(c.midStream && { mid_stream: true }),
     ...(closing && { coalesced_count: closing.count, window_secs: closing.windowSecs }),
   },
 });
@@ -126,6 +127,7 @@ export class EventsService implements OnApplicationShutdown {
       model: e.model,
       exhaustedProvider: e.exhaustedProvider,
       activeProvider: e.activeProvider,
+      ...(e.midStream && { midStream: true }),
     };
     const sample: FailoverSample = { fallbackLevel: e.fallbackLevel, latencyMs: e.latencyMs, requestId: e.requestId };
     if (this.coalescer.observe(condition, sample, Date.now()) === 'counted') return null;

@@ -4,6 +4,8 @@ export interface FailoverCondition {
   model: string;
   exhaustedProvider: string | null;
   activeProvider: string;
+  /** The failover continued a stream that broke after its first byte (decisions §3): a condition of its own. */
+  midStream?: boolean;
 }
 
 /** The request-specific part of a failover, kept for the closing event of its window. */
@@ -32,6 +34,11 @@ interface Window {
 
 /** What stands for "no exhausted provider" in the lookup (not a provider name: names hold no control characters). */
 const NO_EXHAUSTED = '\u0001';
+/** Marks the exhausted level of a mid-stream condition (built only on that rare path). */
+const MID_STREAM = '\u0002';
+
+const exhaustedKey = (c: FailoverCondition): string =>
+  c.midStream ? MID_STREAM + (c.exhaustedProvider ?? '') : (c.exhaustedProvider ?? NO_EXHAUSTED);
 
 /**
  * Values by condition, one Map level per field: each field is a string the request already holds (its hash
@@ -41,22 +48,18 @@ class ConditionIndex<V> {
   private readonly root = new Map<string, Map<string, Map<string, Map<string, V>>>>();
 
   get(c: FailoverCondition): V | undefined {
-    return this.root
-      .get(c.keyId)
-      ?.get(c.model)
-      ?.get(c.exhaustedProvider ?? NO_EXHAUSTED)
-      ?.get(c.activeProvider);
+    return this.root.get(c.keyId)?.get(c.model)?.get(exhaustedKey(c))?.get(c.activeProvider);
   }
 
   set(c: FailoverCondition, value: V): void {
     const byModel = getOrMake(this.root, c.keyId);
     const byExhausted = getOrMake(byModel, c.model);
-    getOrMake(byExhausted, c.exhaustedProvider ?? NO_EXHAUSTED).set(c.activeProvider, value);
+    getOrMake(byExhausted, exhaustedKey(c)).set(c.activeProvider, value);
   }
 
   /** Removes the condition's value, and the levels left empty. */
   delete(c: FailoverCondition): void {
-    const exhausted = c.exhaustedProvider ?? NO_EXHAUSTED;
+    const exhausted = exhaustedKey(c);
     const byModel = this.root.get(c.keyId);
     const byExhausted = byModel?.get(c.model);
     const byActive = byExhausted?.get(exhausted);

@@ -26,6 +26,8 @@ export class FailoverScope {
    * announced (an async task's chunks share one set): one `failover` event each, not one per chunk.
    */
   failoversAnnounced: Set<string> | null = null;
+  /** The chain is walked again to continue a stream that broke after its first byte (its failover event says so). */
+  midStream = false;
   private finished = false;
   /** Made only when something asks for `signal` (streams): an AbortController per request is not free. */
   private clientGone: AbortController | null = null;

@@ -301,6 +301,37 @@ export class FailoverService {
     return verdict.reason;
   }
 
+  /**
+   * Walks `planned` (the later steps that can continue it) for a stream whose `broken` step failed after its first
+   * byte (decisions §3), as `execute` walks a chain: skips, breaker, attempts in the usage record. The served step's
+   * failover event says `mid_stream`; when the first step tried serves, the broken one is its exhausted provider.
+   */
+  async continueStream<T>(
+    scope: FailoverScope,
+    broken: { provider: string; reason: string },
+    attempt: Attempt<T>,
+    planned: PlannedStep[],
+  ): Promise<T> {
+    const started = Date.now();
+    scope.midStream = true;
+    try {
+      const value = await this.execute(scope, scope.requestedModel, attempt, planned);
+      const served = scope.served;
+      // execute announced the failover itself when an earlier continuing step failed before this one served
+      if (served && !served.exhausted) {
+        served.exhausted = broken;
+        this.metrics.failover(broken.provider, served.provider);
+        const stored = scope.announceFailover(served.provider)
+          ? this.storeFailoverEvent(scope, Date.now() - started)
+          : null;
+        if (stored) await stored;
+      }
+      return value;
+    } finally {
+      scope.midStream = false;
+    }
+  }
+
   /** Resolves once the event is stored or after the bound of decisions §8 (it is then kept and retried); never rejects; null when there is nothing to wait for. */
   private storeFailoverEvent(scope: FailoverScope, latencyMs: number): Promise<void> | null {
     const served = scope.served;
@@ -313,6 +344,7 @@ export class FailoverService {
       fallbackLevel: served.level,
       latencyMs,
       requestId: scope.requestId,
+      midStream: scope.midStream,
     });
   }
 

@@ -34,6 +34,12 @@ export interface ChunkSink<C, P extends Primed<C> = Primed<C>> {
    * A sink without it gets the error thrown back once the call is recorded.
    */
   broke?(reason: string, status: number, err: unknown): void;
+  /**
+   * The provider failed after the first byte (`reason`: as the breaker learned it) and the sink may have the answer
+   * continued on a later step (decisions §3): the continuing answer, primed (its chunks then go to `write`), or null
+   * when no step continues it (then `broke`). Its own faults are its to catch: it resolves null on them.
+   */
+  continueAfter?(err: unknown, reason: string): Promise<P | null>;
 }
 
 /** What the request is billed, recorded with its usage whatever way it ends. */
@@ -54,6 +60,8 @@ const logger = new Logger('ProxiedCall');
  */
 export class ProxiedCall {
   private readonly billing: Billing = {};
+  /** The steps `stream` was given, when not the key's whole chain (a continuation walks the later ones). */
+  private planned: PlannedStep[] | undefined;
 
   constructor(
     private readonly failover: FailoverService,
@@ -104,6 +112,7 @@ export class ProxiedCall {
     sink: ChunkSink<C, P>,
     planned?: PlannedStep[],
   ): Promise<void> {
+    this.planned = planned;
     const primed = await this.run(model, attempt, planned);
     try {
       sink.open?.(primed);
@@ -115,30 +124,75 @@ export class ProxiedCall {
   }
 
   private async relay<C, P extends Primed<C>>(primed: P, sink: ChunkSink<C, P>): Promise<void> {
+    let current = primed;
     try {
-      // a write that did not have to wait returns nothing: no await (a microtask per chunk) for it
-      let wait = primed.first.done ? undefined : sink.write(primed.first.value);
-      if (wait) await wait;
-      for (let next = await primed.rest.next(); !next.done && !this.aborted; next = await primed.rest.next()) {
-        wait = sink.write(next.value);
-        if (wait) await wait;
+      for (;;) {
+        try {
+          // a write that did not have to wait returns nothing: no await (a microtask per chunk) for it
+          let wait = current.first.done ? undefined : sink.write(current.first.value);
+          if (wait) await wait;
+          const rest = current.rest;
+          for (let next = await rest.next(); !next.done && !this.aborted; next = await rest.next()) {
+            wait = sink.write(next.value);
+            if (wait) await wait;
+          }
+          // an upstream may end early without an error when the client leaves (the offline engine does)
+          if (this.aborted) return this.finish(CLIENT_CLOSED_REQUEST);
+          await sink.end?.();
+          return this.finish(200);
+        } catch (err) {
+          // the client left: nobody to tell, and no fault of the provider's
+          if (this.aborted) return this.finish(CLIENT_CLOSED_REQUEST);
+          const reason = this.failover.streamFailed(this.scope, err);
+          const status = err instanceof DomainError ? err.status : 502;
+          logger.warn(
+            requestFields(this.requestId),
+            `${this.scope.served?.provider ?? 'the provider'}'s stream broke after the first byte (${reason}) for ${this.requestId}`,
+          );
+          // the gateway's own verdict (a DomainError) is not a provider's fault another step could mend
+          const next =
+            sink.continueAfter && !(err instanceof DomainError) ? await sink.continueAfter(err, reason) : null;
+          if (this.aborted) return this.finish(CLIENT_CLOSED_REQUEST);
+          if (next) {
+            await current.rest.return?.().catch(() => undefined);
+            current = next;
+            continue;
+          }
+          this.finish(status);
+          if (!sink.broke) throw err;
+          return sink.broke(reason, status, err);
+        }
       }
-      // an upstream may end early without an error when the client leaves (the offline engine does)
-      if (this.aborted) return this.finish(CLIENT_CLOSED_REQUEST);
-      await sink.end?.();
-      this.finish(200);
-    } catch (err) {
-      // the client left: nobody to tell, and no fault of the provider's
-      if (this.aborted) return this.finish(CLIENT_CLOSED_REQUEST);
-      const reason = this.failover.streamFailed(this.scope, err);
-      const status = err instanceof DomainError ? err.status : 502;
-      logger.warn(
-        requestFields(this.requestId),
-        `${this.scope.served?.provider ?? 'the provider'}'s stream broke after the first byte (${reason}) for ${this.requestId}`,
+    } finally {
+      // the first answer is closed by `stream`; a continuing one here, however it ended
+      if (current !== primed) await current.rest.return?.().catch(() => undefined);
+    }
+  }
+
+  /**
+   * Continues a stream that broke after its first byte on the steps after the serving one that `canContinue`
+   * admits, through the failover core (decisions §3); null when none is left or none continued it (its usage
+   * record lists each attempt). `reason`: the break, the exhausted provider's reason when the first one tried serves.
+   */
+  async continueStream<T>(
+    reason: string,
+    attempt: Attempt<T>,
+    canContinue: (step: PlannedStep) => boolean,
+  ): Promise<T | null> {
+    const served = this.scope.served;
+    if (!served) return null;
+    try {
+      const planned = this.planned ?? this.failover.plan(this.key, this.scope.requestedModel, this.scope.capability);
+      const at = planned.findIndex(
+        (step) => step.level === served.level && step.provider === served.provider && step.model === served.model,
       );
-      this.finish(status);
-      if (!sink.broke) throw err;
-      sink.broke(reason, status, err);
+      const later = planned.slice(at + 1).filter(canContinue);
+      if (at < 0 || later.length === 0) return null;
+      return await this.failover.continueStream(this.scope, { provider: served.provider, reason }, attempt, later);
+    } catch {
+      // every later step failed or was skipped (each in the usage record): the broken step stays the one that served
+      this.scope.served = served;
+      return null;
     }
   }
 

@@ -91,5 +91,6 @@ function normaliseStep(step: ChainStepDto): ChainStepDto {
   if (step.timeout_ms !== undefined) out.timeout_ms = step.timeout_ms;
   if (step.usage_cap !== undefined) out.usage_cap = { requests: step.usage_cap.requests, per: step.usage_cap.per };
   if (step.voice_map !== undefined) out.voice_map = { ...step.voice_map };
+  if (step.continuation !== undefined) out.continuation = [...step.continuation];
   return out;
 }

@@ -1,5 +1,14 @@
 import type { ServerResponse } from 'node:http';
-import { FakeExchange, FakeUpstream, sendJson, startSse, wordsOf } from './fake-upstream';
+import {
+  continuing,
+  FakeExchange,
+  FakeUpstream,
+  passesFault,
+  prefillOf,
+  sendJson,
+  startSse,
+  wordsOf,
+} from './fake-upstream';
 
 export type { ModeOptions, RecordedRequest } from './fake-upstream';
 
@@ -17,7 +26,13 @@ export type FakeAnthropicMode =
   /** Streams start normally, then an `error` event (overloaded_error) replaces the rest. */
   | 'errorMidStream'
   /** Streams end cleanly after their `message_delta` (with its stop_reason), without `message_stop`. */
-  | 'endWithoutStop';
+  | 'endWithoutStop'
+  /** Streams cut (the connection dropped) after `count` (default 2) text deltas. */
+  | 'cutAfter'
+  /** Streams that go silent after `count` (default 2) text deltas, until the client leaves. */
+  | 'stallAfter'
+  /** A 400 for a request whose last message is the assistant's (a model that takes no prefill); others as `ok`. */
+  | 'noPrefill';
 
 export interface FakeAnthropicOptions {
   /** Named in every reply (`Hello from <name> ...`) and in the `x-fake-provider` header. */
@@ -55,7 +70,8 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
 
   const messages = async (x: FakeExchange<FakeAnthropicMode>, self: FakeAnthropic): Promise<void> => {
     const model = x.record.model ?? 'unknown';
-    const text = replyFor(model);
+    // a trailing assistant turn is continued, as the Messages API does
+    const text = continuing(replyFor(model), prefillOf(x.record.body));
     const id = `msg_fake_${++sequence}`;
     const fields = (x.record.body ?? {}) as Record<string, unknown>;
     const inputTokens = countTokens([fields.system, fields.messages]);
@@ -114,8 +130,10 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
       );
       if (x.mode !== 'endWithoutStop') events.push(['message_stop', { type: 'message_stop' }]);
     }
+    let deltas = 0;
     for (const [i, [event, data]] of events.entries()) {
       if (i > 0 && self.chunkDelayMs > 0 && !(await x.wait(self.chunkDelayMs))) return;
+      if (event === 'content_block_delta' && !(await passesFault(x, deltas++))) return;
       if (!(await send(event, JSON.stringify(data), i === events.length - 1))) return;
     }
   };
@@ -173,12 +191,25 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
       case 'hang':
       case 'refuse':
         return; // hang: the socket stays open until the client or close() ends it
+      case 'noPrefill':
+        if (prefillOf(record.body) !== null)
+          return anthropicError(res, 400, 'invalid_request_error', `${name}: this model does not support prefill`);
+        break;
       case 'ok':
+      case 'cutAfter':
+      case 'stallAfter':
       case 'errorMidStream':
       case 'endWithoutStop':
         break;
     }
     const route = `${record.method} ${record.path}`;
+    if (route === 'POST /v1/messages' && /\s$/.test(prefillOf(record.body) ?? ''))
+      return anthropicError(
+        res,
+        400,
+        'invalid_request_error',
+        'final assistant content cannot end with trailing whitespace',
+      );
     if (route === 'POST /v1/messages') return messages(x, fake);
     if (route === 'GET /v1/models') return models(x);
     anthropicError(res, 404, 'not_found_error', `Unknown request URL: ${route}`);

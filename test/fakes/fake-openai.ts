@@ -1,4 +1,14 @@
-import { FakeExchange, FakeUpstream, sendJson, startSse, wordsOf, writeThenDrop } from './fake-upstream';
+import {
+  continuing,
+  FakeExchange,
+  FakeUpstream,
+  passesFault,
+  prefillOf,
+  sendJson,
+  startSse,
+  wordsOf,
+  writeThenDrop,
+} from './fake-upstream';
 import { createVoiceThing, deleteVoiceThing, openAiError, speech } from './fake-openai-audio';
 
 export type { ModeOptions, RecordedRequest } from './fake-upstream';
@@ -19,7 +29,13 @@ export type FakeOpenAiMode =
   /** A stream that ends cleanly with neither a `finish_reason` nor `[DONE]` (a truncated answer). */
   | 'endWithoutFinish'
   /** A stream with `count` (default 1) data events that are not JSON after its first chunk; otherwise whole. */
-  | 'malformed';
+  | 'malformed'
+  /** Streams cut (the connection dropped) after `count` (default 2) chunks of text. */
+  | 'cutAfter'
+  /** Streams that go silent after `count` (default 2) chunks of text, until the client leaves. */
+  | 'stallAfter'
+  /** A 400 for a request whose last message is the assistant's (a server that takes no prefill); others as `ok`. */
+  | 'noPrefill';
 
 export interface FakeOpenAiOptions {
   /** Named in every reply (`Hello from <name> ...`) and in the `x-fake-provider` header. */
@@ -33,6 +49,8 @@ export interface FakeOpenAiOptions {
   models?: string[];
   /** Writes of a `pcm` speech body (default 5). */
   audioChunks?: number;
+  /** Continues a trailing assistant turn (as servers that take a prefill do) instead of answering anew. */
+  prefill?: boolean;
 }
 
 export type FakeOpenAi = FakeUpstream<FakeOpenAiMode> & {
@@ -61,7 +79,7 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
 
   const chat = async (x: FakeExchange<FakeOpenAiMode>, self: FakeOpenAi): Promise<void> => {
     const model = x.record.model ?? 'unknown';
-    const text = replyFor(model);
+    const text = continuing(replyFor(model), options.prefill ? prefillOf(x.record.body) : null);
     const id = `chatcmpl-fake-${++sequence}`;
     const created = Math.floor(Date.now() / 1000);
     const fields = (x.record.body ?? {}) as Record<string, unknown>;
@@ -114,20 +132,30 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
       return writeThenDrop(x.res, `data: ${chunk({ role: 'assistant', content: first }, null)}\n\n`);
     }
     const send = startSse(x.res, tag);
+    // a request with `tools` is answered with a call of its first tool, the reply's words as its arguments
+    const tools = Array.isArray(fields.tools);
+    const call = (word: string, i: number): Record<string, unknown> => ({
+      tool_calls: [
+        i === 0
+          ? { index: 0, id: `call_fake_${sequence}`, type: 'function', function: { name: 'answer', arguments: word } }
+          : { index: 0, function: { arguments: word } },
+      ],
+    });
     const events = [
-      chunk({ role: 'assistant', content: first }, null),
+      chunk({ role: 'assistant', ...(tools ? { content: null, ...call(first, 0) } : { content: first }) }, null),
       ...(x.mode === 'malformed'
         ? Array.from({ length: x.settings.count ?? 1 }, (_, i) => `{"id": "${id}", "choices": [ broken ${i}`)
         : []),
-      ...rest.map((word) => chunk({ content: word }, null)),
+      ...rest.map((word, i) => chunk(tools ? call(word, i + 1) : { content: word }, null)),
     ];
-    if (x.mode !== 'endWithoutFinish') events.push(chunk({}, 'stop'));
+    if (x.mode !== 'endWithoutFinish') events.push(chunk({}, tools ? 'tool_calls' : 'stop'));
     const streamOptions = fields.stream_options as { include_usage?: boolean } | undefined;
     if (streamOptions?.include_usage && x.mode !== 'endWithoutFinish')
       events.push(JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [], usage }));
     if (x.mode !== 'endWithoutDone' && x.mode !== 'endWithoutFinish') events.push('[DONE]');
     for (const [i, data] of events.entries()) {
       if (i > 0 && self.chunkDelayMs > 0 && !(await x.wait(self.chunkDelayMs))) return;
+      if (!(await passesFault(x, i))) return;
       if (!(await send(null, data, i === events.length - 1))) return;
     }
   };
@@ -196,6 +224,10 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
       case 'hang':
       case 'refuse':
         return; // hang: the socket stays open until the client or close() ends it
+      case 'noPrefill':
+        if (prefillOf(record.body) !== null)
+          return openAiError(res, 400, 'invalid_request_error', null, `${name}: the last message must be the user's.`);
+        break;
       case 'slowFirstByte':
         if (!(await x.wait(settings.delayMs ?? 1000))) return;
         break;
@@ -204,6 +236,8 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
       case 'endWithoutDone':
       case 'endWithoutFinish':
       case 'malformed':
+      case 'cutAfter':
+      case 'stallAfter':
         break;
     }
     const route = `${record.method} ${record.path}`;

@@ -27,7 +27,7 @@ export interface ModeSettings {
   /** The error body's `code` (`null`: none) and `param`, for the modes that send OpenAI's error shape. */
   code?: string | null;
   param?: string | null;
-  /** How many times the mode's fault happens in one answer (malformed stream events). */
+  /** How many times the mode's fault happens in one answer (malformed stream events), or after how many chunks of text it comes (cutAfter, stallAfter). */
   count?: number;
 }
 
@@ -264,6 +264,31 @@ export function writeThenDrop(res: ServerResponse, first: string): void {
 }
 
 export const wordsOf = (text: string): string[] => text.split(/(?<=\s)/);
+
+/** The text of a request's trailing assistant turn (a prefill the model is to continue), or null when it has none. */
+export function prefillOf(body: unknown): string | null {
+  const messages = (body as { messages?: Array<{ role?: unknown; content?: unknown }> } | null)?.messages;
+  const last = Array.isArray(messages) ? messages[messages.length - 1] : undefined;
+  return last?.role === 'assistant' && typeof last.content === 'string' ? last.content : null;
+}
+
+/** What an answer that continues `prefill` says of `text`: the rest when `text` goes on from it, else all of it. */
+export const continuing = (text: string, prefill: string | null): string =>
+  prefill !== null && text.startsWith(prefill) ? text.slice(prefill.length) : text;
+
+/**
+ * Where a stream stops for the `cutAfter` / `stallAfter` modes: after `count` chunks of text (default 2) the
+ * connection is cut, or left silent until the client goes. Returns false when the stream is to stop at `index`.
+ */
+export async function passesFault(
+  x: { mode: string; settings: ModeSettings; res: ServerResponse; wait(ms: number): Promise<boolean> },
+  index: number,
+): Promise<boolean> {
+  if ((x.mode !== 'cutAfter' && x.mode !== 'stallAfter') || index !== (x.settings.count ?? 2)) return true;
+  if (x.mode === 'cutAfter') x.res.socket?.destroy();
+  else while (await x.wait(1000));
+  return false;
+}
 
 /** The parts of a multipart/form-data body (enough for the uploads the gateway sends). */
 export function parseMultipart(
