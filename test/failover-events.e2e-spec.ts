@@ -200,8 +200,13 @@ describe('failover events and usage records', () => {
     ]);
   });
 
-  it('records a stream that broke after its first byte as failed', async () => {
-    const { a, key } = await twoStepKey('usage broken stream');
+  // a continued one records 200 and its continuation attempts: failover-continuation.e2e-spec.ts
+  it('records a stream that broke after its first byte, and that no later step continued, as failed', async () => {
+    const [a, b] = pool.take(2);
+    const key = await t.createKey('usage broken stream', [
+      { provider: a.name, model: 'm-a' },
+      { provider: b.name, model: 'm-b', continuation: ['none'] },
+    ]);
     a.fake.setMode('dropAfterFirstChunk');
 
     const res = await streamChat(t, key.secret, chatBody('m-a'));

@@ -1,4 +1,5 @@
 import OpenAI, { APIError, BadRequestError, InternalServerError } from 'openai';
+import type { ContinuationMode } from '../src/config/continuation';
 import { startApp, TestApp } from './support/app';
 import { CHAT_PATH, modelsSent, ProviderPool, REQUEST_ID, servedAlert } from './support/failover';
 
@@ -18,11 +19,11 @@ describe('chat completion failover through the openai SDK', () => {
     await pool?.close();
   });
 
-  const clientFor = async (label: string) => {
+  const clientFor = async (label: string, continuation?: ContinuationMode[]) => {
     const [a, b] = pool.take(2);
     const key = await t.createKey(label, [
       { provider: a.name, model: 'm-a' },
-      { provider: b.name, model: 'm-b' },
+      { provider: b.name, model: 'm-b', ...(continuation ? { continuation } : {}) },
     ]);
     const client = new OpenAI({ apiKey: key.secret, baseURL: `${t.url}/v1`, maxRetries: 0 });
     return { a, b, client };
@@ -189,8 +190,8 @@ describe('chat completion failover through the openai SDK', () => {
     });
   });
 
-  it('raises an APIError from the stream when the upstream breaks after the first chunk', async () => {
-    const { a, b, client } = await clientFor('sdk broken stream');
+  it('raises an APIError from the stream when the upstream breaks after the first chunk and no later step continues it', async () => {
+    const { a, b, client } = await clientFor('sdk broken stream', ['none']);
     a.fake.setMode('dropAfterFirstChunk');
 
     const stream = await client.chat.completions.create({ model: 'm-a', messages, stream: true });

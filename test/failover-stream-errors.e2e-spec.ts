@@ -9,8 +9,9 @@ describe('streaming chat completion failover: after the first byte, Anthropic, n
   const s = useStreamFailoverApp('fo-stream-late');
   const { twoStepKey } = s;
 
-  it('ends the stream with an error event and no [DONE] when the upstream drops after the first chunk, without failing over', async () => {
-    const { a, b, key } = await twoStepKey('drop after first chunk');
+  // a later step that can continue it does (decisions §3): failover-continuation.e2e-spec.ts
+  it('ends the stream with an error event and no [DONE] when the upstream drops after the first chunk and no later step continues it', async () => {
+    const { a, b, key } = await twoStepKey('drop after first chunk', undefined, ['none']);
     a.fake.setMode('dropAfterFirstChunk');
 
     const res = await streamChat(s.t, key.secret, chatBody('m-a'));
@@ -29,8 +30,8 @@ describe('streaming chat completion failover: after the first byte, Anthropic, n
   });
 
   // a close after a finish_reason is a whole answer (decisions §3): stream-tolerance.e2e-spec.ts
-  it('ends the stream with an error event when the upstream closes with neither a finish_reason nor [DONE]', async () => {
-    const { a, b, key } = await twoStepKey('end without done');
+  it('ends the stream with an error event when the upstream closes with neither a finish_reason nor [DONE] and no later step continues it', async () => {
+    const { a, b, key } = await twoStepKey('end without done', undefined, ['none']);
     a.fake.setMode('endWithoutFinish');
 
     const res = await streamChat(s.t, key.secret, chatBody('m-a'));
@@ -73,12 +74,12 @@ describe('streaming chat completion failover: after the first byte, Anthropic, n
     ]);
   });
 
-  it('ends an Anthropic stream that reports an error after it started with an error event and no [DONE]', async () => {
+  it('ends an Anthropic stream that reports an error after it started with an error event and no [DONE] when no later step continues it', async () => {
     const claude = s.pool.anthropic('claude-breaks');
     const [b] = s.pool.take(1);
     const key = await s.t.createKey('anthropic breaks', [
       { provider: claude.name, model: 'claude-sonnet' },
-      { provider: b.name, model: 'm-b' },
+      { provider: b.name, model: 'm-b', continuation: ['none'] },
     ]);
     claude.fake.setMode('errorMidStream');
 

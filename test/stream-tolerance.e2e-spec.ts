@@ -41,8 +41,9 @@ describe('streaming chat: malformed events and a missing [DONE]', () => {
     });
   });
 
+  // with a later step that continues it, the answer goes on there: failover-continuation.e2e-spec.ts
   it('breaks a stream on its fourth data event that is not JSON: the explicit error event, no [DONE]', async () => {
-    const { a, key } = await twoStepKey('malformed 4');
+    const { a, key } = await twoStepKey('malformed 4', undefined, ['none']);
     a.fake.setMode('malformed', { count: 4 });
 
     const res = await streamChat(s.t, key.secret, chatBody('m-a'));

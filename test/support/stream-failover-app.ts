@@ -1,13 +1,15 @@
+import type { ContinuationMode } from '../../src/config/continuation';
 import { startApp, TestApp } from './app';
 import { PooledProvider, ProviderPool } from './failover';
 
 export interface StreamFailoverApp {
   pool: ProviderPool;
   t: TestApp;
-  /** A key of two fresh steps of the pool, `a` (with the step timeout, if given) then `b`. */
+  /** A key of two fresh steps of the pool, `a` (with the step timeout, if given) then `b` (with its `continuation`, if given). */
   twoStepKey: (
     label: string,
     timeoutMs?: number,
+    continuation?: ContinuationMode[],
   ) => Promise<{ a: PooledProvider; b: PooledProvider; key: Awaited<ReturnType<TestApp['createKey']>> }>;
 }
 
@@ -25,11 +27,11 @@ export function useStreamFailoverApp(prefix: string): StreamFailoverApp {
     await s.t?.close();
     await s.pool?.close();
   });
-  s.twoStepKey = async (label, timeoutMs) => {
+  s.twoStepKey = async (label, timeoutMs, continuation) => {
     const [a, b] = s.pool.take(2);
     const key = await s.t.createKey(label, [
       { provider: a.name, model: 'm-a', ...(timeoutMs ? { timeout_ms: timeoutMs } : {}) },
-      { provider: b.name, model: 'm-b' },
+      { provider: b.name, model: 'm-b', ...(continuation ? { continuation } : {}) },
     ]);
     return { a, b, key };
   };
