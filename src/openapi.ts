@@ -11,8 +11,11 @@ type ResponseObject = Extract<OperationObject['responses'][string], { descriptio
 type HeaderObject = { description: string; schema: { type: string } };
 
 const SSE_DESCRIPTION =
-  'Server-sent events: `data: {chat.completion.chunk with "provider"}` lines, then `data: [DONE]`; an upstream fault after the first ' +
-  'byte ends the stream with `data: {"error":{…}}` and no `[DONE]`.';
+  'Server-sent events: `data: {chat.completion.chunk with "provider"}` lines, then `data: [DONE]`. An upstream fault after the first ' +
+  'byte is continued on a later step of the chain when one can (its `continuation` setting): the chunk where the continuation ' +
+  'starts carries `svc_continuation: {from, to, mode: "prefill"|"restart", offset}` (offset: characters already delivered) and the ' +
+  'chunks from there name the new `provider` and `model`; the client reads one whole answer. When no step can continue it, the ' +
+  'stream ends with `data: {"error":{…,"code":"upstream_stream_failed"}}` and no `[DONE]`.';
 const ERROR_SCHEMA = { $ref: '#/components/schemas/ErrorResponse' };
 
 /**

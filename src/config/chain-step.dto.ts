@@ -64,7 +64,7 @@ export class ChainStepDto {
 
   /**
    * How this step continues a chat stream that broke after its first byte on an earlier step, modes tried in order
-   * (`none`: it does not); default: its provider's `continuation`, else `[prefill, restart]` for anthropic, `[restart]`.
+   * (`none`: it does not); default: its provider's `continuation`, else `[prefill, restart]` for anthropic, `[restart]` for the other kinds.
    */
   @ApiPropertyOptional({
     type: 'array',
