@@ -122,14 +122,16 @@ describe('continued chat streams', () => {
     const [event] = await storedEvents(t, "type = 'failover' AND data->>'request_id' = $1", [requestId], 'event');
     expect(event.data).toMatchObject({ mid_stream: true, exhausted_provider: a.name, active_provider: b.name });
     expect(entryOf(await health(t, secret), a.name)).toMatchObject({ consecutive_failures: 1 });
-    const record = await eventually(
-      async () =>
-        (await t.http.get('/v1/usage').query({ request_id: requestId }).auth(secret, { type: 'bearer' })).body,
-      (body: { data?: unknown[] }) => (body.data ?? []).length > 0,
+    const records = await eventually(
+      async () => {
+        const usage = await t.http.get('/v1/usage').query({ request_id: requestId }).auth(secret, { type: 'bearer' });
+        return (usage.body as { data?: Array<Record<string, unknown>> }).data ?? [];
+      },
+      (data) => data.length > 0,
       5000,
       'usage record',
     );
-    expect((record as { data: Array<Record<string, unknown>> }).data[0]).toMatchObject({
+    expect(records[0]).toMatchObject({
       status: 200,
       provider: b.name,
       attempts: [
