@@ -19,7 +19,7 @@ import { log, machine, runBenchmark } from './run';
 
 const ROOT = projectRoot();
 const RESULTS_FILE = join(ROOT, 'bench/results.md');
-const REQUESTS = Number(process.env.BENCH_CONTINUATION_REQUESTS ?? 40);
+const REQUESTS = Number(process.env.BENCH_CONTINUATION_REQUESTS ?? 25);
 const CUT_AFTER = 20;
 const CHUNK_MS = 5;
 const REPLY = Array.from({ length: 60 }, (_, i) => `word${i}`).join(' ');

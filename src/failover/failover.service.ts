@@ -344,7 +344,7 @@ export class FailoverService {
       fallbackLevel: served.level,
       latencyMs,
       requestId: scope.requestId,
-      midStream: scope.midStream,
+      ...(scope.midStream && { midStream: true }),
     });
   }
 

@@ -143,6 +143,38 @@ describe('ProxiedCall', () => {
     expect(finished).toEqual([{ status: 502 }]);
   });
 
+  it('relays a continuation the sink supplies after a break: its chunks, the end, 200; both upstreams closed', async () => {
+    const { core, finished, brokeStreams } = fakeCore();
+    const call = new ProxiedCall(core, core.openScope('req_1', key, 'chat'), null);
+    const cut = new Error('socket hang up');
+    const broken = upstream(['a', cut]);
+    const continuing = upstream(['b', 'c']);
+    const { sink, log } = recordingSink();
+    const reasons: string[] = [];
+    sink.continueAfter = async (_err, reason) => {
+      reasons.push(reason);
+      const rest = (await continuing.attempt({} as never, {} as never, {} as never)) as Primed<string>;
+      return reasons.length === 1 ? rest : null;
+    };
+    await call.stream('m', broken.attempt, sink);
+    expect(log).toEqual(['open', 'write a', 'write b', 'write c', 'end']);
+    expect(reasons).toEqual(['connection error']);
+    expect(brokeStreams).toEqual([cut]);
+    expect(finished).toEqual([{ status: 200 }]);
+    expect([broken.state.returned, continuing.state.returned]).toEqual([true, true]);
+  });
+
+  it('ends the answer with broke when the sink finds no continuation', async () => {
+    const { core, finished } = fakeCore();
+    const call = new ProxiedCall(core, core.openScope('req_1', key, 'chat'), null);
+    const { attempt } = upstream(['a', new Error('socket hang up')]);
+    const { sink, log } = recordingSink();
+    sink.continueAfter = () => Promise.resolve(null);
+    await call.stream('m', attempt, sink);
+    expect(log).toEqual(['open', 'write a', 'broke connection error 502']);
+    expect(finished).toEqual([{ status: 502 }]);
+  });
+
   it("throws the break back to a sink that cannot end the answer itself, and records the gateway's own verdict with its status", async () => {
     const { core, finished } = fakeCore();
     const call = new ProxiedCall(core, core.openScope('req_1', key, 'speech'), null);

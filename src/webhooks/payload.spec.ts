@@ -49,6 +49,39 @@ describe('deliveryBody', () => {
     );
   });
 
+  it('says mid_stream on the failover that continued a broken stream, before the closing fields', () => {
+    const event: SourceEvent = {
+      id: 'evt_4',
+      type: 'failover',
+      keyId: 'pk_a',
+      provider: 'anthropic',
+      createdAt: at,
+      data: {
+        exhausted_provider: 'openai',
+        active_provider: 'anthropic',
+        fallback_level: 1,
+        latency_ms: 30,
+        request_id: 'req_z',
+        model: 'gpt-4o',
+        mid_stream: true,
+        coalesced_count: 2,
+        window_secs: 60,
+      },
+    };
+    expect(JSON.parse(deliveryBody(event, { id: 'pk_a', chain: [] })).data).toEqual({
+      proxy_key: 'pk_a',
+      model: 'gpt-4o',
+      exhausted_provider: 'openai',
+      active_provider: 'anthropic',
+      fallback_level: 1,
+      latency_ms: 30,
+      request_id: 'req_z',
+      mid_stream: true,
+      coalesced_count: 2,
+      window_secs: 60,
+    });
+  });
+
   it("fills a recovery with the receiving key and that key's first model on the recovered provider", () => {
     const event: SourceEvent = {
       id: 'evt_2',

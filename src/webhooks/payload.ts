@@ -25,6 +25,8 @@ export interface DeliveryData {
   fallback_level: number | null;
   latency_ms: number | null;
   request_id: string | null;
+  /** A failover that continued a stream broken after its first byte (decisions §3); absent otherwise. */
+  mid_stream?: true;
   /** Closing event of a coalescing window only: how many failovers after the window's first it stands for. */
   coalesced_count?: number;
   /** Closing event only: the window's length in seconds. */
@@ -66,6 +68,7 @@ export function deliveryBody(event: SourceEvent, receiver: ReceivingKey): string
       request_id: str(d.request_id),
     },
   };
+  if (d.mid_stream === true) payload.data.mid_stream = true;
   const coalesced = int(d.coalesced_count);
   if (coalesced !== null) {
     payload.data.coalesced_count = coalesced;
