@@ -153,7 +153,7 @@ describe('ProxiedCall', () => {
     const reasons: string[] = [];
     sink.continueAfter = async (_err, reason) => {
       reasons.push(reason);
-      const rest = (await continuing.attempt({} as never, {} as never, {} as never)) as Primed<string>;
+      const rest = await continuing.attempt({} as never, {} as never, {} as never);
       return reasons.length === 1 ? rest : null;
     };
     await call.stream('m', broken.attempt, sink);
