@@ -16,7 +16,7 @@ import type { Attempt } from './step-attempt';
 /** nginx's status for a request whose client closed the connection first (usage records only). */
 export const CLIENT_CLOSED_REQUEST = 499;
 
-/** An upstream answer whose first chunk is in hand: from here on its provider is fixed (no failover after the first byte). */
+/** An upstream answer whose first chunk is in hand: from here on its provider serves it, unless it breaks and the sink continues it. */
 export interface Primed<C> {
   first: IteratorResult<C>;
   rest: AsyncIterator<C>;
@@ -54,8 +54,8 @@ const logger = new Logger('ProxiedCall');
  * The life of one proxied call, the same on every path (Nest routes through the FailoverInterceptor, the
  * chat fast path, the WebSocket stream's turns, async task chunks, the MiniMax- and OpenAI-shaped routes):
  * its scope (cancelled when the client leaves), the chain through the failover core until a value or a
- * first chunk, the x-svc-* headers on the HTTP answer, every chunk to a sink with no failover after the
- * first byte, a failure after it (the breaker learns, the sink ends the answer), and its usage recorded once:
+ * first chunk, the x-svc-* headers on the HTTP answer, every chunk to a sink, a failure after the first byte (the
+ * breaker learns; a sink that can continues the answer on a later step, else ends it), and its usage recorded once:
  * 200, the error's status, 499 when the client left, 502 when the stream broke.
  */
 export class ProxiedCall {
