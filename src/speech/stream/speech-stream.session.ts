@@ -1,7 +1,5 @@
-import { Logger } from '@nestjs/common';
 import type { WebSocket } from 'ws';
-import { toDomainError } from '../../common/errors/domain-error';
-import { DomainError } from '../../common/errors/domain-error';
+import { DomainError, toDomainError } from '../../common/errors/domain-error';
 import type { PlannedStep } from '../../failover/chain';
 import type { FailoverService } from '../../failover/failover.service';
 import { openCall } from '../../failover/proxied-call';
@@ -10,18 +8,13 @@ import { audioTooLong, minimumAudioSeconds } from '../audio-cap';
 import { ASYNC_TEXT_LIMIT, characterCount, SpeechJob } from '../speech-job';
 import type { SpeechService } from '../speech.service';
 import type { VoicePlan } from '../../voices/voice-plan';
-import { SUCCESS, taskFailed } from './stream-replies';
 import { StreamAudioOut, type Turn } from './stream-audio-out';
+import { type ConnectionLimits, type FailCode, StreamConnection } from './stream-connection';
 import { textPieces } from './text-pieces';
 import { ClientMessage, parseClientMessage, TaskStartMessage } from './stream-messages';
 import { outOfOrder, streamJob, type StreamState } from './stream-order';
 
-export interface StreamLimits {
-  idleMs: number;
-  /** Socket buffer above which upstream reading pauses (backpressure). */
-  highWaterBytes: number;
-  /** How long a client may leave the buffer full before it is closed. */
-  stalledMs: number;
+export interface StreamLimits extends ConnectionLimits {
   /** Seconds of audio one task may produce (SVC_MAX_AUDIO_SECONDS). */
   maxAudioSeconds: number;
 }
@@ -32,10 +25,14 @@ const FASTEST_SPEED = 2;
 /** Text received and not yet spoken, at most: a client sending faster than synthesis gets text_too_long, not an unbounded queue. */
 export const MAX_QUEUED_CHARS = ASYNC_TEXT_LIMIT;
 
-/** One WebSocket connection speaking MiniMax's event protocol (decisions §7). */
+/**
+ * The speech task of one WebSocket connection, in MiniMax's event protocol (decisions §7): the order of its
+ * messages, its text queued as turns, each sentence group through the failover core, and the audio cap. The
+ * socket itself (messages out, idle timer, backpressure, the close) is its StreamConnection's.
+ */
 export class SpeechStreamSession {
-  private readonly logger = new Logger('SpeechStream');
-  private state: StreamState = 'idle';
+  /** Where the task is in the protocol; `closed` once the connection is. */
+  private phase: Exclude<StreamState, 'closed'> = 'idle';
   private job: SpeechJob | null = null;
   /** Seconds of audio this task has produced, and the least its queued text will still make: both count against the cap. */
   private audioSeconds = 0;
@@ -45,53 +42,36 @@ export class SpeechStreamSession {
   /** The step that produced the first audio: every later sentence goes to it (no failover after audio began). */
   private step: PlannedStep | null = null;
   private work: Promise<void> = Promise.resolve();
-  private idleTimer: NodeJS.Timeout | null = null;
-  private readonly inFlight = new Set<AbortController>();
+  private readonly connection: StreamConnection;
   private readonly audio: StreamAudioOut;
   private queuedChars = 0;
-  /** `task_continue` messages received so far: the number in each one's request id. */
-  private turns = 0;
   /** Turns queued or being spoken: the one running is the task's last once task_finish came and this is 1. */
   private queuedTurns = 0;
-  private readonly openedAt = Date.now();
 
   constructor(
-    private readonly ws: WebSocket,
+    ws: WebSocket,
     readonly sessionId: string,
     /** The upgrade's `req_` id (on its 101, in this stream's logs, and as `trace_id` on every message). */
     readonly requestId: string,
-    /**
-     * The stream's key as the key directory knows it now (in memory): looked up on every client message and
-     * before every audio message, so a deleted key stops the stream, and a changed chain serves the next task_start.
-     */
-    private readonly currentKey: () => AuthenticatedKey | null,
+    /** The stream's key as the key directory knows it now (see StreamConnection). */
+    currentKey: () => AuthenticatedKey | null,
     private readonly speech: SpeechService,
     private readonly failover: FailoverService,
     private readonly limits: StreamLimits,
   ) {
-    this.audio = new StreamAudioOut({
-      ws,
-      keyId: currentKey()?.id ?? '',
-      highWaterBytes: limits.highWaterBytes,
-      stalledMs: limits.stalledMs,
-      closed: () => this.state === 'closed',
-      job: () => this.job,
-      served: () => this.step,
-      keyGone: () => (this.currentKey() ? null : this.revoked()),
-      send: (message) => this.send(message),
-      close: (code, reason, terminate) => this.close(code, reason, terminate),
-      touch: () => this.touch(),
-    });
-    ws.on('message', (data, isBinary) => this.onMessage(data as Buffer, isBinary));
-    ws.on('close', (code: number, reason: Buffer) => this.onClose(code, reason));
-    this.send({ event: 'connected_success' });
-    this.touch();
+    this.connection = new StreamConnection(ws, sessionId, requestId, currentKey, limits);
+    this.audio = new StreamAudioOut(this.connection, currentKey()?.id ?? '');
+    this.connection.onMessage((data, isBinary) => this.onMessage(data, isBinary));
+  }
+
+  private get state(): StreamState {
+    return this.connection.closed ? 'closed' : this.phase;
   }
 
   /** Server shutdown: close with 1001 and a reason. */
   shutdown(): void {
     this.audio.releaseHeld();
-    this.close(1001, 'server shutting down');
+    this.connection.close(1001, 'server shutting down');
   }
 
   /** Graceful shutdown: the text queued so far is spoken (a finishing task completes), then 1001. */
@@ -101,10 +81,8 @@ export class SpeechStreamSession {
   }
 
   private onMessage(data: Buffer, isBinary: boolean): void {
-    // frames that arrive after we closed are dropped (and must not re-arm the idle timer)
-    if (this.state === 'closed') return;
-    this.touch();
-    if (!this.currentKey()) return this.fail(this.revoked(), 1008);
+    const gone = this.connection.keyGone();
+    if (gone) return this.fail(gone, 1008);
     let message: ClientMessage;
     try {
       message = parseClientMessage(data, isBinary);
@@ -116,7 +94,7 @@ export class SpeechStreamSession {
     switch (message.event) {
       case 'task_start':
         // set now, not when the start is done: a second task_start right behind the first is refused too
-        this.state = 'starting';
+        this.phase = 'starting';
         this.work = this.work.then(() => this.start(message.body)).catch((err: unknown) => this.fail(err, 1008));
         return;
       case 'task_continue':
@@ -131,7 +109,7 @@ export class SpeechStreamSession {
         this.enqueue(message.body.text);
         return;
       case 'task_finish':
-        this.state = 'finishing';
+        this.phase = 'finishing';
         this.work = this.work.then(() => this.finish()).catch((err: unknown) => this.fail(err, 1011));
         return;
     }
@@ -140,14 +118,15 @@ export class SpeechStreamSession {
   private async start(body: TaskStartMessage): Promise<void> {
     const job = streamJob(body);
     // checks the model and the entry voice now, so a bad task_start fails before any text arrives; the chain is the key's as it is now
-    const plan = await this.speech.plan(this.key(), job);
+    const plan = await this.speech.plan(this.connection.key(), job);
     this.plan = plan;
     this.job = job;
+    this.audio.job = job;
     if (this.state === 'closed') return;
-    if (this.state === 'starting') this.state = 'started';
+    if (this.phase === 'starting') this.phase = 'started';
     const first = this.failover.firstAvailable(plan.steps);
     // request_id: the stream's usage records are under `<it>_<n>` for the n-th task_continue (GET /v1/usage?request_id= finds them all)
-    this.send({
+    this.connection.send({
       event: 'task_started',
       request_id: this.requestId,
       provider: first.provider,
@@ -161,7 +140,7 @@ export class SpeechStreamSession {
     // characters as the usage records count them: the sum over the pieces sent upstream
     const characters = pieces.reduce((sum, piece) => sum + characterCount(piece), 0);
     const turn: Turn = {
-      requestId: `${this.requestId}_${++this.turns}`,
+      requestId: `${this.requestId}_${++this.connection.turns}`,
       characters,
       piecesLeft: pieces.length,
       bytes: 0,
@@ -170,7 +149,7 @@ export class SpeechStreamSession {
     this.queuedChars += text.length;
     this.queuedTurns += 1;
     // a failure the client caused (the audio cap, a deleted key) is 1008; the provider's is 1011
-    const closeCodeOf = (err: unknown): 1008 | 1011 =>
+    const closeCodeOf = (err: unknown): FailCode =>
       ['audio_too_long', 'key_revoked'].includes(toDomainError(err)?.code ?? '') ? 1008 : 1011;
     for (const piece of pieces) {
       this.work = this.work.then(() => this.synthesize(piece, turn)).then(() => void (turn.piecesLeft -= 1));
@@ -206,32 +185,28 @@ export class SpeechStreamSession {
       if (this.audioSeconds > limit) throw audioTooLong(limit, 'of this stream task');
       return relay ? this.audio.deliver(bytes, turn) : this.audio.pcm(bytes, turn);
     };
-    const controller = new AbortController();
-    this.inFlight.add(controller);
-    const call = openCall(this.failover, turn.requestId, this.key(), 'speech', controller.signal);
-    try {
-      // a failure throws back here (the session closes with it): the call has recorded it
-      await this.speech.synthesize(
-        call,
-        job,
-        {
-          open: (primed) => {
-            bitrate = primed.audio.bitrate ?? bitrate;
-            this.step ??= plan.steps.find((s) => s.level === call.scope.served?.level) ?? null;
-          },
-          write: emit,
-          // the provider broke after its audio began: named, as the SSE paths name it (never internal_error)
-          broke: (reason, _status, err) => {
-            if (err instanceof DomainError) throw err;
-            const provider = call.scope.served?.provider ?? 'the provider';
-            throw new DomainError('upstream_stream_failed', `The upstream stream from ${provider} failed: ${reason}.`);
-          },
+    // closing the connection cancels the call
+    const call = openCall(this.failover, turn.requestId, this.connection.key(), 'speech', this.connection.signal);
+    // a failure throws back here (the session closes with it): the call has recorded it
+    await this.speech.synthesize(
+      call,
+      job,
+      {
+        open: (primed) => {
+          bitrate = primed.audio.bitrate ?? bitrate;
+          this.step ??= plan.steps.find((s) => s.level === call.scope.served?.level) ?? null;
+          this.audio.served = this.step;
         },
-        { plan: this.step ? plan.pinnedTo(this.step) : plan, maxSeconds: Math.max(1, limit - this.audioSeconds) },
-      );
-    } finally {
-      this.inFlight.delete(controller);
-    }
+        write: emit,
+        // the provider broke after its audio began: named, as the SSE paths name it (never internal_error)
+        broke: (reason, _status, err) => {
+          if (err instanceof DomainError) throw err;
+          const provider = call.scope.served?.provider ?? 'the provider';
+          throw new DomainError('upstream_stream_failed', `The upstream stream from ${provider} failed: ${reason}.`);
+        },
+      },
+      { plan: this.step ? plan.pinnedTo(this.step) : plan, maxSeconds: Math.max(1, limit - this.audioSeconds) },
+    );
   }
 
   /** The end of one task_continue's audio (`is_final`); the task's last text also ends its encoder. */
@@ -244,76 +219,14 @@ export class SpeechStreamSession {
   private async finish(): Promise<void> {
     if (!this.job) return;
     await this.audio.endTask();
-    this.send({ event: 'task_finished' });
-    this.close(1000, 'task finished');
+    this.connection.send({ event: 'task_finished' });
+    this.connection.close(1000, 'task finished');
   }
 
-  /** The key as it is now; a deleted key throws key_revoked (the stream ends with 1008). */
-  private key(): AuthenticatedKey {
-    const key = this.currentKey();
-    if (!key) throw this.revoked();
-    return key;
-  }
-
-  private revoked(): DomainError {
-    return new DomainError('key_revoked', 'The API key of this stream was deleted.');
-  }
-
-  private fail(err: unknown, code: 1008 | 1011): void {
+  private fail(err: unknown, code: FailCode): void {
     if (this.state === 'closed') return;
-    const error = toDomainError(err) ?? new DomainError('internal_error', 'The stream failed.');
-    if (!(err instanceof DomainError) && error.code === 'internal_error')
-      this.logger.error({ err, request_id: this.requestId }, `stream ${this.sessionId} failed`);
-    // a client mistake is 1008; an upstream failure after the task started is 1011
-    const closeCode = error.status >= 500 ? 1011 : code;
+    // the audio held back for `is_final` still goes out, before the failure
     this.audio.releaseHeld();
-    if (this.ws.readyState === this.ws.OPEN)
-      this.ws.send(JSON.stringify(taskFailed(this.sessionId, this.requestId, error)));
-    this.close(closeCode, error.code);
-  }
-
-  /** Every server message carries session_id, trace_id (the upgrade's request id) and base_resp (decisions §7). */
-  private send(message: { event: string } & Record<string, unknown>): void {
-    if (this.ws.readyState === this.ws.OPEN)
-      this.ws.send(
-        JSON.stringify({ ...message, session_id: this.sessionId, trace_id: this.requestId, base_resp: SUCCESS }),
-      );
-  }
-
-  private close(code: number, reason: string, terminate = false): void {
-    if (this.state === 'closed') return;
-    this.state = 'closed';
-    if (this.idleTimer) clearTimeout(this.idleTimer);
-    for (const controller of this.inFlight) controller.abort();
-    this.audio.drop();
-    if (terminate) this.ws.terminate();
-    else this.ws.close(code, reason.slice(0, 120));
-  }
-
-  private onClose(code: number, reason: Buffer): void {
-    if (this.idleTimer) clearTimeout(this.idleTimer);
-    if (this.state !== 'closed') {
-      this.state = 'closed';
-      for (const controller of this.inFlight) controller.abort();
-    }
-    this.audio.drop();
-    // the stream's own line, as an HTTP request has its request line: the upgrade's id, how it ended, how long it ran
-    this.logger.log(
-      {
-        request_id: this.requestId,
-        session_id: this.sessionId,
-        close_code: code,
-        close_reason: reason.toString('utf8'),
-        turns: this.turns,
-        duration_ms: Date.now() - this.openedAt,
-      },
-      `stream ${this.sessionId} closed (${code})`,
-    );
-  }
-
-  private touch(): void {
-    if (this.idleTimer) clearTimeout(this.idleTimer);
-    this.idleTimer = setTimeout(() => this.close(1000, 'idle timeout'), this.limits.idleMs);
-    this.idleTimer.unref();
+    this.connection.fail(err, code);
   }
 }

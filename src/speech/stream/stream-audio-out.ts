@@ -1,9 +1,7 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-import type { WebSocket } from 'ws';
-import { DomainError } from '../../common/errors/domain-error';
 import type { PlannedStep } from '../../failover/chain';
 import { openEncoder, type StreamEncoder } from '../../audio/pool/pool-jobs';
 import type { SpeechJob } from '../speech-job';
+import type { StreamConnection } from './stream-connection';
 import type { ExtraInfo } from './stream-replies';
 
 /** The text of one `task_continue`: its audio ends with one `is_final` message, and its usage is recorded under its own request id. */
@@ -16,25 +14,6 @@ export interface Turn {
   /** Audio bytes sent for this text, and seconds of audio made for it. */
   bytes: number;
   seconds: number;
-}
-
-/** What the audio side needs of its session. */
-export interface AudioOutSession {
-  readonly ws: WebSocket;
-  /** The stream's key: its encoder takes the key's turn in the audio pool. */
-  readonly keyId: string;
-  readonly highWaterBytes: number;
-  readonly stalledMs: number;
-  closed(): boolean;
-  /** The task's job (its output settings), once task_start was accepted. */
-  job(): SpeechJob | null;
-  /** The step serving the task (named on every audio message). */
-  served(): PlannedStep | null;
-  /** null when the key was deleted meanwhile: that key gets no more audio. */
-  keyGone(): DomainError | null;
-  send(message: { event: string } & Record<string, unknown>): void;
-  close(code: number, reason: string, terminate?: boolean): void;
-  touch(): void;
 }
 
 /**
@@ -51,18 +30,28 @@ export class StreamAudioOut {
    * piece ends, and `is_final` goes on that chunk (with MiniMax's `extra_info`).
    */
   private held: { audio: Buffer; turn: Turn } | null = null;
+  /** The task's job (its output settings), once task_start was accepted. */
+  job: SpeechJob | null = null;
+  /** The step serving the task (named on every audio message). */
+  served: PlannedStep | null = null;
 
-  constructor(private readonly session: AudioOutSession) {}
+  /** `keyId`: the stream's key, whose turn its encoder takes in the audio pool. */
+  constructor(
+    private readonly connection: StreamConnection,
+    private readonly keyId: string,
+  ) {
+    connection.onClosed(() => this.drop());
+  }
 
   /** Raw s16le from the provider → the task's one continuous pcm or FLAC encoder → hex audio messages. */
   async pcm(bytes: Buffer, turn: Turn): Promise<void> {
-    const job = this.session.job();
-    if (!job || this.session.closed()) return;
+    const job = this.job;
+    if (!job || this.connection.closed) return;
     const { format, sampleRate, channels, bitrate } = job.output;
     // formats with a header or a state over the whole stream (FLAC, Ogg Opus) have one encoder for the task
     const made = format === 'flac' || format === 'opus' || format === 'pcmu_raw' ? format : 'pcm';
     this.encoder ??= openEncoder({ format: made, sampleRate, channels, bitrate }, undefined, {
-      key: this.session.keyId,
+      key: this.keyId,
     });
     const encoder = this.encoder;
     const frame = 2 * channels;
@@ -108,13 +97,13 @@ export class StreamAudioOut {
 
   /** A task cut short (failure, shutdown) still delivers the audio it held back, not as the final message. */
   releaseHeld(): void {
-    if (this.held && !this.session.closed() && !this.session.keyGone())
+    if (this.held && !this.connection.closed && !this.connection.keyGone())
       this.sendNow(this.held.audio, this.held.turn, false);
     this.held = null;
   }
 
-  /** The encoder's worker slot goes back at once (the task ended or the connection went). */
-  drop(): void {
+  /** The encoder's worker slot goes back at once (the connection went). */
+  private drop(): void {
     this.encoder?.release();
     this.encoder = null;
   }
@@ -126,39 +115,31 @@ export class StreamAudioOut {
     return encoder ? await encoder.end() : Buffer.alloc(0);
   }
 
-  /** Waits while the client's buffer is full; a client that stops reading is closed, not buffered without bound. */
+  /** Waits while the client's buffer is full (a client that stops reading is closed); a deleted key gets no more audio. */
   private async sendAudio(audio: Buffer, turn: Turn | null, isFinal: boolean): Promise<void> {
     if (audio.length === 0 && !isFinal) return;
-    const { ws, highWaterBytes, stalledMs } = this.session;
-    const started = Date.now();
-    while (ws.bufferedAmount > highWaterBytes && !this.session.closed()) {
-      if (Date.now() - started > stalledMs) {
-        // a close frame would only queue behind the unread audio: drop the connection and its buffers now
-        this.session.close(1008, 'client is not reading', true);
-        throw new DomainError('invalid_value', 'The client stopped reading audio.');
-      }
-      await sleep(10);
-    }
+    await this.connection.writable();
     // a key deleted meanwhile gets no more audio, whether or not its client sends another message
-    const gone = this.session.keyGone();
+    const gone = this.connection.keyGone();
     if (gone) throw gone;
-    this.session.touch();
-    this.sendNow(audio, turn, isFinal);
+    this.sendNow(audio, turn, isFinal, true);
   }
 
-  private sendNow(audio: Buffer, turn: Turn | null, isFinal: boolean): void {
-    const served = this.session.served();
-    const job = this.session.job();
+  private sendNow(audio: Buffer, turn: Turn | null, isFinal: boolean, touch = false): void {
+    const { served, job } = this;
     if (turn) turn.bytes += audio.length;
-    this.session.send({
-      event: 'task_continued',
-      request_id: turn?.requestId ?? null,
-      data: { audio: audio.toString('hex') },
-      is_final: isFinal,
-      ...(isFinal && turn && job ? { extra_info: extraInfo(turn, job) } : {}),
-      provider: served?.provider ?? null,
-      fallback_level: served?.level ?? null,
-    });
+    this.connection.send(
+      {
+        event: 'task_continued',
+        request_id: turn?.requestId ?? null,
+        data: { audio: audio.toString('hex') },
+        is_final: isFinal,
+        ...(isFinal && turn && job ? { extra_info: extraInfo(turn, job) } : {}),
+        provider: served?.provider ?? null,
+        fallback_level: served?.level ?? null,
+      },
+      touch,
+    );
   }
 }
 
