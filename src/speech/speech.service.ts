@@ -4,6 +4,7 @@ import { DomainError } from '../common/errors/domain-error';
 import { audioAttachment } from '../common/http/attachment';
 import { EnvironmentVariables } from '../config/env.schema';
 import type { ChunkSink, Primed, ProxiedCall } from '../failover/proxied-call';
+import type { Attempt } from '../failover/step-attempt';
 import type { AuthenticatedKey } from '../keys/key-directory';
 import { AudioStream, UpstreamFailure } from '../providers/provider-adapter';
 import {
@@ -103,34 +104,38 @@ export class SpeechService {
       call.failed(err);
       throw err;
     }
-    const { maxSeconds } = options;
     await call.stream<Buffer, PrimedAudio>(
       job.model,
-      async (adapter, ctx, step) => {
-        if (!adapter.speech) throw noSpeech();
-        const voice = plan.at(step);
-        // attempts run one after another: the serving one's note is the one left
-        call.scope.alertNote = voice.substitution;
-        const request = {
-          text: job.text,
-          voiceId: voice.voiceId,
-          speed: speedFor(adapter.kind, job.speed),
-          vol: job.vol,
-          pitch: job.pitch,
-          output: job.output,
-          ...(maxSeconds !== undefined ? { maxSeconds } : {}),
-          ...(voice.custom ? { customVoice: true } : {}),
-          ...(job.instructions ? { instructions: job.instructions } : {}),
-          // every voice id in them is the step's own (VoicesService.plan)
-          ...(voice.options ? { options: voice.options } : {}),
-        };
-        const audio = await adapter.speech(request, ctx);
-        const rest = audio.chunks[Symbol.asyncIterator]();
-        return { audio, first: await rest.next(), rest, ignored: ignoredBy(adapter.kind, job) };
-      },
+      this.attempt(call, job, plan, options.maxSeconds),
       sink,
       plan.steps,
     );
+  }
+
+  /** One attempt of `job` on a step of `plan`: that step's voices, resolved once its first audio is in hand. */
+  attempt(call: ProxiedCall, job: SpeechJob, plan: VoicePlan, maxSeconds?: number): Attempt<PrimedAudio> {
+    return async (adapter, ctx, step) => {
+      if (!adapter.speech) throw noSpeech();
+      const voice = plan.at(step);
+      // attempts run one after another: the serving one's note is the one left
+      call.scope.alertNote = voice.substitution;
+      const request = {
+        text: job.text,
+        voiceId: voice.voiceId,
+        speed: speedFor(adapter.kind, job.speed),
+        vol: job.vol,
+        pitch: job.pitch,
+        output: job.output,
+        ...(maxSeconds !== undefined ? { maxSeconds } : {}),
+        ...(voice.custom ? { customVoice: true } : {}),
+        ...(job.instructions ? { instructions: job.instructions } : {}),
+        // every voice id in them is the step's own (VoicesService.plan)
+        ...(voice.options ? { options: voice.options } : {}),
+      };
+      const audio = await adapter.speech(request, ctx);
+      const rest = audio.chunks[Symbol.asyncIterator]();
+      return { audio, first: await rest.next(), rest, ignored: ignoredBy(adapter.kind, job) };
+    };
   }
 
   /**

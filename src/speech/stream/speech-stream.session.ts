@@ -6,7 +6,8 @@ import { openCall } from '../../failover/proxied-call';
 import type { AuthenticatedKey } from '../../keys/key-directory';
 import { audioTooLong, minimumAudioSeconds } from '../audio-cap';
 import { ASYNC_TEXT_LIMIT, characterCount, SpeechJob } from '../speech-job';
-import type { SpeechService } from '../speech.service';
+import type { PrimedAudio, SpeechService } from '../speech.service';
+import { unspokenText } from '../unspoken-text';
 import type { VoicePlan } from '../../voices/voice-plan';
 import { StreamAudioOut, type Turn } from './stream-audio-out';
 import { type ConnectionLimits, type FailCode, StreamConnection } from './stream-connection';
@@ -39,7 +40,7 @@ export class SpeechStreamSession {
   private promisedSeconds = 0;
   /** The task's steps and their voices, decided at task_start. */
   private plan: VoicePlan | null = null;
-  /** The step that produced the first audio: every later sentence goes to it (no failover after audio began). */
+  /** The step that serves the task: the one that made its first audio, or the one that continued it after a break. */
   private step: PlannedStep | null = null;
   private work: Promise<void> = Promise.resolve();
   private readonly connection: StreamConnection;
@@ -164,10 +165,12 @@ export class SpeechStreamSession {
   }
 
   /**
-   * One sentence group: the first decides the provider (failover allowed); later ones must use the same step.
-   * MP3 is asked of the provider as it is (its frames stand alone, so sentences join into one stream of frames,
-   * as on MiniMax's own stream) and relayed untouched; FLAC (one header per stream) and pcm come as pcm through
-   * the session's encoder.
+   * One sentence group. The first decides the provider (failover allowed); later ones go to the same step, and to the
+   * steps after it only when it fails. A provider that breaks after its audio began is continued on the next step
+   * that can speak, from the start of the sentence that was being spoken (decisions §7, speech that does not break);
+   * from then on the task is that step's. MP3 is asked of the provider as it is (its frames stand alone, so
+   * sentences join into one stream of frames, as on MiniMax's own stream) and relayed untouched; FLAC (one header
+   * per stream) and pcm come as pcm through the session's encoder, so a change of provider is not heard in the format.
    */
   private async synthesize(text: string, turn: Turn): Promise<void> {
     const plan = this.plan;
@@ -177,35 +180,51 @@ export class SpeechStreamSession {
     const job: SpeechJob = { ...this.job, text, output: { ...this.job.output, format: relay ? 'mp3' : 'pcm' } };
     const { sampleRate, channels } = job.output;
     let bitrate = job.output.bitrate;
+    /** The text the serving attempt speaks, and the seconds of its audio sent so far (where a break fell). */
+    let speaking = { text, seconds: 0 };
     const emit = (bytes: Buffer): Promise<void> => {
       // relayed mp3 is constant-bitrate: its length in seconds follows from its bytes
       const seconds = relay ? (bytes.length * 8) / bitrate : bytes.length / (2 * channels * sampleRate);
       this.audioSeconds += seconds;
       turn.seconds += seconds;
+      speaking.seconds += seconds;
       if (this.audioSeconds > limit) throw audioTooLong(limit, 'of this stream task');
       return relay ? this.audio.deliver(bytes, turn) : this.audio.pcm(bytes, turn);
     };
     // closing the connection cancels the call
     const call = openCall(this.failover, turn.requestId, this.connection.key(), 'speech', this.connection.signal);
+    const maxSeconds = Math.max(1, limit - this.audioSeconds);
+    const steps = this.step ? plan.from(this.step) : plan;
+    /** The step that serves now speaks the rest of the task, and names the audio messages from here on. */
+    const servedBy = (primed: PrimedAudio): void => {
+      bitrate = primed.audio.bitrate ?? bitrate;
+      this.step = plan.steps.find((s) => s.level === call.scope.served?.level) ?? this.step;
+      this.audio.served = this.step;
+    };
     // a failure throws back here (the session closes with it): the call has recorded it
     await this.speech.synthesize(
       call,
       job,
       {
-        open: (primed) => {
-          bitrate = primed.audio.bitrate ?? bitrate;
-          this.step ??= plan.steps.find((s) => s.level === call.scope.served?.level) ?? null;
-          this.audio.served = this.step;
-        },
+        open: servedBy,
         write: emit,
-        // the provider broke after its audio began: named, as the SSE paths name it (never internal_error)
+        continueAfter: async (_err, reason) => {
+          const rest: SpeechJob = { ...job, text: unspokenText(speaking.text, speaking.seconds, job.speed) };
+          const next = await call.continueStream(reason, this.speech.attempt(call, rest, plan, maxSeconds), () => true);
+          if (next) {
+            servedBy(next);
+            speaking = { text: rest.text, seconds: 0 };
+          }
+          return next;
+        },
+        // no later step could speak the rest: named, as the SSE paths name it (never internal_error)
         broke: (reason, _status, err) => {
           if (err instanceof DomainError) throw err;
           const provider = call.scope.served?.provider ?? 'the provider';
           throw new DomainError('upstream_stream_failed', `The upstream stream from ${provider} failed: ${reason}.`);
         },
       },
-      { plan: this.step ? plan.pinnedTo(this.step) : plan, maxSeconds: Math.max(1, limit - this.audioSeconds) },
+      { plan: steps, maxSeconds },
     );
   }
 

@@ -29,10 +29,10 @@ export class StreamAudioOut {
    * The newest audio of a turn's last piece, not yet sent: a chunk is known to be its turn's last only when the
    * piece ends, and `is_final` goes on that chunk (with MiniMax's `extra_info`).
    */
-  private held: { audio: Buffer; turn: Turn } | null = null;
+  private held: { audio: Buffer; turn: Turn; served: PlannedStep | null } | null = null;
   /** The task's job (its output settings), once task_start was accepted. */
   job: SpeechJob | null = null;
-  /** The step serving the task (named on every audio message). */
+  /** The step serving the task now: each audio message names the one that made its audio. */
   served: PlannedStep | null = null;
 
   /** `keyId`: the stream's key, whose turn its encoder takes in the audio pool. */
@@ -45,7 +45,8 @@ export class StreamAudioOut {
 
   /** Raw s16le from the provider → the task's one continuous pcm or FLAC encoder → hex audio messages. */
   async pcm(bytes: Buffer, turn: Turn): Promise<void> {
-    const job = this.job;
+    // the step that made these samples, whatever serves by the time the encoder gives them back
+    const { job, served } = this;
     if (!job || this.connection.closed) return;
     const { format, sampleRate, channels, bitrate } = job.output;
     // formats with a header or a state over the whole stream (FLAC, Ogg Opus) have one encoder for the task
@@ -60,21 +61,21 @@ export class StreamAudioOut {
     this.pendingBytes = all.subarray(usable);
     if (usable === 0) return;
     const samples = new Int16Array(all.buffer.slice(all.byteOffset, all.byteOffset + usable));
-    await this.deliver(await encoder.push(samples), turn);
+    await this.deliver(await encoder.push(samples), turn, served);
   }
 
   /**
    * Audio goes out as it is made, except in a turn's last piece: there each chunk waits for the next one (or for
    * the end of the piece), so the turn's last chunk is known and carries `is_final`.
    */
-  async deliver(audio: Buffer, turn: Turn): Promise<void> {
+  async deliver(audio: Buffer, turn: Turn, served = this.served): Promise<void> {
     if (audio.length === 0) return;
-    if (turn.piecesLeft > 1) return this.sendAudio(audio, turn, false);
+    if (turn.piecesLeft > 1) return this.sendAudio(audio, turn, false, served);
     // the older chunk goes first: a failure or shutdown while it waits for the client must not send this one before it
     const previous = this.held;
     this.held = null;
-    if (previous) await this.sendAudio(previous.audio, previous.turn, false);
-    this.held = { audio, turn };
+    if (previous) await this.sendAudio(previous.audio, previous.turn, false, previous.served);
+    this.held = { audio, turn, served };
   }
 
   /**
@@ -83,10 +84,11 @@ export class StreamAudioOut {
    * (only spaces, say) still gets its `is_final` message, with empty audio: MiniMax's clients wait for it.
    */
   async endTurn(turn: Turn, taskEnds: boolean): Promise<void> {
-    const held = this.held?.turn === turn ? this.held.audio : Buffer.alloc(0);
+    const held = this.held?.turn === turn ? this.held : null;
     this.held = null;
     const tail = taskEnds ? await this.endEncoder() : Buffer.alloc(0);
-    await this.sendAudio(Buffer.concat([held, tail]), turn, true);
+    const audio = held ? Buffer.concat([held.audio, tail]) : tail;
+    await this.sendAudio(audio, turn, true, held?.served ?? this.served);
   }
 
   /** After the last turn, whose `is_final` went out before task_finish: the encoder's last block, if any (is_final false). */
@@ -98,7 +100,7 @@ export class StreamAudioOut {
   /** A task cut short (failure, shutdown) still delivers the audio it held back, not as the final message. */
   releaseHeld(): void {
     if (this.held && !this.connection.closed && !this.connection.keyGone())
-      this.sendNow(this.held.audio, this.held.turn, false);
+      this.sendNow(this.held.audio, this.held.turn, false, this.held.served);
     this.held = null;
   }
 
@@ -116,17 +118,17 @@ export class StreamAudioOut {
   }
 
   /** Waits while the client's buffer is full (a client that stops reading is closed); a deleted key gets no more audio. */
-  private async sendAudio(audio: Buffer, turn: Turn | null, isFinal: boolean): Promise<void> {
+  private async sendAudio(audio: Buffer, turn: Turn | null, isFinal: boolean, served = this.served): Promise<void> {
     if (audio.length === 0 && !isFinal) return;
     await this.connection.writable();
     // a key deleted meanwhile gets no more audio, whether or not its client sends another message
     const gone = this.connection.keyGone();
     if (gone) throw gone;
-    this.sendNow(audio, turn, isFinal, true);
+    this.sendNow(audio, turn, isFinal, served, true);
   }
 
-  private sendNow(audio: Buffer, turn: Turn | null, isFinal: boolean, touch = false): void {
-    const { served, job } = this;
+  private sendNow(audio: Buffer, turn: Turn | null, isFinal: boolean, served: PlannedStep | null, touch = false): void {
+    const { job } = this;
     if (turn) turn.bytes += audio.length;
     this.connection.send(
       {
