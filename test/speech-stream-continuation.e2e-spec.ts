@@ -123,3 +123,106 @@ describe('speech WebSocket: a break after the first audio is continued on the ne
     expect(await client.closed).toBe(1000);
   });
 });
+
+/** Sync speech sent as it is made, in a format a second step's audio can follow (decisions §7). */
+describe('sync speech: a break after the first audio is continued on the next step', () => {
+  let t: TestApp;
+  const fakes: FakeMiniMax[] = [];
+  const TEXT = 'A sync answer that breaks after its first audio. It still comes out whole.';
+  // pcm at 16 kHz mono: two bytes a sample
+  const secondsOf = (bytes: number): number => bytes / 32000;
+
+  beforeAll(async () => {
+    for (let i = 0; i < 3; i++) fakes.push(await startFakeMiniMax({ name: `sync-cont-${i}` }));
+    const providers = fakes
+      .map((fake) => `  - { name: ${fake.name}, kind: minimax, base_url: "${fake.url}", api_key: k }\n`)
+      .join('');
+    t = await startApp({ gateway: parseGatewayConfig(`providers:\n${providers}`, 'sync continuation test') });
+  });
+  afterAll(async () => {
+    await t?.close();
+    for (const fake of fakes) await fake.close();
+  });
+
+  const keyFor = (entry: FakeMiniMax, fallback?: FakeMiniMax) =>
+    t.createKey(`sync ${entry.name} ${fallback?.name ?? 'alone'}`, [
+      { provider: entry.name, model: 'speech-02-hd', voice_map: { '*': 'male-qn-qingse' } },
+      ...(fallback ? [{ provider: fallback.name, model: 'speech-02-hd', voice_map: { '*': 'female-shaonv' } }] : []),
+    ]);
+  const minimaxBody = { model: 'speech-02-hd', text: TEXT, voice_setting: { voice_id: 'narrator' } };
+  const pcm = { audio_setting: { format: 'pcm', sample_rate: 16000, channel: 1 } };
+
+  it('POST /v1/audio/speech: 200 and the whole audio, the rest from the fallback', async () => {
+    const [entry, fallback] = [fakes[0], fakes[1]];
+    const clean = await t.http
+      .post('/v1/audio/speech')
+      .set('Authorization', `Bearer ${(await keyFor(fallback)).secret}`)
+      .send({ ...minimaxBody, ...pcm })
+      .buffer(true);
+    expect(clean.status).toBe(200);
+    const cleanSeconds = secondsOf((clean.body as Buffer).length);
+
+    entry.setMode('midStreamBaseRespError');
+    fallback.reset();
+    const key = await keyFor(entry, fallback);
+    const answer = await t.http
+      .post('/v1/audio/speech')
+      .set('Authorization', `Bearer ${key.secret}`)
+      .send({ ...minimaxBody, ...pcm })
+      .buffer(true);
+    entry.setMode('ok');
+    expect(answer.status).toBe(200);
+    expect(answer.headers['x-svc-provider-used']).toBe(entry.name);
+    const seconds = secondsOf((answer.body as Buffer).length);
+    expect(Math.abs(seconds - cleanSeconds) / cleanSeconds).toBeLessThanOrEqual(0.25);
+    // the fallback spoke the text from the sentence that was being spoken, with its own voice
+    const [request] = fallback.requests.filter((r) => r.path === '/v1/t2a_v2');
+    expect(request.body).toMatchObject({ text: TEXT, voice_setting: { voice_id: 'female-shaonv' } });
+  });
+
+  it("OpenAI's speech SSE: every delta, speech.audio.done and no error event", async () => {
+    const [entry, fallback] = [fakes[1], fakes[2]];
+    entry.setMode('midStreamBaseRespError');
+    const key = await keyFor(entry, fallback);
+    const answer = await t.http
+      .post('/v1/audio/speech')
+      .set('Authorization', `Bearer ${key.secret}`)
+      .send({ model: 'speech-02-hd', input: TEXT, voice: 'alloy', response_format: 'pcm', stream_format: 'sse' })
+      .buffer(true)
+      .parse((res, done) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+        res.on('end', () => done(null, text));
+      });
+    entry.setMode('ok');
+    expect(answer.status).toBe(200);
+    const events = (answer.body as string)
+      .split('\n\n')
+      .filter((frame) => frame.startsWith('data: '))
+      .map((frame) => JSON.parse(frame.slice(6)) as { type?: string; error?: unknown; audio?: string });
+    expect(events.some((e) => e.error !== undefined)).toBe(false);
+    expect(events[events.length - 1].type).toBe('speech.audio.done');
+    const bytes = events
+      .filter((e) => e.type === 'speech.audio.delta')
+      .reduce((sum, e) => sum + Buffer.from(e.audio ?? '', 'base64').length, 0);
+    // OpenAI's shape: 24 kHz mono pcm; more than the one event the entry sent before it broke
+    expect(bytes / 48000).toBeGreaterThan(0.8 * 3);
+  });
+
+  it('with no later step the answer still ends as a broken one', async () => {
+    const entry = fakes[2];
+    entry.setMode('midStreamBaseRespError');
+    const key = await keyFor(entry);
+    const answer = await t.http
+      .post('/v1/audio/speech')
+      .set('Authorization', `Bearer ${key.secret}`)
+      .send({ ...minimaxBody, ...pcm })
+      .buffer(true)
+      .then(
+        () => 'complete',
+        () => 'cut',
+      );
+    entry.setMode('ok');
+    expect(answer).toBe('cut');
+  });
+});

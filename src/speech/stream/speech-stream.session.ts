@@ -7,7 +7,6 @@ import type { AuthenticatedKey } from '../../keys/key-directory';
 import { audioTooLong, minimumAudioSeconds } from '../audio-cap';
 import { ASYNC_TEXT_LIMIT, characterCount, SpeechJob } from '../speech-job';
 import type { PrimedAudio, SpeechService } from '../speech.service';
-import { unspokenText } from '../unspoken-text';
 import type { VoicePlan } from '../../voices/voice-plan';
 import { StreamAudioOut, type Turn } from './stream-audio-out';
 import { type ConnectionLimits, type FailCode, StreamConnection } from './stream-connection';
@@ -180,14 +179,14 @@ export class SpeechStreamSession {
     const job: SpeechJob = { ...this.job, text, output: { ...this.job.output, format: relay ? 'mp3' : 'pcm' } };
     const { sampleRate, channels } = job.output;
     let bitrate = job.output.bitrate;
-    /** The text the serving attempt speaks, and the seconds of its audio sent so far (where a break fell). */
-    let speaking = { text, seconds: 0 };
+    /** Seconds of the serving attempt's audio sent so far (where a break fell). */
+    let heardSeconds = 0;
     const emit = (bytes: Buffer): Promise<void> => {
       // relayed mp3 is constant-bitrate: its length in seconds follows from its bytes
       const seconds = relay ? (bytes.length * 8) / bitrate : bytes.length / (2 * channels * sampleRate);
       this.audioSeconds += seconds;
       turn.seconds += seconds;
-      speaking.seconds += seconds;
+      heardSeconds += seconds;
       if (this.audioSeconds > limit) throw audioTooLong(limit, 'of this stream task');
       return relay ? this.audio.deliver(bytes, turn) : this.audio.pcm(bytes, turn);
     };
@@ -208,15 +207,6 @@ export class SpeechStreamSession {
       {
         open: servedBy,
         write: emit,
-        continueAfter: async (_err, reason) => {
-          const rest: SpeechJob = { ...job, text: unspokenText(speaking.text, speaking.seconds, job.speed) };
-          const next = await call.continueStream(reason, this.speech.attempt(call, rest, plan, maxSeconds), () => true);
-          if (next) {
-            servedBy(next);
-            speaking = { text: rest.text, seconds: 0 };
-          }
-          return next;
-        },
         // no later step could speak the rest: named, as the SSE paths name it (never internal_error)
         broke: (reason, _status, err) => {
           if (err instanceof DomainError) throw err;
@@ -224,7 +214,17 @@ export class SpeechStreamSession {
           throw new DomainError('upstream_stream_failed', `The upstream stream from ${provider} failed: ${reason}.`);
         },
       },
-      { plan: steps, maxSeconds },
+      {
+        plan: steps,
+        maxSeconds,
+        heard: {
+          seconds: () => heardSeconds,
+          continued: (next) => {
+            servedBy(next);
+            heardSeconds = 0;
+          },
+        },
+      },
     );
   }
 
