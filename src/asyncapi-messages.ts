@@ -84,7 +84,8 @@ export const MESSAGES: Record<
     description:
       "One or more per `task_continue`. `data.audio` is hex-encoded bytes of one continuous stream in the requested format (for mp3 the provider's " +
       'own frames; for pcm and flac one encoder for the whole task): concatenate the decoded chunks to get the file. `is_final` is true on the ' +
-      'last audio message of the task. There is no failover after the first audio.',
+      'last audio message of the task. `provider` and `fallback_level` name the step that made it: a provider that breaks after audio began ' +
+      'is continued on the next step, from the sentence that was being spoken.',
     payload: eventOf(
       'task_continued',
       {
@@ -125,7 +126,7 @@ export const MESSAGES: Record<
     description:
       'Then close 1008 for a client mistake (invalid JSON, a binary frame, an unknown event, a message out of order, invalid settings, text over ' +
       'its limit, a model or voice the chain cannot serve) or 1011 when speaking failed (`all_providers_failed`, `no_provider_available`, ' +
-      '`upstream_rejected`, or the serving provider broke after audio began).',
+      '`upstream_rejected`, or the serving provider broke after audio began and no later step could continue).',
     payload: eventOf(
       'task_failed',
       {

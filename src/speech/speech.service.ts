@@ -4,6 +4,7 @@ import { DomainError } from '../common/errors/domain-error';
 import { audioAttachment } from '../common/http/attachment';
 import { EnvironmentVariables } from '../config/env.schema';
 import type { ChunkSink, Primed, ProxiedCall } from '../failover/proxied-call';
+import type { Attempt } from '../failover/step-attempt';
 import type { AuthenticatedKey } from '../keys/key-directory';
 import { AudioStream, UpstreamFailure } from '../providers/provider-adapter';
 import {
@@ -20,6 +21,7 @@ import type { VoicePlan } from '../voices/voice-plan';
 import { VoicesService } from '../voices/voices.service';
 import { AdapterRegistry } from '../providers/adapter-registry';
 import { stepsMaking } from './speech-formats';
+import { unspokenText } from './unspoken-text';
 
 /** Audio whose first chunk is in hand: from here on the provider is fixed (no failover after the first byte). */
 export interface PrimedAudio extends Primed<Buffer> {
@@ -28,11 +30,27 @@ export interface PrimedAudio extends Primed<Buffer> {
   ignored: SpeechField[];
 }
 
-/** What `synthesize` may be told besides the job: the voices planned earlier (a stream's task), a cap on the provider's output. */
+/**
+ * How far an answer's audio got, for its continuation after a break (decisions §7, speech that does not break):
+ * `seconds` of the serving attempt's audio already sent; `continued` when a later step took the rest over.
+ */
+export interface HeardSoFar {
+  seconds(): number;
+  continued(next: PrimedAudio): void;
+}
+
+/**
+ * What `synthesize` may be told besides the job: the voices planned earlier (a stream's task), a cap on the
+ * provider's output, and, where the answer's format lets a later step's audio follow on, how far it got.
+ */
 export interface SynthesisOptions {
   plan?: VoicePlan;
   maxSeconds?: number;
+  heard?: HeardSoFar;
 }
+
+/** Formats whose audio from a second step can follow the first in one answer (no header, no stream-wide state). */
+const FOLLOWING_FORMATS: ReadonlySet<string> = new Set(['mp3', 'pcm', 'pcmu_raw']);
 
 /** How `respond` sends the audio: the bytes themselves, or OpenAI's speech SSE events (`stream_format: "sse"`). */
 export type SpeechAnswer = 'audio' | 'openai-sse';
@@ -103,34 +121,51 @@ export class SpeechService {
       call.failed(err);
       throw err;
     }
-    const { maxSeconds } = options;
-    await call.stream<Buffer, PrimedAudio>(
-      job.model,
-      async (adapter, ctx, step) => {
-        if (!adapter.speech) throw noSpeech();
-        const voice = plan.at(step);
-        // attempts run one after another: the serving one's note is the one left
-        call.scope.alertNote = voice.substitution;
-        const request = {
-          text: job.text,
-          voiceId: voice.voiceId,
-          speed: speedFor(adapter.kind, job.speed),
-          vol: job.vol,
-          pitch: job.pitch,
-          output: job.output,
-          ...(maxSeconds !== undefined ? { maxSeconds } : {}),
-          ...(voice.custom ? { customVoice: true } : {}),
-          ...(job.instructions ? { instructions: job.instructions } : {}),
-          // every voice id in them is the step's own (VoicesService.plan)
-          ...(voice.options ? { options: voice.options } : {}),
-        };
-        const audio = await adapter.speech(request, ctx);
-        const rest = audio.chunks[Symbol.asyncIterator]();
-        return { audio, first: await rest.next(), rest, ignored: ignoredBy(adapter.kind, job) };
-      },
-      sink,
-      plan.steps,
-    );
+    const { heard, maxSeconds } = options;
+    /** The text the serving attempt speaks: the job's, or the rest of it once a later step took over. */
+    let speaking = job.text;
+    const continued: ChunkSink<Buffer, PrimedAudio> = heard
+      ? {
+          ...sink,
+          // the rest of the text, from the sentence being spoken, on the later steps (each with its own voice)
+          continueAfter: async (_err, reason) => {
+            const rest: SpeechJob = { ...job, text: unspokenText(speaking, heard.seconds(), job.speed) };
+            const next = await call.continueStream(reason, this.attempt(call, rest, plan, maxSeconds), () => true);
+            if (next) {
+              speaking = rest.text;
+              heard.continued(next);
+            }
+            return next;
+          },
+        }
+      : sink;
+    await call.stream<Buffer, PrimedAudio>(job.model, this.attempt(call, job, plan, maxSeconds), continued, plan.steps);
+  }
+
+  /** One attempt of `job` on a step of `plan`: that step's voices, resolved once its first audio is in hand. */
+  attempt(call: ProxiedCall, job: SpeechJob, plan: VoicePlan, maxSeconds?: number): Attempt<PrimedAudio> {
+    return async (adapter, ctx, step) => {
+      if (!adapter.speech) throw noSpeech();
+      const voice = plan.at(step);
+      // attempts run one after another: the serving one's note is the one left
+      call.scope.alertNote = voice.substitution;
+      const request = {
+        text: job.text,
+        voiceId: voice.voiceId,
+        speed: speedFor(adapter.kind, job.speed),
+        vol: job.vol,
+        pitch: job.pitch,
+        output: job.output,
+        ...(maxSeconds !== undefined ? { maxSeconds } : {}),
+        ...(voice.custom ? { customVoice: true } : {}),
+        ...(job.instructions ? { instructions: job.instructions } : {}),
+        // every voice id in them is the step's own (VoicesService.plan)
+        ...(voice.options ? { options: voice.options } : {}),
+      };
+      const audio = await adapter.speech(request, ctx);
+      const rest = audio.chunks[Symbol.asyncIterator]();
+      return { audio, first: await rest.next(), rest, ignored: ignoredBy(adapter.kind, job) };
+    };
   }
 
   /**
@@ -195,6 +230,15 @@ export class SpeechService {
     assertAudioFits(job.text, job.speed, limit);
     let sent = 0;
     let bitrate = job.output.bitrate;
+    /** Bytes of the serving attempt's audio sent (where a break fell). */
+    let heardBytes = 0;
+    const heard: HeardSoFar = {
+      seconds: () => encodedSeconds(heardBytes, job.output, bitrate) ?? 0,
+      continued: (next) => {
+        heardBytes = 0;
+        bitrate = next.audio.bitrate ?? bitrate;
+      },
+    };
     await this.synthesize(
       call,
       job,
@@ -206,13 +250,15 @@ export class SpeechService {
         write: async (bytes) => {
           // the cap also holds for audio an upstream sends as it is (counted by the worker where the gateway makes it)
           sent += bytes.length;
+          heardBytes += bytes.length;
           if ((encodedSeconds(sent, job.output, bitrate) ?? 0) > limit) throw audioTooLong(limit, 'of this request');
           if (bytes.length > 0) await sink.write(bytes);
         },
         end: () => sink.end(characterCount(job.text)),
         broke: (reason, status, err) => sink.broke(reason, status, err),
       },
-      { maxSeconds: limit },
+      // a format with a header or stream-wide state (wav, flac, opus) still ends with its explicit error
+      { maxSeconds: limit, ...(FOLLOWING_FORMATS.has(job.output.format) ? { heard } : {}) },
     );
   }
 }

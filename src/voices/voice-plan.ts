@@ -77,8 +77,14 @@ export class VoicePlan {
     return [voices.voiceId, ...VOICE_FIELDS.flatMap((f) => f.ids(options))];
   }
 
-  /** The same voices on one step only (a stream once its first audio fixed the step). */
+  /** The same voices on one step only. */
   pinnedTo(step: PlannedStep): VoicePlan {
     return new VoicePlan([step], this.byLevel, this.customVoices);
+  }
+
+  /** The same voices from `step` on (a stream once its first audio fixed the step: that one first, the later ones if it fails). */
+  from(step: PlannedStep): VoicePlan {
+    const at = this.steps.indexOf(step);
+    return at <= 0 ? this : new VoicePlan(this.steps.slice(at), this.byLevel, this.customVoices);
   }
 }

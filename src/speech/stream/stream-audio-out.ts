@@ -1,9 +1,7 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-import type { WebSocket } from 'ws';
-import { DomainError } from '../../common/errors/domain-error';
 import type { PlannedStep } from '../../failover/chain';
 import { openEncoder, type StreamEncoder } from '../../audio/pool/pool-jobs';
 import type { SpeechJob } from '../speech-job';
+import type { StreamConnection } from './stream-connection';
 import type { ExtraInfo } from './stream-replies';
 
 /** The text of one `task_continue`: its audio ends with one `is_final` message, and its usage is recorded under its own request id. */
@@ -16,25 +14,6 @@ export interface Turn {
   /** Audio bytes sent for this text, and seconds of audio made for it. */
   bytes: number;
   seconds: number;
-}
-
-/** What the audio side needs of its session. */
-export interface AudioOutSession {
-  readonly ws: WebSocket;
-  /** The stream's key: its encoder takes the key's turn in the audio pool. */
-  readonly keyId: string;
-  readonly highWaterBytes: number;
-  readonly stalledMs: number;
-  closed(): boolean;
-  /** The task's job (its output settings), once task_start was accepted. */
-  job(): SpeechJob | null;
-  /** The step serving the task (named on every audio message). */
-  served(): PlannedStep | null;
-  /** null when the key was deleted meanwhile: that key gets no more audio. */
-  keyGone(): DomainError | null;
-  send(message: { event: string } & Record<string, unknown>): void;
-  close(code: number, reason: string, terminate?: boolean): void;
-  touch(): void;
 }
 
 /**
@@ -50,19 +29,30 @@ export class StreamAudioOut {
    * The newest audio of a turn's last piece, not yet sent: a chunk is known to be its turn's last only when the
    * piece ends, and `is_final` goes on that chunk (with MiniMax's `extra_info`).
    */
-  private held: { audio: Buffer; turn: Turn } | null = null;
+  private held: { audio: Buffer; turn: Turn; served: PlannedStep | null } | null = null;
+  /** The task's job (its output settings), once task_start was accepted. */
+  job: SpeechJob | null = null;
+  /** The step serving the task now: each audio message names the one that made its audio. */
+  served: PlannedStep | null = null;
 
-  constructor(private readonly session: AudioOutSession) {}
+  /** `keyId`: the stream's key, whose turn its encoder takes in the audio pool. */
+  constructor(
+    private readonly connection: StreamConnection,
+    private readonly keyId: string,
+  ) {
+    connection.onClosed(() => this.drop());
+  }
 
   /** Raw s16le from the provider → the task's one continuous pcm or FLAC encoder → hex audio messages. */
   async pcm(bytes: Buffer, turn: Turn): Promise<void> {
-    const job = this.session.job();
-    if (!job || this.session.closed()) return;
+    // the step that made these samples, whatever serves by the time the encoder gives them back
+    const { job, served } = this;
+    if (!job || this.connection.closed) return;
     const { format, sampleRate, channels, bitrate } = job.output;
     // formats with a header or a state over the whole stream (FLAC, Ogg Opus) have one encoder for the task
     const made = format === 'flac' || format === 'opus' || format === 'pcmu_raw' ? format : 'pcm';
     this.encoder ??= openEncoder({ format: made, sampleRate, channels, bitrate }, undefined, {
-      key: this.session.keyId,
+      key: this.keyId,
     });
     const encoder = this.encoder;
     const frame = 2 * channels;
@@ -71,21 +61,21 @@ export class StreamAudioOut {
     this.pendingBytes = all.subarray(usable);
     if (usable === 0) return;
     const samples = new Int16Array(all.buffer.slice(all.byteOffset, all.byteOffset + usable));
-    await this.deliver(await encoder.push(samples), turn);
+    await this.deliver(await encoder.push(samples), turn, served);
   }
 
   /**
    * Audio goes out as it is made, except in a turn's last piece: there each chunk waits for the next one (or for
    * the end of the piece), so the turn's last chunk is known and carries `is_final`.
    */
-  async deliver(audio: Buffer, turn: Turn): Promise<void> {
+  async deliver(audio: Buffer, turn: Turn, served = this.served): Promise<void> {
     if (audio.length === 0) return;
-    if (turn.piecesLeft > 1) return this.sendAudio(audio, turn, false);
+    if (turn.piecesLeft > 1) return this.sendAudio(audio, turn, false, served);
     // the older chunk goes first: a failure or shutdown while it waits for the client must not send this one before it
     const previous = this.held;
     this.held = null;
-    if (previous) await this.sendAudio(previous.audio, previous.turn, false);
-    this.held = { audio, turn };
+    if (previous) await this.sendAudio(previous.audio, previous.turn, false, previous.served);
+    this.held = { audio, turn, served };
   }
 
   /**
@@ -94,10 +84,11 @@ export class StreamAudioOut {
    * (only spaces, say) still gets its `is_final` message, with empty audio: MiniMax's clients wait for it.
    */
   async endTurn(turn: Turn, taskEnds: boolean): Promise<void> {
-    const held = this.held?.turn === turn ? this.held.audio : Buffer.alloc(0);
+    const held = this.held?.turn === turn ? this.held : null;
     this.held = null;
     const tail = taskEnds ? await this.endEncoder() : Buffer.alloc(0);
-    await this.sendAudio(Buffer.concat([held, tail]), turn, true);
+    const audio = held ? Buffer.concat([held.audio, tail]) : tail;
+    await this.sendAudio(audio, turn, true, held?.served ?? this.served);
   }
 
   /** After the last turn, whose `is_final` went out before task_finish: the encoder's last block, if any (is_final false). */
@@ -108,13 +99,13 @@ export class StreamAudioOut {
 
   /** A task cut short (failure, shutdown) still delivers the audio it held back, not as the final message. */
   releaseHeld(): void {
-    if (this.held && !this.session.closed() && !this.session.keyGone())
-      this.sendNow(this.held.audio, this.held.turn, false);
+    if (this.held && !this.connection.closed && !this.connection.keyGone())
+      this.sendNow(this.held.audio, this.held.turn, false, this.held.served);
     this.held = null;
   }
 
-  /** The encoder's worker slot goes back at once (the task ended or the connection went). */
-  drop(): void {
+  /** The encoder's worker slot goes back at once (the connection went). */
+  private drop(): void {
     this.encoder?.release();
     this.encoder = null;
   }
@@ -126,39 +117,31 @@ export class StreamAudioOut {
     return encoder ? await encoder.end() : Buffer.alloc(0);
   }
 
-  /** Waits while the client's buffer is full; a client that stops reading is closed, not buffered without bound. */
-  private async sendAudio(audio: Buffer, turn: Turn | null, isFinal: boolean): Promise<void> {
+  /** Waits while the client's buffer is full (a client that stops reading is closed); a deleted key gets no more audio. */
+  private async sendAudio(audio: Buffer, turn: Turn | null, isFinal: boolean, served = this.served): Promise<void> {
     if (audio.length === 0 && !isFinal) return;
-    const { ws, highWaterBytes, stalledMs } = this.session;
-    const started = Date.now();
-    while (ws.bufferedAmount > highWaterBytes && !this.session.closed()) {
-      if (Date.now() - started > stalledMs) {
-        // a close frame would only queue behind the unread audio: drop the connection and its buffers now
-        this.session.close(1008, 'client is not reading', true);
-        throw new DomainError('invalid_value', 'The client stopped reading audio.');
-      }
-      await sleep(10);
-    }
+    await this.connection.writable();
     // a key deleted meanwhile gets no more audio, whether or not its client sends another message
-    const gone = this.session.keyGone();
+    const gone = this.connection.keyGone();
     if (gone) throw gone;
-    this.session.touch();
-    this.sendNow(audio, turn, isFinal);
+    this.sendNow(audio, turn, isFinal, served, true);
   }
 
-  private sendNow(audio: Buffer, turn: Turn | null, isFinal: boolean): void {
-    const served = this.session.served();
-    const job = this.session.job();
+  private sendNow(audio: Buffer, turn: Turn | null, isFinal: boolean, served: PlannedStep | null, touch = false): void {
+    const { job } = this;
     if (turn) turn.bytes += audio.length;
-    this.session.send({
-      event: 'task_continued',
-      request_id: turn?.requestId ?? null,
-      data: { audio: audio.toString('hex') },
-      is_final: isFinal,
-      ...(isFinal && turn && job ? { extra_info: extraInfo(turn, job) } : {}),
-      provider: served?.provider ?? null,
-      fallback_level: served?.level ?? null,
-    });
+    this.connection.send(
+      {
+        event: 'task_continued',
+        request_id: turn?.requestId ?? null,
+        data: { audio: audio.toString('hex') },
+        is_final: isFinal,
+        ...(isFinal && turn && job ? { extra_info: extraInfo(turn, job) } : {}),
+        provider: served?.provider ?? null,
+        fallback_level: served?.level ?? null,
+      },
+      touch,
+    );
   }
 }
 
