@@ -11,7 +11,7 @@ import { startFakeUpstream } from './demo/fake-upstream.mjs';
 import { startWebhookReceiver } from './demo/webhook-receiver.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-/** Short enough to watch: the circuit stays open this long before its probe. */
+/** Short enough to watch: the circuit stays open this long before its trial. */
 const COOLDOWN_MS = 3000;
 /** Seconds a failover condition's window stays open (its first failover is delivered at once). */
 const EVENT_WINDOW_SECS = 2;
@@ -182,28 +182,37 @@ const steps = [
     },
   },
   {
-    title: 'The primary recovers: after the cooldown the probe heals it, and provider_recovered arrives',
+    title: 'The primary recovers: after the cooldown the next chat is the trial, and provider_recovered arrives',
     async run(ctx) {
       await control(ctx, 'recover');
-      say(`    waiting for the cooldown (SVC_BREAKER_COOLDOWN_MS=${COOLDOWN_MS}) and the probe GET /v1/models…`);
+      say(`    waiting for the cooldown (SVC_BREAKER_COOLDOWN_MS=${COOLDOWN_MS}): flaky becomes recovering…`);
+      say(`    $ ${HEALTH_CURL}`);
+      const recovering = await waitUntil(async () => {
+        const r = await health(ctx);
+        return circuitOf(r, 'flaky')?.status === 'recovering' ? r : undefined;
+      }, COOLDOWN_MS + 10000);
+      expectSeen(recovering, 'flaky recovering in /v1/providers/health once the cooldown is over');
+      say(`    → ${JSON.stringify(recovering)}`);
+      say('    the next chat is the trial: a real request, sent to flaky alone (others skip it meanwhile)');
+      say(`    $ ${CHAT_CURL}`);
+      const answer = await chat(ctx);
+      printAnswer(answer);
+      expectSeen(answer.provider === 'flaky' && answer.level === '0', 'the trial chat served by flaky');
       const event = await waitUntil(
         () =>
           ctx.receiver.verified.find((e) => e.event === 'provider_recovered' && e.data?.active_provider === 'flaky'),
-        COOLDOWN_MS + 20000,
+        20000,
       );
       expectSeen(
         event,
         `a verified provider_recovered event (${ctx.receiver.rejected} deliveries failed verification)`,
       );
+      expectSeen(event.data.request_id === answer.requestId, "provider_recovered naming the trial chat's request id");
       say(`    $ ${HEALTH_CURL}`);
       const report = await health(ctx);
       say(`    → ${JSON.stringify(report)}`);
       expectSeen(circuitOf(report, 'flaky')?.status === 'healthy', 'flaky healthy in /v1/providers/health');
-      say(`    $ ${CHAT_CURL}`);
-      const answer = await chat(ctx);
-      printAnswer(answer);
-      expectSeen(answer.provider === 'flaky', 'a chat served by flaky again');
-      return `provider_recovered ${event.id} verified; flaky is healthy and serves again`;
+      return `the trial ${answer.requestId} healed flaky; provider_recovered ${event.id} verified`;
     },
   },
 ];

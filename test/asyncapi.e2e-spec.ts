@@ -102,7 +102,11 @@ describe('AsyncAPI document of the speech stream', () => {
       properties: Json;
       additionalProperties: boolean;
     };
-    expect(start.required).toEqual(expect.arrayContaining(['event', 'model', 'voice_setting']));
+    expect(start.required).toEqual(expect.arrayContaining(['event', 'model']));
+    // optional since a MiniMax mix may name its voices by timbre_weights alone (decisions §10)
+    expect(start.required).not.toContain('voice_setting');
+    expect(start.properties).toHaveProperty('voice_setting');
+    expect(start.properties).toHaveProperty('timbre_weights');
     expect(start.properties).not.toHaveProperty('text');
     expect(start.additionalProperties).toBe(false);
     const audio = at(served, (start.properties.audio_setting as { $ref: string }).$ref) as {

@@ -18,10 +18,24 @@ import {
 } from './support/failover';
 
 const COOLDOWN_MS = 2500;
-/** The probe runs when the cooldown ends; allow for the probe tick and a slow machine. */
-const PROBE_DEADLINE_MS = COOLDOWN_MS + 3000;
+/** The cheap probe runs 5 s after the cooldown ends when no request came; allow for its tick and a slow machine. */
+const PROBE_DEADLINE_MS = COOLDOWN_MS + 5000 + 3000;
 /** Tests that wait for one or two cooldowns. */
-const PROBE_TEST_TIMEOUT_MS = 30_000;
+const PROBE_TEST_TIMEOUT_MS = 40_000;
+
+const healthyEntry = (provider: string) => ({
+  provider,
+  status: 'healthy',
+  consecutive_failures: 0,
+  cooldown_remaining_secs: 0,
+  configured: true,
+});
+/** Half-open after 5 failures: the next real request is the trial. */
+const recoveringEntry = (provider: string) => ({
+  ...healthyEntry(provider),
+  status: 'recovering',
+  consecutive_failures: 5,
+});
 
 /** The per-provider circuit breaker (decisions §3). */
 describe('provider circuit breaker', () => {
@@ -199,8 +213,20 @@ describe('provider circuit breaker', () => {
     expect(entryOf(await health(t, other.secret), a.name)).toMatchObject({ status: 'down', consecutive_failures: 5 });
   });
 
+  /** Trips `a` (5 failures served by `b`) and waits out its cooldown: the next request is the trial. */
+  const tripAndCoolDown = async (a: PooledProvider, b: PooledProvider, secret: string): Promise<void> => {
+    a.fake.setMode('error500');
+    await failOn(a, b, secret, 5);
+    await eventually(
+      () => health(t, secret),
+      (h) => entryOf(h, a.name)?.status === 'recovering',
+      COOLDOWN_MS + 2000,
+      `${a.name} recovering once the cooldown is over`,
+    );
+  };
+
   it(
-    'shares the circuit with every replica, which skips the provider too, and sends one probe in all',
+    'shares the circuit with every replica, and of concurrent requests on both only one is the trial',
     async () => {
       const { a, b, key } = await twoStepKey('replicas');
       a.fake.setMode('error500');
@@ -217,7 +243,25 @@ describe('provider circuit breaker', () => {
       expect(res.headers['x-svc-provider-used']).toBe(b.name);
       expect(a.fake.count(CHAT_PATH)).toBe(5);
 
-      await a.fake.waitUntil(() => a.fake.count(MODELS_PATH) >= 1, PROBE_DEADLINE_MS);
+      for (const app of [t, replica]) {
+        await eventually(
+          () => health(app, key.secret),
+          (h) => entryOf(h, a.name)?.status === 'recovering',
+          COOLDOWN_MS + 2000,
+          `${a.name} recovering on every replica`,
+        );
+      }
+      // the trial takes a while, so the other requests overlap it
+      a.fake.setMode('slowFirstByte', { delayMs: 800 });
+      const send = (app: TestApp) =>
+        app.http.post(CHAT_PATH).set('Authorization', `Bearer ${key.secret}`).send(chatBody('m-a'));
+      const answers = await Promise.all([send(t), send(replica), send(t), send(replica)]);
+
+      const used = answers.map((r) => r.headers['x-svc-provider-used']);
+      expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+      expect(used.filter((name) => name === a.name)).toHaveLength(1);
+      expect(used.filter((name) => name === b.name)).toHaveLength(3);
+      expect(a.fake.count(CHAT_PATH)).toBe(6);
       for (const app of [t, replica]) {
         await eventually(
           () => health(app, key.secret),
@@ -226,46 +270,68 @@ describe('provider circuit breaker', () => {
           `${a.name} healthy on every replica`,
         );
       }
-      await sleep(1000);
-      expect(a.fake.count(MODELS_PATH)).toBe(1);
+      const trial = answers.find((r) => r.headers['x-svc-provider-used'] === a.name)!;
       // the event is stored in the background, after the state row
-      expect(
-        await storedEvents(t, "type = 'provider_recovered' AND provider = $1", [a.name], 'provider_recovered row'),
-      ).toHaveLength(1);
+      const rows = await storedEvents(
+        t,
+        "type = 'provider_recovered' AND provider = $1",
+        [a.name],
+        'provider_recovered row',
+      );
+      expect(rows).toHaveLength(1);
+      expect(rows[0].data).toMatchObject({ request_id: trial.headers['x-svc-request-id'] });
+      // a request came within 5 s of the cooldown's end: no cheap probe was needed
+      expect(a.fake.count(MODELS_PATH)).toBe(0);
     },
     PROBE_TEST_TIMEOUT_MS,
   );
 
   it(
-    'reports recovering while the probe is in flight',
+    'reports recovering while the trial request is in flight, and skips the provider for every other request meanwhile',
     async () => {
       const { a, b, key } = await twoStepKey('recovering');
-      a.fake.setMode('error500');
-      await failOn(a, b, key.secret, 5);
-      // the probe's answer takes 1.5 s
+      await tripAndCoolDown(a, b, key.secret);
+      // the trial's answer takes 1.5 s
       a.fake.setMode('slowFirstByte', { delayMs: 1500 });
 
-      await a.fake.waitUntil(() => a.fake.count(MODELS_PATH) >= 1, PROBE_DEADLINE_MS);
+      const trial = post(key.secret, chatBody('m-a')).then((r) => r);
+      await a.fake.waitUntil(() => a.fake.count(CHAT_PATH) >= 6, 3000);
       const during = await health(t, key.secret);
-      expect(entryOf(during, a.name)).toEqual({
-        provider: a.name,
-        status: 'recovering',
-        consecutive_failures: 5,
-        cooldown_remaining_secs: 0,
-        configured: true,
-      });
+      expect(entryOf(during, a.name)).toEqual(recoveringEntry(a.name));
       expect(during.overall).toBe('degraded');
-      // a half-open circuit takes no traffic but the probe
+      // a half-open circuit takes no traffic but the trial
       expect((await post(key.secret, chatBody('m-a'))).headers['x-svc-provider-used']).toBe(b.name);
-      expect(a.fake.count(CHAT_PATH)).toBe(5);
+      expect(a.fake.count(CHAT_PATH)).toBe(6);
 
-      await eventually(
-        () => health(t, key.secret),
-        (h) => entryOf(h, a.name)?.status === 'healthy',
-        3000,
-        `${a.name} healthy once the slow probe answered`,
-      );
-      expect(a.fake.count(MODELS_PATH)).toBe(1);
+      const served = await trial;
+      expect(served.status).toBe(200);
+      expect(served.headers['x-svc-provider-used']).toBe(a.name);
+      expect(served.headers['x-svc-fallback-alert']).toBeUndefined();
+      expect(entryOf(await health(t, key.secret), a.name)).toEqual(healthyEntry(a.name));
+      expect(a.fake.count(MODELS_PATH)).toBe(0);
+    },
+    PROBE_TEST_TIMEOUT_MS,
+  );
+
+  it(
+    'opens the circuit for another cooldown when the trial request fails, and that request fails over',
+    async () => {
+      const { a, b, key } = await twoStepKey('trial fails');
+      await tripAndCoolDown(a, b, key.secret);
+
+      const res = await post(key.secret, chatBody('m-a'));
+
+      expect(res.status).toBe(200);
+      expect(res.headers['x-svc-provider-used']).toBe(b.name);
+      expect(JSON.parse(res.headers['x-svc-fallback-alert'])).toMatchObject({ exhausted_provider: a.name });
+      expect(a.fake.count(CHAT_PATH)).toBe(6);
+      const reopened = entryOf(await health(t, key.secret), a.name)!;
+      expect(reopened).toMatchObject({ status: 'down', consecutive_failures: 6 });
+      expect(reopened.cooldown_remaining_secs).toBeGreaterThanOrEqual(2);
+      // skipped again for the new cooldown
+      expect((await post(key.secret, chatBody('m-a'))).headers['x-svc-provider-used']).toBe(b.name);
+      expect(a.fake.count(CHAT_PATH)).toBe(6);
+      expect(await eventsWhere(t, "type = 'provider_recovered' AND provider = $1", [a.name])).toHaveLength(0);
     },
     PROBE_TEST_TIMEOUT_MS,
   );
@@ -301,7 +367,7 @@ describe('provider circuit breaker', () => {
 
   it('still stores the provider_recovered event when its first write fails (a database blip after the circuit closed)', async () => {
     const { a, b, key } = await twoStepKey('recovers through a blip');
-    // whichever replica wins the probe: its first attempt to store the event fails as a dropped connection would
+    // whichever replica records the recovery: its first attempt to store the event fails as a dropped connection would
     let failedWrites = 0;
     const spies = [t, replica].map((app) => {
       const pool = pgPoolOf(app.app.get(DataSource)) as unknown as { query: (...args: unknown[]) => unknown };
@@ -317,10 +383,10 @@ describe('provider circuit breaker', () => {
       });
     });
     try {
-      a.fake.setMode('error500');
-      await failOn(a, b, key.secret, 5);
+      await tripAndCoolDown(a, b, key.secret);
       a.fake.setMode('ok');
-      await a.fake.waitUntil(() => a.fake.count(MODELS_PATH) >= 1, PROBE_DEADLINE_MS);
+      // the trial: a real request, served by the recovering provider
+      expect((await post(key.secret, chatBody('m-a'))).headers['x-svc-provider-used']).toBe(a.name);
       const rows = await eventually(
         () => eventsWhere(t, "type = 'provider_recovered' AND provider = $1", [a.name]),
         (found) => found.length > 0,
@@ -336,62 +402,80 @@ describe('provider circuit breaker', () => {
   });
 
   it(
-    'sends exactly one probe when the cooldown ends, without traffic, and a successful probe makes the provider healthy with one provider_recovered event',
+    'sends one cheap probe when no request came within 5 s of the cooldown end; its success keeps the provider recovering until a real request heals it',
     async () => {
       const { a, b, key } = await twoStepKey('recovers');
-      a.fake.setMode('error500');
-      await failOn(a, b, key.secret, 5);
+      await tripAndCoolDown(a, b, key.secret);
       a.fake.setMode('ok');
       expect(a.fake.count(MODELS_PATH)).toBe(0);
 
       await a.fake.waitUntil(() => a.fake.count(MODELS_PATH) >= 1, PROBE_DEADLINE_MS);
-      const healed = await eventually(
-        () => health(t, key.secret),
-        (h) => entryOf(h, a.name)?.status === 'healthy',
-        2000,
-        `${a.name} healthy after its probe`,
-      );
-      expect(healed.overall).toBe('operational');
-      expect(entryOf(healed, a.name)).toEqual({
-        provider: a.name,
-        status: 'healthy',
-        consecutive_failures: 0,
-        cooldown_remaining_secs: 0,
-        configured: true,
-      });
+      await sleep(1000);
+      // an endpoint that answers does not show that generation works: still recovering, no event
+      const after = await health(t, key.secret);
+      expect(after.overall).toBe('degraded');
+      expect(entryOf(after, a.name)).toEqual(recoveringEntry(a.name));
+      expect(a.fake.count(MODELS_PATH)).toBe(1);
+      expect(a.fake.count(CHAT_PATH)).toBe(5);
+      expect(await eventsWhere(t, "type = 'provider_recovered' AND provider = $1", [a.name])).toHaveLength(0);
 
-      const recovered = await eventually(
-        () => eventsWhere(t, "type = 'provider_recovered' AND provider = $1", [a.name]),
-        (rows) => rows.length > 0,
-        2000,
+      // the next real request is the trial
+      const res = await post(key.secret, chatBody('m-a'));
+      expect(res.headers['x-svc-provider-used']).toBe(a.name);
+      expect(res.headers['x-svc-fallback-alert']).toBeUndefined();
+      expect(a.fake.count(CHAT_PATH)).toBe(6);
+      const healed = await health(t, key.secret);
+      expect(healed.overall).toBe('operational');
+      expect(entryOf(healed, a.name)).toEqual(healthyEntry(a.name));
+      const recovered = await storedEvents(
+        t,
+        "type = 'provider_recovered' AND provider = $1",
+        [a.name],
         'provider_recovered row',
       );
-      await sleep(1000);
-      expect(a.fake.count(MODELS_PATH)).toBe(1);
-      expect(await eventsWhere(t, "type = 'provider_recovered' AND provider = $1", [a.name])).toHaveLength(1);
+      expect(recovered).toHaveLength(1);
       expect(recovered[0]).toMatchObject({ id: expect.stringMatching(/^evt_/), key_id: null, provider: a.name });
       expect(recovered[0].data).toMatchObject({
         active_provider: a.name,
         exhausted_provider: null,
         fallback_level: null,
-        request_id: expect.stringMatching(REQUEST_ID),
+        request_id: res.headers['x-svc-request-id'],
       });
-      // the probe was the only call: no request of the key reached the provider during the cooldown
-      expect(a.fake.count(CHAT_PATH)).toBe(5);
-
-      const res = await post(key.secret, chatBody('m-a'));
-      expect(res.headers['x-svc-provider-used']).toBe(a.name);
-      expect(res.headers['x-svc-fallback-alert']).toBeUndefined();
+      expect(a.fake.count(MODELS_PATH)).toBe(1);
     },
     PROBE_TEST_TIMEOUT_MS,
   );
 
   it(
-    'opens the circuit for another cooldown when the probe fails, then recovers on a later probe',
+    'keeps recovering after a cheap probe succeeds while chat still fails, and the failing trial opens the circuit again',
+    async () => {
+      const { a, b, key } = await twoStepKey('probe ok, chat not');
+      await tripAndCoolDown(a, b, key.secret);
+      // GET /models answers, chat of the step model does not
+      a.fake.setMode('ok');
+      a.fake.setMode('error500', { model: 'm-a' });
+
+      await a.fake.waitUntil(() => a.fake.count(MODELS_PATH) >= 1, PROBE_DEADLINE_MS);
+      await eventually(
+        () => health(t, key.secret),
+        (h) => entryOf(h, a.name)?.status === 'recovering' && a.fake.count(MODELS_PATH) === 1,
+        2000,
+        `${a.name} still recovering after the cheap probe`,
+      );
+      const res = await post(key.secret, chatBody('m-a'));
+      expect(res.headers['x-svc-provider-used']).toBe(b.name);
+      expect(a.fake.count(CHAT_PATH)).toBe(6);
+      expect(entryOf(await health(t, key.secret), a.name)).toMatchObject({ status: 'down', consecutive_failures: 6 });
+      expect(await eventsWhere(t, "type = 'provider_recovered' AND provider = $1", [a.name])).toHaveLength(0);
+    },
+    PROBE_TEST_TIMEOUT_MS,
+  );
+
+  it(
+    'opens the circuit for another cooldown when the cheap probe fails, then recovers through a later request',
     async () => {
       const { a, b, key } = await twoStepKey('probe fails');
-      a.fake.setMode('error500');
-      await failOn(a, b, key.secret, 5);
+      await tripAndCoolDown(a, b, key.secret);
 
       await a.fake.waitUntil(() => a.fake.count(MODELS_PATH) >= 1, PROBE_DEADLINE_MS);
       const reopened = await eventually(
@@ -400,31 +484,30 @@ describe('provider circuit breaker', () => {
         2000,
         `${a.name} down again after the failed probe`,
       );
-      expect(entryOf(reopened, a.name)!.consecutive_failures).toBeGreaterThanOrEqual(5);
+      expect(entryOf(reopened, a.name)!.consecutive_failures).toBe(6);
       expect(a.fake.count(MODELS_PATH)).toBe(1);
 
       // still skipped while down
       expect((await post(key.secret, chatBody('m-a'))).headers['x-svc-provider-used']).toBe(b.name);
       expect(a.fake.count(CHAT_PATH)).toBe(5);
-      await sleep(1000);
-      expect(a.fake.count(MODELS_PATH)).toBe(1);
 
       a.fake.setMode('ok');
-      await a.fake.waitUntil(() => a.fake.count(MODELS_PATH) >= 2, PROBE_DEADLINE_MS);
       await eventually(
         () => health(t, key.secret),
-        (h) => entryOf(h, a.name)?.status === 'healthy',
-        2000,
-        `${a.name} healthy after the second probe`,
+        (h) => entryOf(h, a.name)?.status === 'recovering',
+        COOLDOWN_MS + 2000,
+        `${a.name} recovering after the second cooldown`,
       );
-      expect(a.fake.count(MODELS_PATH)).toBe(2);
+      expect((await post(key.secret, chatBody('m-a'))).headers['x-svc-provider-used']).toBe(a.name);
+      expect(entryOf(await health(t, key.secret), a.name)?.status).toBe('healthy');
+      expect(a.fake.count(MODELS_PATH)).toBe(1);
       // the event is stored in the background, after the state row: wait for it, then check it is the only one
       expect(
         await storedEvents(
           t,
           "type = 'provider_recovered' AND provider = $1",
           [a.name],
-          'provider_recovered row after the second probe',
+          'provider_recovered row after the trial',
         ),
       ).toHaveLength(1);
     },

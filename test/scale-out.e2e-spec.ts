@@ -106,7 +106,7 @@ describe('two replicas over one database', () => {
     expect(refused.body.error.code).toBe('invalid_api_key');
   });
 
-  it('skips on B a provider tripped through A, sends one probe across both after the cooldown, and delivers each event once per endpoint', async () => {
+  it('skips on B a provider tripped through A, heals it through one trial request after the cooldown, and delivers each event once per endpoint', async () => {
     const { trip, backup } = fakes;
     const key = await set.createKey(a, 'breaker', [
       { provider: trip.name, model: 'm-trip' },
@@ -147,7 +147,17 @@ describe('two replicas over one database', () => {
     expect(trip.count(CHAT_PATH)).toBe(5);
 
     trip.setMode('ok');
-    await trip.waitUntil(() => trip.count(MODELS_PATH) >= 1, COOLDOWN_MS + 15000);
+    for (const replica of [a, b]) {
+      await eventually(
+        () => health(replica, key.secret),
+        (h) => statusOf(h, trip.name) === 'recovering',
+        COOLDOWN_MS + PROPAGATION_MS,
+        `${trip.name} recovering on ${replica.label}`,
+      );
+    }
+    // the first real request after the cooldown is the trial, whichever replica it reaches
+    const trial = await chat(b, key.secret, 'm-trip');
+    expect(trial.headers['x-svc-provider-used']).toBe(trip.name);
     for (const replica of [a, b]) {
       await eventually(
         () => health(replica, key.secret),
@@ -156,12 +166,21 @@ describe('two replicas over one database', () => {
         `${trip.name} healthy on ${replica.label}`,
       );
     }
-    // another whole cooldown: a replica that would probe a second time has had its chance
-    await sleep(COOLDOWN_MS + 1000);
-    expect(trip.count(MODELS_PATH)).toBe(1);
-    const recovered = await eventIds(`type = 'provider_recovered' AND provider = $1`, [trip.name]);
+    expect(trip.count(CHAT_PATH)).toBe(6);
+    // a request came within 5 s of the cooldown's end: no cheap probe went out
+    expect(trip.count(MODELS_PATH)).toBe(0);
+    const recoveredSql = `type = 'provider_recovered' AND provider = $1`;
+    // stored in the background, after the state row: wait for it, then check it is the only one
+    await eventually(
+      () => eventIds(recoveredSql, [trip.name]),
+      (ids) => ids.length > 0,
+      5000,
+      'provider_recovered row',
+    );
+    await sleep(500);
+    const recovered = await eventIds(recoveredSql, [trip.name]);
     expect(recovered).toHaveLength(1);
-    expect((await chat(b, key.secret, 'm-trip')).headers['x-svc-provider-used']).toBe(trip.name);
+    expect((await chat(a, key.secret, 'm-trip')).headers['x-svc-provider-used']).toBe(trip.name);
 
     // 5 failovers through A, 1 through B, 1 recovery: each reaches each endpoint once, whichever replica sent it
     const expected = [...(await eventIds(`type = 'failover' AND key_id = $1`, [key.id])), ...recovered].sort();

@@ -32,7 +32,7 @@ export async function startFakeUpstream({ port = 4010, failing = false, log = co
       if (route === 'GET /control')
         return send(res, 200, { failing: state.failing, chat_requests: state.chatRequests });
       if (route === 'GET /v1/models') {
-        log(`upstream  | GET /v1/models (the gateway's probe) → ${state.failing ? 503 : 200}`);
+        log(`upstream  | GET /v1/models (the gateway's cheap probe) → ${state.failing ? 503 : 200}`);
         if (state.failing) return unavailable(res);
         return send(res, 200, {
           object: 'list',

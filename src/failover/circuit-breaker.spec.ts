@@ -1,7 +1,9 @@
-import { BreakerState, CircuitBreaker, overallStatus } from './circuit-breaker';
+import { BreakerState, CHEAP_PROBE_AFTER_MS, CircuitBreaker, overallStatus } from './circuit-breaker';
 
 const T0 = 1_700_000_000_000;
 const breaker = new CircuitBreaker();
+/** How long a trial holds the slot in these cases. */
+const HOLD = 60000;
 
 /** Applies `n` consecutive failures from `state`, all at `now`. */
 function fail(state: BreakerState, n: number, now = T0): { state: BreakerState; tripped: boolean } {
@@ -61,8 +63,12 @@ describe('CircuitBreaker', () => {
     expect(start).toEqual({ status: 'healthy', consecutiveFailures: 0, openUntil: null });
     expect(degraded.consecutiveFailures).toBe(1);
     const down = Object.freeze(downAt(T0));
-    expect(() => breaker.recordProbe(breaker.startProbe(down, T0 + 30000), false, T0 + 31000)).not.toThrow();
+    const trial = Object.freeze(breaker.startTrial(down, T0 + 30000, HOLD));
+    expect(() => breaker.recordTrial(trial, false, T0 + 31000)).not.toThrow();
+    expect(() => breaker.recordCheapProbe(trial, true, T0 + 31000)).not.toThrow();
+    expect(() => breaker.releaseTrial(trial)).not.toThrow();
     expect(down).toEqual({ status: 'down', consecutiveFailures: 5, openUntil: T0 + 30000 });
+    expect(trial).toEqual({ status: 'recovering', consecutiveFailures: 5, openUntil: T0 + 30000 + HOLD });
   });
 
   it('ignores failures reported while down, so the cooldown is not extended', () => {
@@ -72,8 +78,8 @@ describe('CircuitBreaker', () => {
     expect(tripped).toBe(false);
   });
 
-  it('ignores failures and successes reported while the probe runs', () => {
-    const recovering = breaker.startProbe(downAt(T0), T0 + 30000);
+  it('ignores failures and successes of other requests while the trial runs', () => {
+    const recovering = breaker.startTrial(downAt(T0), T0 + 30000, HOLD);
     expect(breaker.recordFailure(recovering, T0 + 30001)).toEqual({ state: recovering, tripped: false });
     expect(breaker.recordSuccess(recovering, T0 + 30001)).toEqual(recovering);
   });
@@ -84,74 +90,98 @@ describe('CircuitBreaker', () => {
     expect(breaker.isAvailable(breaker.recordSuccess(down, T0 + 1000), T0 + 1000)).toBe(false);
   });
 
-  it('makes the probe due exactly when the cooldown ends, not a millisecond earlier', () => {
+  it('opens the trial exactly when the cooldown ends, not a millisecond earlier', () => {
     const down = downAt(T0);
-    expect(breaker.probeDue(down, T0 + 29999)).toBe(false);
-    expect(breaker.probeDue(down, T0 + 30000)).toBe(true);
-    expect(breaker.probeDue(down, T0 + 90000)).toBe(true);
+    expect(breaker.trialOpen(down, T0 + 29999)).toBe(false);
+    expect(breaker.startTrial(down, T0 + 29999, HOLD)).toEqual(down);
+    expect(breaker.trialOpen(down, T0 + 30000)).toBe(true);
+    expect(breaker.trialOpen(down, T0 + 90000)).toBe(true);
   });
 
-  it('never makes a probe due for a closed circuit', () => {
-    expect(breaker.probeDue(breaker.initial(), T0)).toBe(false);
-    expect(breaker.probeDue(fail(breaker.initial(), 4).state, T0 + 1e9)).toBe(false);
+  it('never opens a trial on a closed circuit', () => {
+    expect(breaker.trialOpen(breaker.initial(), T0)).toBe(false);
+    const degraded = fail(breaker.initial(), 2).state;
+    expect(breaker.trialOpen(degraded, T0 + 1e9)).toBe(false);
+    expect(breaker.startTrial(degraded, T0, HOLD)).toEqual(degraded);
+    expect(breaker.cheapProbeDue(degraded, T0 + 1e9)).toBe(false);
   });
 
-  it('keeps regular traffic away while half-open', () => {
-    const recovering = breaker.startProbe(downAt(T0), T0 + 30000);
-    expect(recovering.status).toBe('recovering');
+  it('keeps regular traffic away while half-open, and a held slot from a second trial', () => {
+    const recovering = breaker.startTrial(downAt(T0), T0 + 30000, HOLD);
+    expect(recovering).toEqual({ status: 'recovering', consecutiveFailures: 5, openUntil: T0 + 30000 + HOLD });
     expect(breaker.isAvailable(recovering, T0 + 30000)).toBe(false);
+    expect(breaker.trialOpen(recovering, T0 + 30000 + HOLD - 1)).toBe(false);
   });
 
-  it('does not start a second probe while one is in flight', () => {
-    const recovering = breaker.startProbe(downAt(T0), T0 + 30000);
-    expect(breaker.probeDue(recovering, T0 + 35000)).toBe(false);
-  });
-
-  it('retries a probe that stayed unanswered for a whole cooldown', () => {
-    const recovering = breaker.startProbe(downAt(T0), T0 + 30000);
-    expect(breaker.probeDue(recovering, T0 + 60000)).toBe(true);
-    expect(breaker.startProbe(recovering, T0 + 60000)).toEqual({
+  it('frees the slot of a trial that stayed unanswered past its hold (its replica died)', () => {
+    const recovering = breaker.startTrial(downAt(T0), T0 + 30000, HOLD);
+    expect(breaker.trialOpen(recovering, T0 + 30000 + HOLD)).toBe(true);
+    expect(breaker.startTrial(recovering, T0 + 30000 + HOLD, HOLD)).toMatchObject({
       status: 'recovering',
-      consecutiveFailures: 5,
-      openUntil: T0 + 90000,
+      openUntil: T0 + 30000 + 2 * HOLD,
     });
   });
 
-  it('does not start a probe on a closed circuit', () => {
-    const degraded = fail(breaker.initial(), 2).state;
-    expect(breaker.startProbe(degraded, T0)).toEqual(degraded);
-  });
-
-  it('closes the circuit when the probe succeeds and reports the recovery', () => {
-    const recovering = breaker.startProbe(downAt(T0), T0 + 30000);
-    const { state, recovered } = breaker.recordProbe(recovering, true, T0 + 30500);
+  it('closes the circuit when the trial succeeds and reports the recovery', () => {
+    const recovering = breaker.startTrial(downAt(T0), T0 + 30000, HOLD);
+    const { state, recovered } = breaker.recordTrial(recovering, true, T0 + 30500);
     expect(state).toEqual({ status: 'healthy', consecutiveFailures: 0, openUntil: null });
     expect(recovered).toBe(true);
     expect(breaker.isAvailable(state, T0 + 30500)).toBe(true);
   });
 
-  it('reports a recovery for a probe that succeeds straight from down', () => {
-    expect(breaker.recordProbe(downAt(T0), true, T0 + 30000).recovered).toBe(true);
+  it('reports no recovery for a trial verdict on a circuit that is not open', () => {
+    const degraded = fail(breaker.initial(), 3).state;
+    expect(breaker.recordTrial(degraded, true, T0)).toEqual({ state: degraded, recovered: false });
+    expect(breaker.recordCheapProbe(degraded, false, T0)).toEqual(degraded);
   });
 
-  it('does not report a recovery when the circuit was not open', () => {
-    const { state, recovered } = breaker.recordProbe(fail(breaker.initial(), 3).state, true, T0);
-    expect(recovered).toBe(false);
-    expect(state.status).toBe('healthy');
-  });
-
-  it('re-opens the circuit for a fresh cooldown when the probe fails', () => {
-    const recovering = breaker.startProbe(downAt(T0), T0 + 30000);
-    const { state, recovered } = breaker.recordProbe(recovering, false, T0 + 32000);
+  it('re-opens the circuit for a fresh cooldown when the trial fails', () => {
+    const recovering = breaker.startTrial(downAt(T0), T0 + 30000, HOLD);
+    const { state, recovered } = breaker.recordTrial(recovering, false, T0 + 32000);
     expect(state).toEqual({ status: 'down', consecutiveFailures: 6, openUntil: T0 + 62000 });
     expect(recovered).toBe(false);
-    expect(breaker.probeDue(state, T0 + 61999)).toBe(false);
-    expect(breaker.probeDue(state, T0 + 62000)).toBe(true);
+    expect(breaker.trialOpen(state, T0 + 61999)).toBe(false);
+    expect(breaker.trialOpen(state, T0 + 62000)).toBe(true);
   });
 
-  it('counts a failed probe on a closed circuit as one ordinary failure', () => {
-    const { state } = breaker.recordProbe(fail(breaker.initial(), 4).state, false, T0);
-    expect(state).toEqual({ status: 'down', consecutiveFailures: 5, openUntil: T0 + 30000 });
+  it('makes the cheap probe due only when no trial came within 5 s of the cooldown end', () => {
+    const down = downAt(T0);
+    expect(CHEAP_PROBE_AFTER_MS).toBe(5000);
+    expect(breaker.cheapProbeDue(down, T0 + 34999)).toBe(false);
+    expect(breaker.cheapProbeDue(down, T0 + 35000)).toBe(true);
+    expect(breaker.cheapProbeDue(breaker.startTrial(down, T0 + 35000, HOLD), T0 + 99000)).toBe(false);
+  });
+
+  it('keeps the circuit recovering with a free slot after a cheap probe succeeds, and no further cheap probe', () => {
+    const probing = breaker.startTrial(downAt(T0), T0 + 35000, HOLD);
+    const state = breaker.recordCheapProbe(probing, true, T0 + 35100);
+    expect(state).toEqual({ status: 'recovering', consecutiveFailures: 5, openUntil: null });
+    expect(breaker.isAvailable(state, T0 + 35100)).toBe(false);
+    expect(breaker.trialOpen(state, T0 + 35100)).toBe(true);
+    expect(breaker.cheapProbeDue(state, T0 + 1e9)).toBe(false);
+    expect(breaker.view(state, T0 + 35100)).toEqual({
+      status: 'recovering',
+      consecutive_failures: 5,
+      cooldown_remaining_secs: 0,
+    });
+  });
+
+  it('re-opens the circuit for a fresh cooldown when the cheap probe fails', () => {
+    const probing = breaker.startTrial(downAt(T0), T0 + 35000, HOLD);
+    expect(breaker.recordCheapProbe(probing, false, T0 + 36000)).toEqual({
+      status: 'down',
+      consecutiveFailures: 6,
+      openUntil: T0 + 66000,
+    });
+  });
+
+  it('frees the slot of a trial that ended with no verdict on the provider', () => {
+    const recovering = breaker.startTrial(downAt(T0), T0 + 30000, HOLD);
+    const released = breaker.releaseTrial(recovering);
+    expect(released).toEqual({ status: 'recovering', consecutiveFailures: 5, openUntil: null });
+    expect(breaker.trialOpen(released, T0 + 30001)).toBe(true);
+    expect(breaker.releaseTrial(downAt(T0))).toEqual(downAt(T0));
   });
 
   it('honours a configured threshold and cooldown', () => {
@@ -205,8 +235,8 @@ describe('CircuitBreaker.view', () => {
     expect(breaker.view(down, T0 + 99000)).toMatchObject({ status: 'recovering', cooldown_remaining_secs: 0 });
   });
 
-  it('reports a running probe as recovering with no cooldown', () => {
-    const recovering = breaker.startProbe(downAt(T0), T0 + 30000);
+  it('reports a running trial as recovering with no cooldown', () => {
+    const recovering = breaker.startTrial(downAt(T0), T0 + 30000, HOLD);
     expect(breaker.view(recovering, T0 + 30001)).toEqual({
       status: 'recovering',
       consecutive_failures: 5,

@@ -86,3 +86,82 @@ describe('CircuitRegistry writes', () => {
     expect(store.writes).toBe(2);
   });
 });
+
+describe('CircuitRegistry half-open trial', () => {
+  const COOLDOWN_MS = 20;
+  let store: MemoryStore;
+  let recovered: string[];
+  const replica = (): CircuitRegistry => {
+    const feed = { notify: () => Promise.resolve(), subscribe: () => Promise.resolve() } as unknown as PgChangeFeed;
+    const env = {
+      SVC_BREAKER_THRESHOLD: 1,
+      SVC_BREAKER_COOLDOWN_MS: COOLDOWN_MS,
+      SVC_SYNC_INTERVAL_MS: 1000,
+    } as EnvironmentVariables;
+    const events = { recordRecovered: (_p: string, requestId: string) => recovered.push(requestId) };
+    return new CircuitRegistry(
+      store as unknown as BreakerStore,
+      feed,
+      {} as AdapterRegistry,
+      events as unknown as EventsService,
+      env,
+    );
+  };
+
+  /** Trips `p` through `registry` and waits out the cooldown. */
+  const tripAndCoolDown = async (registry: CircuitRegistry): Promise<void> => {
+    registry.recordFailure('p');
+    await registry.flushAll();
+    await tick(COOLDOWN_MS + 5);
+  };
+
+  beforeEach(() => {
+    store = new MemoryStore();
+    recovered = [];
+  });
+
+  it('lets exactly one request of two replicas be the trial, and its success closes the circuit with one recovery', async () => {
+    const [a, b] = [replica(), replica()];
+    await tripAndCoolDown(a);
+    // b mirrors the tripped row as a NOTIFY would make it
+    await (b as unknown as { sync(): Promise<void> }).sync();
+
+    const admitted = await Promise.all([a.admit('p', 'req_1'), b.admit('p', 'req_2'), a.admit('p', 'req_3')]);
+    expect(admitted.filter(Boolean)).toHaveLength(1);
+    const winner = admitted[0] ? 'req_1' : 'req_2';
+    expect(store.row?.state.status).toBe('recovering');
+    expect(a.view('p').status).toBe('recovering');
+
+    const holder = winner === 'req_1' ? a : b;
+    holder.recordSuccess('p', 'req_other'); // not the trial: changes nothing
+    expect(holder.view('p').status).toBe('recovering');
+    holder.recordSuccess('p', winner);
+    expect(holder.view('p').status).toBe('healthy');
+    await holder.onApplicationShutdown();
+    expect(store.row?.state).toEqual({ status: 'healthy', consecutiveFailures: 0, openUntil: null });
+    expect(recovered).toEqual([winner]);
+  });
+
+  it('opens the circuit for another cooldown when the trial fails', async () => {
+    const a = replica();
+    await tripAndCoolDown(a);
+    expect(await a.admit('p', 'req_1')).toBe(true);
+    a.recordFailure('p', 'req_1');
+    expect(a.view('p').status).toBe('down');
+    await a.onApplicationShutdown();
+    expect(store.row?.state).toMatchObject({ status: 'down', consecutiveFailures: 2 });
+    expect(recovered).toEqual([]);
+  });
+
+  it('frees the slot when the trial request ends without a verdict, so the next request is the trial', async () => {
+    const a = replica();
+    await tripAndCoolDown(a);
+    expect(await a.admit('p', 'req_1')).toBe(true);
+    expect(await a.admit('p', 'req_2')).toBe(false);
+    a.requestEnded('req_1');
+    await a.flushAll();
+    await tick();
+    expect(store.row?.state).toMatchObject({ status: 'recovering', openUntil: null });
+    expect(await a.admit('p', 'req_2')).toBe(true);
+  });
+});

@@ -7,28 +7,24 @@ import { PgChangeFeed } from '../database/pg-change-feed';
 import { AdapterRegistry } from '../providers/adapter-registry';
 import { BreakerStore } from './breaker.store';
 import { BreakerState, BreakerView, CircuitBreaker } from './circuit-breaker';
+import { CIRCUITS_CHANNEL, CircuitMirrors } from './circuit-mirrors';
 import { EventsService } from './events.service';
 
-export const CIRCUITS_CHANNEL = 'svc_circuits_changed';
+export { CIRCUITS_CHANNEL } from './circuit-mirrors';
 const PROBE_TIMEOUT_MS = 5000;
-const CAS_ATTEMPTS = 8;
-/** How long outcomes that change no circuit's status may wait to share one write. */
-const COUNT_WRITE_DELAY_MS = 50;
-const FLUSH_ALL_ROUNDS = 5;
+/** The cheap probe holds the trial slot this long at most (its own timeout, and a margin). */
+const PROBE_HOLD_MS = 2 * PROBE_TIMEOUT_MS;
+/** A trial request holds the slot this long at most (a whole cooldown if longer): past it, its replica is taken for dead. */
+const TRIAL_HOLD_MIN_MS = 60000;
+/** A request waits this long at most for its trial claim (a slow database): past it, it skips the provider. */
+const CLAIM_WAIT_MS = 500;
 
-type Outcome = 'success' | 'failure';
-
-interface Mirror {
-  state: BreakerState;
-  version: number;
-  /** Outcomes seen here and not yet written to the shared row, in order. */
-  pending: Outcome[];
-  /** The write in progress, if any. */
-  flushing: Promise<void> | null;
-  /** A coalesced write scheduled for later (outcomes that change no status), if any. */
-  timer: NodeJS.Timeout | null;
-  /** A pending outcome changed the status: write without waiting. */
-  urgent: boolean;
+/** The half-open trial this replica holds: a real request's (`requestId`) or the cheap probe's (null). */
+interface Trial {
+  requestId: string | null;
+  /** The hold's end written by the claim (null while the claim is being written): identifies the claim in the row. */
+  token: number | null;
+  started: number;
 }
 
 /**
@@ -40,22 +36,24 @@ interface Mirror {
 export class CircuitRegistry implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger(CircuitRegistry.name);
   readonly breaker: CircuitBreaker;
-  private readonly mirrors = new Map<string, Mirror>();
-  private readonly probing = new Set<string>();
+  private readonly mirrors: CircuitMirrors;
+  /** The trials this replica holds or is claiming, by provider. */
+  private readonly trials = new Map<string, Trial>();
   private syncTimer: NodeJS.Timeout | null = null;
-  /** Aborted at shutdown: no new probe or sync starts, and a probe in flight is dropped unrecorded. */
+  /** Aborted at shutdown: no new trial, probe or sync starts, and a probe in flight is dropped unrecorded. */
   private readonly closing = new AbortController();
+  /** Probes and trial verdicts being written, waited for at shutdown. */
   private readonly probesInFlight = new Set<Promise<void>>();
-  private stopped = false;
 
   constructor(
-    private readonly store: BreakerStore,
+    store: BreakerStore,
     private readonly feed: PgChangeFeed,
     private readonly adapters: AdapterRegistry,
     private readonly events: EventsService,
     private readonly env: EnvironmentVariables,
   ) {
     this.breaker = new CircuitBreaker(env.SVC_BREAKER_THRESHOLD, env.SVC_BREAKER_COOLDOWN_MS);
+    this.mirrors = new CircuitMirrors(store, feed, this.breaker, this.logger);
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -69,21 +67,39 @@ export class CircuitRegistry implements OnApplicationBootstrap, OnApplicationShu
   async onApplicationShutdown(): Promise<void> {
     this.closing.abort();
     if (this.syncTimer) clearInterval(this.syncTimer);
-    await Promise.allSettled([...this.probesInFlight]);
+    while (this.probesInFlight.size > 0) await Promise.allSettled([...this.probesInFlight]);
     await this.flushAll();
-    this.stopped = true;
+    this.mirrors.stop();
   }
 
+  /** Whether regular traffic may use the provider now (a read: claims nothing). */
   isAvailable(provider: string, now = Date.now()): boolean {
-    return this.breaker.isAvailable(this.mirror(provider).state, now);
+    return this.breaker.isAvailable(this.mirrors.get(provider).state, now);
+  }
+
+  /**
+   * Whether request `requestId` may use the provider: regular traffic, or the half-open trial, which it
+   * claims (one across all replicas, by compare-and-set; every other request skips the provider meanwhile).
+   * Synchronous unless a trial is to be claimed.
+   */
+  admit(provider: string, requestId: string): boolean | Promise<boolean> {
+    const mirror = this.mirrors.get(provider);
+    const now = Date.now();
+    if (this.breaker.isAvailable(mirror.state, now)) return true;
+    if (this.trials.has(provider) || this.closing.signal.aborted || !this.breaker.trialOpen(mirror.state, now))
+      return false;
+    const hold = Math.max(this.breaker.cooldownMs, TRIAL_HOLD_MIN_MS);
+    return this.claim(provider, requestId, hold, (state, at) => this.breaker.trialOpen(state, at));
   }
 
   view(provider: string, now = Date.now()): BreakerView {
-    return this.breaker.view(this.mirror(provider).state, now);
+    return this.breaker.view(this.mirrors.get(provider).state, now);
   }
 
-  recordSuccess(provider: string): void {
-    const mirror = this.mirror(provider);
+  /** A success of `provider` for request `requestId`: closes the circuit when that request was its trial. */
+  recordSuccess(provider: string, requestId?: string): void {
+    if (this.settleTrialOf(provider, requestId, 'success')) return;
+    const mirror = this.mirrors.get(provider);
     const next = this.breaker.recordSuccess(mirror.state, Date.now());
     if (
       next === mirror.state ||
@@ -92,12 +108,13 @@ export class CircuitRegistry implements OnApplicationBootstrap, OnApplicationShu
       return;
     const statusChanged = next.status !== mirror.state.status;
     mirror.state = next;
-    this.queue(provider, mirror, 'success', statusChanged);
+    this.mirrors.queue(provider, mirror, 'success', statusChanged);
   }
 
-  /** A failure of `provider` (seen by request `requestId`, named on the line if it opens the circuit). */
+  /** A failure of `provider` (seen by request `requestId`, named on the line if it opens the circuit; its trial's failure re-opens it). */
   recordFailure(provider: string, requestId?: string): void {
-    const mirror = this.mirror(provider);
+    if (this.settleTrialOf(provider, requestId, 'failure')) return;
+    const mirror = this.mirrors.get(provider);
     const { state, tripped } = this.breaker.recordFailure(mirror.state, Date.now());
     if (state === mirror.state) return;
     const statusChanged = state.status !== mirror.state.status;
@@ -107,186 +124,137 @@ export class CircuitRegistry implements OnApplicationBootstrap, OnApplicationShu
         requestId === undefined ? {} : requestFields(requestId),
         `circuit of ${provider} opened after ${state.consecutiveFailures} consecutive failures`,
       );
-    this.queue(provider, mirror, 'failure', statusChanged);
+    this.mirrors.queue(provider, mirror, 'failure', statusChanged);
   }
 
-  /** Waits until every outcome seen here is in the shared row (tests and shutdown). */
-  async flushAll(): Promise<void> {
-    for (const [provider, mirror] of this.mirrors) {
-      if (mirror.timer) clearTimeout(mirror.timer);
-      mirror.timer = null;
-      // a few rounds: outcomes may arrive while a write is in flight (each round writes all pending ones)
-      for (let round = 0; round < FLUSH_ALL_ROUNDS && (mirror.flushing || mirror.pending.length > 0); round++) {
-        await (mirror.flushing ?? this.flush(provider));
-      }
+  /** Request `requestId` is over: a trial it holds with no verdict (client gone, request refused, step skipped) frees the slot. */
+  requestEnded(requestId: string): void {
+    if (this.trials.size === 0) return;
+    for (const [provider, trial] of this.trials) {
+      if (trial.requestId === requestId && trial.token !== null) this.settle(provider, trial, 'release');
     }
   }
 
-  /** Sends the one probe of a circuit whose cooldown is over, whether or not traffic arrives. */
+  /** Waits until every outcome seen here is in the shared row (tests and shutdown). */
+  flushAll(): Promise<void> {
+    return this.mirrors.flushAll();
+  }
+
+  /** Sends the cheap probe of a circuit that no request tried within CHEAP_PROBE_AFTER_MS of its cooldown's end. */
   @Interval('circuit-probes', 250)
   async probeDueCircuits(): Promise<void> {
     if (this.closing.signal.aborted) return;
     const now = Date.now();
-    for (const [provider, mirror] of this.mirrors) {
+    for (const [provider, mirror] of this.mirrors.entries()) {
       if (this.closing.signal.aborted) return;
-      if (this.probing.has(provider) || !this.breaker.probeDue(mirror.state, now)) continue;
-      this.probing.add(provider);
-      const run = this.probe(provider).finally(() => this.probing.delete(provider));
+      if (this.trials.has(provider) || !this.breaker.cheapProbeDue(mirror.state, now)) continue;
+      const run = this.probe(provider);
       this.probesInFlight.add(run);
       await run.finally(() => this.probesInFlight.delete(run));
     }
   }
 
-  private mirror(provider: string): Mirror {
-    let mirror = this.mirrors.get(provider);
-    if (!mirror) {
-      mirror = { state: this.breaker.initial(), version: -1, pending: [], flushing: null, timer: null, urgent: false };
-      this.mirrors.set(provider, mirror);
-    }
-    return mirror;
-  }
-
   /**
-   * A status change (tripped, healed) is written at once, for the other replicas to follow; outcomes
-   * that only move the count (a degraded provider failing again) wait up to COUNT_WRITE_DELAY_MS and
-   * share one write, instead of a read and a compare-and-set per request.
+   * Claims the trial slot (only the replica whose compare-and-set takes it goes on); false when another
+   * holds it. The mirror follows the row either way.
    */
-  private queue(provider: string, mirror: Mirror, outcome: Outcome, statusChanged: boolean): void {
-    mirror.pending.push(outcome);
-    if (statusChanged) mirror.urgent = true;
-    this.schedule(provider, mirror);
-  }
-
-  private schedule(provider: string, mirror: Mirror): void {
-    if (mirror.flushing) return; // its end schedules what came in meanwhile
-    if (mirror.urgent) {
-      if (mirror.timer) clearTimeout(mirror.timer);
-      mirror.timer = null;
-      setImmediate(() => void this.flush(provider));
-      return;
-    }
-    if (mirror.timer) return;
-    mirror.timer = setTimeout(() => {
-      mirror.timer = null;
-      void this.flush(provider);
-    }, COUNT_WRITE_DELAY_MS);
-    mirror.timer.unref();
-  }
-
-  /** Applies this replica's pending outcomes to the shared row (retrying when another replica wrote first). */
-  private flush(provider: string): Promise<void> {
-    const mirror = this.mirror(provider);
-    mirror.flushing ??= this.writePending(provider, mirror).finally(() => {
-      mirror.flushing = null;
-      // outcomes queued while the last write settled found it busy: schedule them now
-      if (mirror.pending.length > 0 && !this.stopped) this.schedule(provider, mirror);
-    });
-    return mirror.flushing;
-  }
-
-  private async writePending(provider: string, mirror: Mirror): Promise<void> {
-    try {
-      // one write; what arrives meanwhile is scheduled by flush's end (at once if urgent, else coalesced)
-      if (mirror.pending.length > 0 && !this.stopped) {
-        const batch = mirror.pending.splice(0);
-        mirror.urgent = false;
-        const written = await this.apply(provider, (state, now) => batch.reduce((s, o) => this.step(s, o, now), state));
-        if (!written) {
-          this.logger.warn(
-            `circuit of ${provider}: could not record ${batch.length} outcome(s) after ${CAS_ATTEMPTS} attempts`,
-          );
-          return;
-        }
-        const now = Date.now();
-        mirror.state = mirror.pending.reduce((s, o) => this.step(s, o, now), written.state);
-        mirror.version = written.version;
-        if (written.changedStatus) await this.feed.notify(CIRCUITS_CHANNEL, provider).catch(() => undefined);
-      }
-    } catch (err) {
-      this.logger.warn(`circuit of ${provider}: write failed: ${(err as Error).message}`);
-    }
-  }
-
-  private step(state: BreakerState, outcome: Outcome, now: number): BreakerState {
-    return outcome === 'success'
-      ? this.breaker.recordSuccess(state, now)
-      : this.breaker.recordFailure(state, now).state;
-  }
-
-  /** Read, transform with the pure breaker, compare-and-set; null when it kept losing. */
-  private async apply(
+  private async claim(
     provider: string,
-    transform: (state: BreakerState, now: number) => BreakerState | null,
-  ): Promise<{ state: BreakerState; version: number; changedStatus: boolean } | null> {
-    for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt += 1) {
-      const current = await this.store.get(provider);
-      if (!current) {
-        // the row is made on a provider's first write only, not one INSERT per flush
-        await this.store.ensure(provider, this.breaker.initial());
-        continue;
-      }
-      const next = transform(current.state, Date.now());
-      if (next === null) return null;
-      if (await this.store.compareAndSet(provider, current.version, next)) {
-        return { state: next, version: current.version + 1, changedStatus: next.status !== current.state.status };
-      }
+    requestId: string | null,
+    holdMs: number,
+    claimable: (state: BreakerState, now: number) => boolean,
+  ): Promise<boolean> {
+    const trial: Trial = { requestId, token: null, started: Date.now() };
+    this.trials.set(provider, trial);
+    const claiming = this.mirrors
+      .apply(provider, (state, now) => (claimable(state, now) ? this.breaker.startTrial(state, now, holdMs) : null))
+      .catch(() => null);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), CLAIM_WAIT_MS)));
+    const claimed = await Promise.race([claiming, late]).finally(() => clearTimeout(timer));
+    if (claimed === 'late') {
+      // nobody waits for this claim any more: a claim that still wins frees the slot at once
+      void claiming.then((won) => {
+        if (!won) return void this.trials.delete(provider);
+        trial.token = won.state.openUntil;
+        this.mirrors.adopt(provider, won);
+        this.settle(provider, trial, 'release');
+      });
+      return false;
     }
-    return null;
+    if (!claimed) {
+      this.trials.delete(provider);
+      return false;
+    }
+    trial.token = claimed.state.openUntil;
+    this.mirrors.adopt(provider, claimed);
+    // the others learn of the claim in the background (the compare-and-set already keeps them out)
+    void this.feed.notify(CIRCUITS_CHANNEL, provider).catch(() => undefined);
+    return true;
   }
 
+  private settleTrialOf(provider: string, requestId: string | undefined, verdict: 'success' | 'failure'): boolean {
+    const trial = requestId === undefined ? undefined : this.trials.get(provider);
+    if (!trial || trial.requestId !== requestId || trial.token === null) return false;
+    this.settle(provider, trial, verdict);
+    return true;
+  }
+
+  /** Writes a trial's verdict (or the cheap probe's) to the row it claimed; the mirror follows at once. */
+  private settle(provider: string, trial: Trial, verdict: 'success' | 'failure' | 'release'): void {
+    this.trials.delete(provider);
+    const cheap = trial.requestId === null;
+    const mine = (state: BreakerState): boolean => state.status === 'recovering' && state.openUntil === trial.token;
+    let recovered = false;
+    const transform = (state: BreakerState, now: number): BreakerState | null => {
+      if (!mine(state)) return null; // the hold ran out and another replica claimed: its verdict counts
+      if (verdict === 'release') return this.breaker.releaseTrial(state);
+      if (cheap) return this.breaker.recordCheapProbe(state, verdict === 'success', now);
+      const result = this.breaker.recordTrial(state, verdict === 'success', now);
+      recovered = result.recovered;
+      return result.state;
+    };
+    const mirror = this.mirrors.get(provider);
+    // this replica's next request sees the verdict without waiting for the write
+    mirror.state = transform(mirror.state, Date.now()) ?? mirror.state;
+    const latencyMs = Date.now() - trial.started;
+    const requestId = trial.requestId ?? newRequestId();
+    const run = this.mirrors
+      .apply(provider, (state, now) => transform(state, now))
+      .catch(() => null)
+      .then(async (written) => {
+        if (!written) return;
+        this.mirrors.adopt(provider, written);
+        if (verdict !== 'release')
+          this.logger.log(
+            `${cheap ? 'cheap probe' : 'trial request'} of ${provider} ${verdict === 'success' ? 'succeeded' : 'failed'}: circuit ${written.state.status} (${requestId})`,
+          );
+        // the only record of the recovery: EventsService keeps it in memory and retries until it is stored
+        if (recovered) this.events.recordRecovered(provider, requestId, latencyMs);
+        await this.feed.notify(CIRCUITS_CHANNEL, provider).catch(() => undefined);
+      });
+    this.probesInFlight.add(run);
+    void run.finally(() => this.probesInFlight.delete(run));
+  }
+
+  /** The cheap call (free, 5 s timeout): its failure re-opens the circuit, its success keeps it recovering. */
   private async probe(provider: string): Promise<void> {
     const adapter = this.adapters.get(provider);
     if (!adapter) return;
-    // claim: only the replica whose compare-and-set moves the row to `recovering` sends the probe
-    const claimed = await this.apply(provider, (state, now) =>
-      this.breaker.probeDue(state, now) ? this.breaker.startProbe(state, now) : null,
-    ).catch(() => null);
-    if (!claimed) return;
-    this.mirror(provider).state = claimed.state;
-    this.mirror(provider).version = claimed.version;
-    await this.feed.notify(CIRCUITS_CHANNEL, provider).catch(() => undefined);
-
-    const requestId = newRequestId();
-    const started = Date.now();
+    if (!(await this.claim(provider, null, PROBE_HOLD_MS, (state, now) => this.breaker.cheapProbeDue(state, now))))
+      return;
+    const trial = this.trials.get(provider);
     const ok = await adapter.probe(AbortSignal.any([AbortSignal.timeout(PROBE_TIMEOUT_MS), this.closing.signal])).then(
       () => true,
       () => false,
     );
-    const latencyMs = Date.now() - started;
-    // cut short by shutdown: the row stays `recovering` and another replica probes after the cooldown
-    if (this.closing.signal.aborted) return;
-    let recovered = false;
-    const finished = await this.apply(provider, (state, now) => {
-      if (state.status !== 'recovering') return null;
-      const result = this.breaker.recordProbe(state, ok, now);
-      recovered = result.recovered;
-      return result.state;
-    }).catch(() => null);
-    if (!finished) return;
-    this.mirror(provider).state = finished.state;
-    this.mirror(provider).version = finished.version;
-    this.logger.log(
-      `probe of ${provider} ${ok ? 'succeeded: circuit closed' : 'failed: circuit stays open'} (${requestId})`,
-    );
-    // the only record of the recovery: EventsService keeps it in memory and retries until it is stored
-    if (recovered) this.events.recordRecovered(provider, requestId, latencyMs);
-    await this.feed.notify(CIRCUITS_CHANNEL, provider).catch(() => undefined);
+    // cut short by shutdown: the hold runs out, and the next request after it is the trial
+    if (this.closing.signal.aborted || !trial) return;
+    this.settle(provider, trial, ok ? 'success' : 'failure');
   }
 
   /** Mirrors rows newer than what this replica holds (NOTIFY, and every sync interval as a safety net). */
   private async sync(): Promise<void> {
-    if (this.closing.signal.aborted) return;
-    try {
-      for (const stored of await this.store.all()) {
-        const mirror = this.mirror(stored.provider);
-        if (stored.version > mirror.version && !mirror.flushing) {
-          const now = Date.now();
-          mirror.state = mirror.pending.reduce((s, o) => this.step(s, o, now), stored.state);
-          mirror.version = stored.version;
-        }
-      }
-    } catch (err) {
-      this.logger.warn(`circuit sync failed: ${(err as Error).message}`);
-    }
+    if (!this.closing.signal.aborted) await this.mirrors.sync();
   }
 }

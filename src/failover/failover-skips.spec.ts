@@ -118,10 +118,13 @@ describe('FailoverService.execute: skipped steps', () => {
       expect(err.message).toContain('Every provider of this request is unavailable');
     });
 
-    it('answers Retry-After 1 for a circuit whose cooldown is over but whose probe has not closed it yet', async () => {
+    it('answers Retry-After 1 for a circuit whose cooldown is over while another request is its trial', async () => {
       const h = failoverHarness([step('p1', 'm1')]);
       at(T);
       await h.openCircuit('p1');
+      // the first request after the cooldown is the trial (decisions §3); this one comes while it runs
+      at(T + 31_000);
+      expect(await h.circuits.admit('p1', 'req_trial')).toBe(true);
 
       const err = await unavailable(h, T + 31_000);
 

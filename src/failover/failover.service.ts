@@ -50,7 +50,10 @@ export class FailoverService {
 
   /** A scope for one request; its usage record is written (in a batch) when it finishes. */
   openScope(requestId: string, key: AuthenticatedKey, capability: Capability): FailoverScope {
-    return new FailoverScope(requestId, key, capability, (scope, result) => this.recordUsage(scope, result));
+    return new FailoverScope(requestId, key, capability, (scope, result) => {
+      this.circuits.requestEnded(scope.requestId);
+      this.recordUsage(scope, result);
+    });
   }
 
   /** The steps a request for `model` would walk; 400 model_not_supported when no step serves it. */
@@ -101,7 +104,7 @@ export class FailoverService {
       const adapter = this.adapters.get(step.provider);
       const skip = !adapter
         ? 'no adapter'
-        : !this.circuits.isAvailable(step.provider)
+        : !(await this.circuits.admit(step.provider, scope.requestId))
           ? 'circuit open'
           : step.step.usage_cap && !this.caps.tryConsume(scope.key.id, step.chainIndex, step.step.usage_cap)
             ? 'usage cap reached'
@@ -131,7 +134,7 @@ export class FailoverService {
           latency_ms: latency,
         });
         this.metrics.upstreamAttempt(step.provider, true, latency);
-        this.circuits.recordSuccess(step.provider);
+        this.circuits.recordSuccess(step.provider, scope.requestId);
         const exhausted = failures[failures.length - 1] ?? null;
         scope.served = {
           provider: step.provider,

@@ -8,6 +8,7 @@ import type { AudioStream } from '../providers/provider-adapter';
 import { ignoredFieldsHeader, IGNORED_FIELDS_HEADER, type SpeechField } from '../providers/speech-fields';
 import type { SpeechJob } from '../speech/speech-job';
 import { routeIgnoredFields, SpeechService } from '../speech/speech.service';
+import { withFlacLength } from '../audio/flac-length';
 import { extraInfo } from './extra-info';
 import { MINIMAX_CODES } from '../common/errors/minimax-codes';
 import { MINIMAX_OK, TRACE_HEADER } from './minimax-errors';
@@ -88,7 +89,13 @@ export class MiniMaxSpeechService {
     if (state.broke) throw state.broke;
     if (!state.audio || call.aborted)
       throw new DomainError('internal_error', 'The client left before the audio was made.');
-    return { audio: state.audio, bytes: Buffer.concat(parts), ignored: state.ignored };
+    const bytes = Buffer.concat(parts);
+    // the clip went through the live pipeline; a whole answer's FLAC header says its length (issue 41)
+    return {
+      audio: state.audio,
+      bytes: job.output.format === 'flac' ? withFlacLength(bytes) : bytes,
+      ignored: state.ignored,
+    };
   }
 
   /** MiniMax's SSE: `data: {"data":{"audio":"<hex>","status":1},…}` per chunk, then `status: 2` with `extra_info`. */

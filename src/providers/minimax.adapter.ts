@@ -105,7 +105,14 @@ export class MiniMaxAdapter extends HttpProviderAdapter implements ProviderAdapt
       // the final event would otherwise repeat the whole clip: double the bytes for nothing
       ...(stream ? { stream_options: { exclude_aggregated_audio: true } } : {}),
       // MiniMax's own optional fields go as the client sent them (decisions §7); the audio always comes back as hex
-      voice_setting: { voice_id: call.voiceId, speed: call.speed, vol: call.vol, pitch: call.pitch, ...voiceOptions },
+      // a mix named by timbre_weights alone has no voice_id (MIX_ONLY_VOICE): none is invented
+      voice_setting: {
+        voice_id: call.voiceId || undefined,
+        speed: call.speed,
+        vol: call.vol,
+        pitch: call.pitch,
+        ...voiceOptions,
+      },
       audio_setting: {
         sample_rate: output.sampleRate,
         bitrate: output.bitrate,

@@ -94,6 +94,12 @@ export interface SpeechOptions {
   aigc_watermark?: boolean;
 }
 
+/**
+ * The voice id of a request that names its voices by `timbre_weights` alone (decisions §10): a MiniMax step sends
+ * no `voice_setting.voice_id` (the mix is the voice); any other step speaks the heaviest voice of the mix.
+ */
+export const MIX_ONLY_VOICE = '';
+
 /** A request field a provider kind may or may not be able to express, named by its path in the request. */
 export const SPEECH_FIELDS = [
   'voice_setting.pitch',

@@ -1,6 +1,6 @@
 import { DomainError } from '../common/errors/domain-error';
 import type { SpeechOutput } from '../providers/provider-adapter';
-import type { SpeechOptions } from '../providers/speech-fields';
+import { MIX_ONLY_VOICE, type SpeechOptions } from '../providers/speech-fields';
 import {
   PCMU_DEFAULT_SAMPLE_RATE,
   type AudioSettingDto,
@@ -19,7 +19,7 @@ export const ASYNC_TEXT_LIMIT = 200_000;
 export interface SpeechJob {
   model: string;
   text: string;
-  /** The voice the client asked for (each step maps it with its voice_map). */
+  /** The voice the client asked for (each step maps it with its voice_map); MIX_ONLY_VOICE for a mix by timbre_weights alone. */
   voiceId: string;
   speed: number;
   vol: number;
@@ -125,16 +125,31 @@ export function assertTextLimit(text: string, limit: number, param: string): voi
   }
 }
 
+/**
+ * `voice_setting.voice_id`, or MIX_ONLY_VOICE when the request names its voices by `timbre_weights` alone (decisions §10):
+ * the voice plan then checks the mix's voices, and no voice_id is invented for MiniMax. Neither: 400 naming the field.
+ */
+function voiceIdOf(dto: SpeechRequestDto): string {
+  const voiceId = dto.voice_setting?.voice_id;
+  if (voiceId !== undefined) return voiceId;
+  if (dto.timbre_weights !== undefined) return MIX_ONLY_VOICE;
+  throw new DomainError(
+    'missing_field',
+    'voice_setting.voice_id is required unless timbre_weights names the voices to mix.',
+    { param: 'voice_setting.voice_id' },
+  );
+}
+
 export function toSpeechJob(dto: SpeechRequestDto, textLimit: number): SpeechJob {
   assertTextLimit(dto.text, textLimit, 'text');
   const audio = dto.audio_setting ?? {};
   return {
     model: dto.model,
     text: dto.text,
-    voiceId: dto.voice_setting.voice_id,
-    speed: dto.voice_setting.speed ?? 1,
-    vol: dto.voice_setting.vol ?? 1,
-    pitch: dto.voice_setting.pitch ?? 0,
+    voiceId: voiceIdOf(dto),
+    speed: dto.voice_setting?.speed ?? 1,
+    vol: dto.voice_setting?.vol ?? 1,
+    pitch: dto.voice_setting?.pitch ?? 0,
     output: {
       format: audio.format ?? 'mp3',
       sampleRate:

@@ -1,6 +1,6 @@
 import type { DomainError } from '../common/errors/domain-error';
 import type { PlannedStep } from '../failover/chain';
-import type { SpeechField, SpeechOptions } from '../providers/speech-fields';
+import { MIX_ONLY_VOICE, type SpeechField, type SpeechOptions } from '../providers/speech-fields';
 
 /** What a speech request asks of its voices: the model, `voice_setting.voice_id`, and MiniMax's optional fields. */
 export interface VoiceRequest {
@@ -11,7 +11,7 @@ export interface VoiceRequest {
 
 /** The voices one step speaks with, as its provider knows them. */
 export interface StepVoices {
-  /** `voice_setting.voice_id` at this step. */
+  /** `voice_setting.voice_id` at this step (MIX_ONLY_VOICE: none, the step mixes the request's timbre_weights). */
   voiceId: string;
   /** The step's provider holds the requested custom voice. */
   custom: boolean;
@@ -74,7 +74,7 @@ export class VoicePlan {
     const voices = this.byLevel.get(step.level);
     if (!voices || voices instanceof Error) return [];
     const options = voices.options ?? {};
-    return [voices.voiceId, ...VOICE_FIELDS.flatMap((f) => f.ids(options))];
+    return [voices.voiceId, ...VOICE_FIELDS.flatMap((f) => f.ids(options))].filter((id) => id !== MIX_ONLY_VOICE);
   }
 
   /** The same voices on one step only. */

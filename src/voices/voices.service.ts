@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DomainError } from '../common/errors/domain-error';
 import { AdapterRegistry } from '../providers/adapter-registry';
-import { HONOURED_FIELDS } from '../providers/speech-fields';
+import { HONOURED_FIELDS, MIX_ONLY_VOICE, type SpeechOptions } from '../providers/speech-fields';
 import type { PlannedStep } from '../failover/chain';
 import { FailoverService } from '../failover/failover.service';
 import type { ProviderAdapter } from '../providers/provider-adapter';
@@ -11,7 +11,7 @@ import type { CustomVoiceEntity } from './custom-voice.entity';
 import { CustomVoiceDirectory, looksLikeCustomVoiceId } from './custom-voice-directory';
 import { CustomVoicesService } from './custom-voices.service';
 import type { VoiceDto } from './dto/voice.dto';
-import { VOICE_FIELDS, VoicePlan, type StepVoices, type VoiceRequest } from './voice-plan';
+import { VOICE_FIELDS, VoicePlan, type StepVoices, type VoiceField, type VoiceRequest } from './voice-plan';
 import { VoiceRemovals } from './voice-removals';
 
 export type VoiceEntry = VoiceDto;
@@ -63,7 +63,7 @@ export class VoicesService {
     narrow: (steps: PlannedStep[]) => PlannedStep[] = (steps) => steps,
   ): Promise<VoicePlan> {
     const chain = this.failover.plan(key, request.model, 'speech');
-    const voice = await this.requested(key, request.voiceId, 'voice_setting.voice_id');
+    const mixOnly = request.voiceId === MIX_ONLY_VOICE;
     const options = request.options;
     const fields = await Promise.all(
       VOICE_FIELDS.map(async (field) => ({
@@ -73,6 +73,10 @@ export class VoicesService {
           : [],
       })),
     );
+    // a mix named by timbre_weights alone: a step that cannot mix speaks its heaviest voice (decisions §10)
+    const voice = mixOnly
+      ? heaviestOf(fields, options)
+      : await this.requested(key, request.voiceId, 'voice_setting.voice_id');
     const steps = narrow(voice.custom ? this.holderFirst(chain, voice.custom, request.model) : chain);
     const byLevel = new Map<number, StepVoices | DomainError>();
     for (const step of steps) {
@@ -84,7 +88,6 @@ export class VoicesService {
         continue;
       }
       try {
-        const primary = await this.stepVoice(step, adapter, voice, entry);
         let stepOptions = options;
         for (const { field, voices } of fields) {
           if (!stepOptions || voices.length === 0) continue;
@@ -92,6 +95,11 @@ export class VoicesService {
           const ids = honoured ? await Promise.all(voices.map((v) => this.speakable(step, adapter, v, entry))) : [];
           stepOptions = field.write(stepOptions, ids);
         }
+        // the mix is the voice where the step mixes (some of it left); elsewhere the heaviest voice, substituted as usual
+        const primary =
+          mixOnly && stepOptions?.timbre_weights?.length
+            ? { voiceId: MIX_ONLY_VOICE, custom: false, substitution: null }
+            : await this.stepVoice(step, adapter, voice, entry);
         byLevel.set(step.level, { ...primary, ...(stepOptions ? { options: stepOptions } : {}) });
       } catch (err) {
         // the entry step's refusal is the client's error; a fallback that cannot speak fails only its attempt
@@ -99,7 +107,7 @@ export class VoicesService {
         byLevel.set(step.level, err);
       }
     }
-    const custom = [voice, ...fields.flatMap((f) => f.voices)].flatMap((v) =>
+    const custom = [...(mixOnly ? [] : [voice]), ...fields.flatMap((f) => f.voices)].flatMap((v) =>
       v.custom ? [{ id: v.id, param: v.param }] : [],
     );
     return new VoicePlan(steps, byLevel, custom);
@@ -234,4 +242,17 @@ export class VoicesService {
     );
     return lists.flat();
   }
+}
+
+/** The mix's heaviest voice (the first of equals): what a step that cannot mix speaks for a timbre_weights-only request. */
+function heaviestOf(
+  fields: Array<{ field: VoiceField; voices: RequestedVoice[] }>,
+  options?: SpeechOptions,
+): RequestedVoice {
+  const weights = options?.timbre_weights ?? [];
+  const mix = fields.find((f) => f.field.field === 'timbre_weights')?.voices ?? [];
+  let heaviest = 0;
+  for (let i = 1; i < mix.length; i++) if ((weights[i]?.weight ?? 0) > (weights[heaviest]?.weight ?? 0)) heaviest = i;
+  if (!mix[heaviest]) throw new Error('a timbre_weights-only request has no voice in its mix');
+  return mix[heaviest];
 }

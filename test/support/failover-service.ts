@@ -91,6 +91,10 @@ class FakeEvents {
     this.failovers.push(e);
     return null;
   }
+  readonly recoveries: string[] = [];
+  recordRecovered(provider: string): void {
+    this.recoveries.push(provider);
+  }
 }
 
 class FakeUsage {

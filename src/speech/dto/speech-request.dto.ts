@@ -16,6 +16,7 @@ import {
   MaxLength,
   Min,
   MinLength,
+  ValidateIf,
   ValidateNested,
 } from 'class-validator';
 import type { SpeechFormat } from '../../providers/provider-adapter';
@@ -29,11 +30,12 @@ export const FORMATS = ['mp3', 'wav', 'pcm', 'flac', 'opus', 'pcmu_raw', 'pcmu_w
 export const PCMU_DEFAULT_SAMPLE_RATE = 8000;
 
 export class VoiceSettingDto {
-  /** Built-in voice of a provider, or a custom voice id (cloning or design). */
+  /** Built-in voice of a provider, or a custom voice id (cloning or design). Optional when `timbre_weights` names the voices. */
+  @IsOptional()
   @IsString()
   @MinLength(1)
   @MaxLength(256)
-  voice_id!: string;
+  voice_id?: string;
 
   /** Speech speed multiplier, 0.5 to 2. */
   @ApiPropertyOptional({ default: 1, minimum: 0.5, maximum: 2 })
@@ -248,6 +250,11 @@ export class AudioSettingDto {
   force_cbr?: boolean;
 }
 
+/** `voice_setting` may be left out only by a request whose `timbre_weights` names its voices (decisions §10). */
+export function voiceSettingRequired(dto: { voice_setting?: unknown; timbre_weights?: unknown }): boolean {
+  return dto.voice_setting !== undefined || dto.timbre_weights === undefined;
+}
+
 /** MiniMax's T2A request shape (the documented default). */
 export class SpeechRequestDto extends MiniMaxOptionsDto {
   /** `speech-02-hd`: selects the entry step of the key's chain. */
@@ -261,11 +268,12 @@ export class SpeechRequestDto extends MiniMaxOptionsDto {
   @MinLength(1)
   text!: string;
 
-  // ValidateNested alone lets an absent object through
+  // required unless timbre_weights names the voices; ValidateNested alone lets an absent object through
+  @ValidateIf(voiceSettingRequired)
   @IsDefined()
   @ValidateNested()
   @Type(() => VoiceSettingDto)
-  voice_setting!: VoiceSettingDto;
+  voice_setting?: VoiceSettingDto;
 
   @IsOptional()
   @ValidateNested()

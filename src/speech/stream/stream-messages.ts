@@ -1,9 +1,18 @@
 import { plainToInstance, Type } from 'class-transformer';
-import { IsDefined, IsOptional, IsString, MaxLength, MinLength, ValidateNested, validateSync } from 'class-validator';
+import {
+  IsDefined,
+  IsOptional,
+  IsString,
+  MaxLength,
+  MinLength,
+  ValidateIf,
+  ValidateNested,
+  validateSync,
+} from 'class-validator';
 import { DomainError } from '../../common/errors/domain-error';
 import { inputProblem } from '../../common/http/input-scan';
 import { validationErrorToDomain } from '../../common/http/validation';
-import { AudioSettingDto, MiniMaxOptionsDto, VoiceSettingDto } from '../dto/speech-request.dto';
+import { AudioSettingDto, MiniMaxOptionsDto, VoiceSettingDto, voiceSettingRequired } from '../dto/speech-request.dto';
 import { assertTextLimit, SYNC_TEXT_LIMIT } from '../speech-job';
 
 /** MiniMax's `task_start`, with MiniMax's optional fields (decisions §7) validated as on the HTTP routes. */
@@ -16,11 +25,12 @@ export class TaskStartMessage extends MiniMaxOptionsDto {
   @MaxLength(200)
   model!: string;
 
-  // ValidateNested alone lets an absent object through
+  // ValidateNested alone lets an absent object through; absent only when timbre_weights names the voices
+  @ValidateIf(voiceSettingRequired)
   @IsDefined()
   @ValidateNested()
   @Type(() => VoiceSettingDto)
-  voice_setting!: VoiceSettingDto;
+  voice_setting?: VoiceSettingDto;
 
   @IsOptional()
   @ValidateNested()

@@ -74,7 +74,10 @@ export class SpeechTasksService {
    * entry step's provider kind cannot express, and those of how the answer travels (the task's file is the audio).
    */
   async submit(key: AuthenticatedKey, dto: AsyncSpeechRequestDto): Promise<{ task: SpeechTaskDto; ignored: string[] }> {
-    const voice = dto.voice_setting ?? { voice_id: await this.voices.defaultVoice(key, dto.model) };
+    // a mix named by timbre_weights alone needs no voice_setting; without either, the entry step's default voice
+    const voice =
+      dto.voice_setting ??
+      (dto.timbre_weights ? undefined : { voice_id: await this.voices.defaultVoice(key, dto.model) });
     const job = toSpeechJob({ ...dto, voice_setting: voice }, ASYNC_TEXT_LIMIT);
     assertAudioFits(job.text, job.speed, this.env.SVC_MAX_TASK_AUDIO_SECONDS, 'SVC_MAX_TASK_AUDIO_SECONDS');
     // the same 400s as sync speech, before anything is stored (each chunk plans its voices again when it runs)
