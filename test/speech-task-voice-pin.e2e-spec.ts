@@ -126,7 +126,11 @@ describe('async speech task voice pin', () => {
       .set('Authorization', `Bearer ${key.secret}`)
       .send({ model: MODEL, text: 'Hello there.', voice_switch: value });
     expect(res.status).toBe(400);
-    expect(res.body.error).toMatchObject({ type: 'invalid_request_error', param: 'voice_switch' });
+    expect(res.body.error).toMatchObject({
+      type: 'invalid_request_error',
+      code: 'invalid_value',
+      param: 'voice_switch',
+    });
     expect(res.body.error.message).toMatch(/voice_switch/);
   });
 
