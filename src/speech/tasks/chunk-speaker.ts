@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DomainError } from '../../common/errors/domain-error';
 import { EnvironmentVariables } from '../../config/env.schema';
+import type { PlannedStep } from '../../failover/chain';
 import { FailoverService } from '../../failover/failover.service';
 import { openCall, type ProxiedCall } from '../../failover/proxied-call';
 import type { AuthenticatedKey } from '../../keys/key-directory';
@@ -82,8 +83,8 @@ export class ChunkSpeaker {
         if (await this.store(run, idx, spoken)) run.voice.pin ??= spoken.pin;
         return;
       }
-      const step = pinnedStep(run.plan.steps, pin);
-      let cause = `${pin.provider} is no longer in the key's chain`;
+      const step = this.pinnedStepOf(run, pin);
+      let cause = `${pin.provider} with voice ${pin.voice} is no longer in the key's chain`;
       if (step) {
         try {
           const spoken = await this.attempt(run, idx, run.plan.pinnedTo(step));
@@ -114,12 +115,22 @@ export class ChunkSpeaker {
     }
   }
 
+  /** The pinned step as the key's chain has it now, if it still speaks the pinned voice (its voice_map may have changed). */
+  private pinnedStepOf(run: TaskRun, pin: VoicePin): PlannedStep | null {
+    const step = pinnedStep(run.plan.steps, pin);
+    try {
+      return step && run.plan.at(step).voiceId === pin.voice ? step : null;
+    } catch {
+      return null; // it cannot speak the request any more
+    }
+  }
+
   /** The rest of the task moves to the first step after the pinned one that speaks this chunk; false: try again. */
   private async switchFrom(
     run: TaskRun,
     idx: number,
     pin: VoicePin,
-    step: ReturnType<typeof pinnedStep>,
+    step: PlannedStep | null,
     cause: string,
   ): Promise<boolean> {
     const later = stepsAfter(run.plan.steps, step);

@@ -1,6 +1,6 @@
 import { DomainError } from '../../common/errors/domain-error';
 import type { PlannedStep } from '../../failover/chain';
-import { isStepFailure, pinBackoffMs, pinnedStep, stepsAfter, type VoicePin } from './voice-pin';
+import { isStepFailure, pinBackoffMs, pinnedStep, stepsAfter, voiceUnavailable, type VoicePin } from './voice-pin';
 
 const step = (provider: string, level: number): PlannedStep =>
   ({ provider, level, model: 'speech-02-hd', chainIndex: level }) as PlannedStep;
@@ -33,5 +33,14 @@ describe('voice pin', () => {
     expect(isStepFailure(new DomainError('upstream_rejected', 'x'))).toBe(false);
     expect(isStepFailure(new DomainError('audio_too_long', 'x'))).toBe(false);
     expect(isStepFailure(new Error('a bug'))).toBe(false);
+  });
+
+  it('says which step and voice would not speak, and how long it was waited for', () => {
+    const waited = voiceUnavailable(pin('a', 0), 3, 120400, 'HTTP 500');
+    expect(waited).toMatchObject({ code: 'voice_unavailable', status: 503 });
+    expect(waited.message).toBe(
+      'Chunk 3 could not be spoken by a (voice v) for 120 s (HTTP 500), and the task was created with "voice_switch": "never".',
+    );
+    expect(voiceUnavailable(pin('a', 0), 3, Infinity, 'gone').message).not.toMatch(/Infinity/);
   });
 });

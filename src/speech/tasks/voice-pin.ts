@@ -58,7 +58,8 @@ export function isStepFailure(err: unknown): err is DomainError {
 export function voiceUnavailable(pin: VoicePin, chunk: number, waitedMs: number, cause: string): DomainError {
   return new DomainError(
     'voice_unavailable',
-    `Chunk ${chunk} could not be spoken by ${pin.provider} (voice ${pin.voice}) for ${Math.round(waitedMs / 1000)} s ` +
-      `(${cause}), and the task was created with "voice_switch": "never".`,
+    `Chunk ${chunk} could not be spoken by ${pin.provider} (voice ${pin.voice})` +
+      `${Number.isFinite(waitedMs) ? ` for ${Math.round(waitedMs / 1000)} s` : ''} (${cause}), ` +
+      `and the task was created with "voice_switch": "never".`,
   );
 }
