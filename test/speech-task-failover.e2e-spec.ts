@@ -25,7 +25,8 @@ describe('async speech task failover', () => {
     );
     // a database of its own: on the shared one, a worker of another file's app (another gateway configuration) could take these tasks
     database = await isolatedDatabase('task_failover');
-    t = await startApp({ gateway, env: { DATABASE_URL: database.url } });
+    // a short pin wait: a chunk the pinned step fails moves the rest of the task on after it (decisions §7)
+    t = await startApp({ gateway, env: { DATABASE_URL: database.url, SVC_TASK_PIN_WAIT_MS: '1500' } });
     db = t.app.get(DataSource);
   });
   afterAll(async () => {
@@ -38,6 +39,7 @@ describe('async speech task failover', () => {
     status: string;
     provider: string | null;
     fallback_level: number | null;
+    voice_switches: Array<{ chunk: number; from: { provider: string }; to: { provider: string } }>;
   }
 
   /** A key whose chain is the fake MiniMax, then espeak (each with a voice of its own). */
@@ -63,10 +65,11 @@ describe('async speech task failover', () => {
     return eventually(status, (task) => ['completed', 'failed'].includes(task.status), 90000, 'the task to finish');
   }
 
-  it('stores one failover event for a task whose every chunk failed over, not one per chunk', async () => {
+  it('stores one failover event for a task whose every chunk was spoken by the fallback, not one per chunk', async () => {
     const key = await failoverKey('task failover');
     const done = await runTask(key.secret, SENTENCE.repeat(14).trim()); // about 1,200 characters: two chunks
-    expect(done).toMatchObject({ status: 'completed', provider: 'espeak', fallback_level: 1 });
+    // the first chunk fell back, so espeak is the task's voice from the start: no switch
+    expect(done).toMatchObject({ status: 'completed', provider: 'espeak', fallback_level: 1, voice_switches: [] });
 
     const chunkCalls = await eventually(
       () =>
@@ -78,7 +81,8 @@ describe('async speech task failover', () => {
       'the usage records of the chunks',
     );
     expect(chunkCalls.every((r) => r.fallback_level === 1)).toBe(true);
-    expect(minimax.count('/v1/t2a_v2')).toBeGreaterThanOrEqual(2);
+    // only the first chunk walked the chain: the second went to the task's pinned voice, espeak, at once
+    expect(minimax.count('/v1/t2a_v2')).toBe(1);
     const events = await db.query<Array<{ data: Record<string, unknown> }>>(
       `SELECT data FROM gateway_events WHERE key_id = $1 AND type = 'failover'`,
       [key.id],
@@ -88,18 +92,26 @@ describe('async speech task failover', () => {
     ]);
   });
 
-  it('names the deepest step that served any chunk, so a task that fell back part-way does not report level 0', async () => {
+  it('names the deepest step that served any chunk, so a task that switched voice part-way does not report level 0', async () => {
     minimax.setMode('ok');
     minimax.failText = /Tuesday/;
     try {
       const key = await failoverKey('task part failover');
-      // chunks of at most 1,000 characters: the first of eleven plain sentences, the other two of sentences naming Tuesday (those fail over)
+      // chunks of at most 1,000 characters: the first of eleven plain sentences, the other two of sentences naming
+      // Tuesday (the pinned step fails those: after the pin wait the task goes on with espeak from chunk 1)
       const text =
         `${SENTENCE.repeat(11)}${'On Tuesday the keeper climbed the stairs again and checked the lamp twice. '.repeat(20)}`.trim();
       expect(await runTask(key.secret, text)).toMatchObject({
         status: 'completed',
         provider: 'espeak',
         fallback_level: 1,
+        voice_switches: [
+          expect.objectContaining({
+            chunk: 1,
+            from: expect.objectContaining({ provider: 'tf-minimax' }),
+            to: expect.objectContaining({ provider: 'espeak' }),
+          }),
+        ],
       });
       // the chunks' own calls, as their usage records tell (request ids req_<task>_<idx>)
       const chunks = await eventually(

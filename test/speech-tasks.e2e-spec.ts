@@ -141,6 +141,7 @@ describe('async speech tasks', () => {
         fallback_level: null,
         audio: null,
         error: null,
+        voice_switches: [],
       });
       expect(Math.abs(record.created_at - Date.now() / 1000)).toBeLessThan(5);
       expect(created.headers.location).toBe(`/v1/audio/speech/async/${record.id}`);

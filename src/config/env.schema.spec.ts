@@ -30,4 +30,13 @@ describe('environment', () => {
       /Invalid environment:\n {2}PORT: .*\n {2}DATABASE_URL: DATABASE_URL must start with postgres:\/\/ or postgresql:\/\/\n {2}SVC_ADMIN_TOKEN: SVC_ADMIN_TOKEN must be at least 16 characters/,
     );
   });
+
+  it('reads the speech settings of its base class, and refuses a bad one', () => {
+    expect(validateEnvironment({}).SVC_TASK_PIN_WAIT_MS).toBe(120000);
+    expect(validateEnvironment({ SVC_TASK_PIN_WAIT_MS: '1500' }).SVC_TASK_PIN_WAIT_MS).toBe(1500);
+    expect(() => validateEnvironment({ SVC_TASK_PIN_WAIT_MS: 'soon' })).toThrow(/SVC_TASK_PIN_WAIT_MS: .*integer/);
+    expect(() => validateEnvironment({ SVC_TASK_PIN_WAIT_MS: '-1' })).toThrow(
+      /SVC_TASK_PIN_WAIT_MS must not be less than 0/,
+    );
+  });
 });

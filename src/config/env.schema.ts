@@ -12,33 +12,14 @@ import {
   MinLength,
   validateSync,
 } from 'class-validator';
-import { cpus } from 'node:os';
-
-const DURATION_UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 };
-
-/** `3600`, `90s`, `30m`, `24h`, `7d` → seconds; anything else is left for the validator to refuse. */
-const toSeconds = ({ value, key, obj }: { value: unknown; key: string; obj: Record<string, unknown> }): unknown => {
-  // the raw string: implicit conversion has already turned `24h` into NaN in `value`
-  const raw = obj[key];
-  if (typeof raw !== 'string') return value;
-  const match = /^\s*(\d+)\s*([smhd]?)\s*$/i.exec(raw);
-  return match ? Number(match[1]) * DURATION_UNITS[(match[2] || 's').toLowerCase()] : value;
-};
-
-/** `true`/`1` or `false`/`0`/empty from the raw text (implicit conversion would read `'false'` as true). */
-/** Reads the raw string: implicit conversion has already turned any non-empty string, `false` included, into `true`. */
-const rawBool = ({ value, key, obj }: { value: unknown; key: string; obj: Record<string, unknown> }): unknown => {
-  const raw = obj[key];
-  if (typeof raw !== 'string') return value;
-  const text = raw.trim().toLowerCase();
-  return text === 'true' || text === '1' ? true : text === 'false' || text === '0' || text === '' ? false : raw;
-};
+import { rawBool, toSeconds } from './env-transforms';
+import { SpeechEnvironment } from './speech-env.schema';
 
 /** A webhook retry schedule: comma-separated waits like `30s,2m,1h` (empty: a single attempt). */
 const RETRY_SCHEDULE = /^\s*(\d+[smhd]?\s*(,\s*\d+[smhd]?\s*)*)?$/i;
 
 /** Every environment variable the service reads. Invalid values stop the boot. */
-export class EnvironmentVariables {
+export class EnvironmentVariables extends SpeechEnvironment {
   /** TCP port of the HTTP and WebSocket server. */
   @IsOptional()
   @IsInt()
@@ -166,24 +147,6 @@ export class EnvironmentVariables {
   @Min(50)
   SVC_VOICE_REMOVAL_RETRY_MS: number = 60000;
 
-  /** A speech WebSocket with no message in either direction for this long is closed. */
-  @IsOptional()
-  @IsInt()
-  @Min(1000)
-  SVC_WS_IDLE_MS: number = 120000;
-
-  /** A speech WebSocket client that leaves 1 MiB of audio unread for this long is disconnected. */
-  @IsOptional()
-  @IsInt()
-  @Min(100)
-  SVC_WS_STALL_MS: number = 15000;
-
-  /** Async speech tasks one key may have queued or processing at once, over all replicas; more are refused with 429. */
-  @IsOptional()
-  @IsInt()
-  @Min(1)
-  SVC_TASKS_MAX_PENDING_PER_KEY: number = 50;
-
   /** MiniMax-native uploads (`/v1/files/upload`) one key may hold unexpired at once; more are refused with 429. */
   @IsOptional()
   @IsInt()
@@ -226,24 +189,11 @@ export class EnvironmentVariables {
   @Min(100)
   SVC_STORAGE_SAMPLE_MS: number = 30000;
 
-  /** Open speech WebSockets one key may hold on one replica; more are refused with 429. Unset: the key's share of the audio pool (SVC_AUDIO_JOBS_PER_KEY). */
-  @IsOptional()
-  @IsInt()
-  @Min(1)
-  SVC_WS_MAX_STREAMS_PER_KEY?: number;
-
   /** Requests one key may make per UTC minute, summed over replicas (0 = no limit); more get 429 with Retry-After. */
   @IsOptional()
   @IsInt()
   @Min(0)
   SVC_RATE_LIMIT_RPM: number = 0;
-
-  /** How long a completed async speech task's audio is kept: seconds, or a duration like `30m`, `24h`, `7d`. */
-  @IsOptional()
-  @Transform(toSeconds)
-  @IsInt({ message: 'SVC_TASK_TTL must be seconds or a duration like 90s, 30m, 24h, 7d' })
-  @Min(1)
-  SVC_TASK_TTL: number = 86400;
 
   /** How long usage records are kept (then deleted by the retention job): seconds, or a duration like `90d`. */
   @IsOptional()
@@ -314,58 +264,6 @@ export class EnvironmentVariables {
   @Min(0)
   @Max(600000)
   SVC_SHUTDOWN_GRACE_MS: number = 10000;
-
-  /** Worker processes that synthesise, resample and encode audio (default: one less than the cores, at least 1). */
-  @IsOptional()
-  @IsInt()
-  @Min(1)
-  @Max(64)
-  SVC_AUDIO_WORKERS: number = Math.max(1, cpus().length - 1);
-
-  /** Audio jobs one worker runs at once, taking turns between slices; more wait in the pool's per-key queues. */
-  @IsOptional()
-  @IsInt()
-  @Min(1)
-  @Max(1024)
-  SVC_AUDIO_JOBS_PER_WORKER: number = 32;
-
-  /** Audio jobs one key may run at once on a replica (default: half of workers × jobs per worker, at least 1). */
-  @IsOptional()
-  @IsInt()
-  @Min(1)
-  SVC_AUDIO_JOBS_PER_KEY?: number;
-
-  /** Audio jobs one key may have waiting for a worker; past it a request is answered 503 `busy`. */
-  @IsOptional()
-  @IsInt()
-  @Min(0)
-  SVC_AUDIO_QUEUE_PER_KEY: number = 32;
-
-  /** How long an audio job may wait for a worker before its request is answered 503 `busy`. */
-  @IsOptional()
-  @IsInt()
-  @Min(1)
-  SVC_AUDIO_QUEUE_WAIT_MS: number = 10000;
-
-  /** An audio worker busy longer than this on one slice of work (it answers no ping) is killed and replaced; its jobs fail. */
-  @IsOptional()
-  @IsInt()
-  @Min(50)
-  SVC_AUDIO_SLICE_TIMEOUT_MS: number = 30000;
-
-  /** Seconds of audio one synchronous speech request, and each stream task, may produce (413 `audio_too_long` past it). */
-  @IsOptional()
-  @Transform(toSeconds)
-  @IsInt({ message: 'SVC_MAX_AUDIO_SECONDS must be seconds or a duration like 90s, 30m, 2h' })
-  @Min(1)
-  SVC_MAX_AUDIO_SECONDS: number = 1800;
-
-  /** Seconds of audio one async speech task may produce (the task fails with `audio_too_long` past it). */
-  @IsOptional()
-  @Transform(toSeconds)
-  @IsInt({ message: 'SVC_MAX_TASK_AUDIO_SECONDS must be seconds or a duration like 90m, 6h' })
-  @Min(1)
-  SVC_MAX_TASK_AUDIO_SECONDS: number = 6 * 3600;
 
   /** pino log level. */
   @IsOptional()

@@ -1,5 +1,5 @@
 import { DomainError } from '../common/errors/domain-error';
-import type { SpeechTaskDto } from '../speech/tasks/dto/speech-task.dto';
+import type { SpeechTaskDto, SpeechTaskVoiceSwitchDto } from '../speech/tasks/dto/speech-task.dto';
 import type { SpeechTaskStatus } from '../speech/tasks/speech-task.entity';
 import { BaseResp, MINIMAX_OK } from './minimax-errors';
 import type { MiniMaxFileDto } from './minimax-files.service';
@@ -26,6 +26,8 @@ export interface T2aAsyncQueryResponse {
   task_id: string;
   status: string;
   file_id?: string;
+  /** The gateway's addition (decisions §7): where the task went on with another provider's voice, as its task record lists it. */
+  voice_switches: SpeechTaskVoiceSwitchDto[];
   base_resp: BaseResp;
 }
 
@@ -47,6 +49,7 @@ export const queried = (task: SpeechTaskDto): T2aAsyncQueryResponse => ({
   task_id: task.id,
   status: STATUS[task.status],
   ...(task.status === 'failed' ? {} : { file_id: task.id }),
+  voice_switches: task.voice_switches,
   base_resp: MINIMAX_OK,
 });
 

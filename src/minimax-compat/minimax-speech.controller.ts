@@ -74,7 +74,9 @@ export class MiniMaxSpeechController {
 
   /** MiniMax's task query: `Processing`, `Success`, `Failed` or `Expired`. */
   @Get('query/t2a_async_query_v2')
-  @ApiOkResponse({ description: `\`{task_id, status, file_id, base_resp}\`. ${MINIMAX_ERRORS}` })
+  @ApiOkResponse({
+    description: `\`{task_id, status, file_id, voice_switches, base_resp}\` (\`voice_switches\`: the gateway's, as the task record lists them). ${MINIMAX_ERRORS}`,
+  })
   async query(@CurrentKey() key: AuthenticatedKey, @Query() query: TaskQueryDto): Promise<T2aAsyncQueryResponse> {
     return queried(await this.tasks.get(key.id, query.task_id));
   }

@@ -18,6 +18,8 @@ import { SpeechTasksRepository } from './tasks/speech-tasks.repository';
 import { SpeechTasksService } from './tasks/speech-tasks.service';
 import { TaskAssembler } from './tasks/task-assembler';
 import { TaskRunner } from './tasks/task-runner';
+import { ChunkSpeaker } from './tasks/chunk-speaker';
+import { TaskPinsRepository } from './tasks/task-pins.repository';
 import { VoicesModule } from '../voices/voices.module';
 
 @Module({
@@ -37,6 +39,8 @@ import { VoicesModule } from '../voices/voices.module';
     SpeechTasksService,
     TaskAssembler,
     TaskRunner,
+    ChunkSpeaker,
+    TaskPinsRepository,
     SpeechTaskWorker,
     SpeechTaskScheduler,
     SpeechTaskSweepsRepository,

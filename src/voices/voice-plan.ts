@@ -79,7 +79,12 @@ export class VoicePlan {
 
   /** The same voices on one step only. */
   pinnedTo(step: PlannedStep): VoicePlan {
-    return new VoicePlan([step], this.byLevel, this.customVoices);
+    return this.narrowedTo([step]);
+  }
+
+  /** The same voices on some of its steps only (an async task's steps after its pinned one). */
+  narrowedTo(steps: PlannedStep[]): VoicePlan {
+    return new VoicePlan(steps, this.byLevel, this.customVoices);
   }
 
   /** The same voices from `step` on (a stream once its first audio fixed the step: that one first, the later ones if it fails). */

@@ -51,6 +51,8 @@ export type FakeMiniMax = FakeUpstream<FakeMiniMaxMode> & {
   cloneGate: Promise<void> | null;
   /** While set, a T2A request whose text matches answers HTTP 500 (some chunks of a task fail over, others not). */
   failText: RegExp | null;
+  /** How many more matching requests `failText` fails (null: every one); each failure counts down. */
+  failTextTimes: number | null;
   /** While true, delete_voice fails (base_resp 1000) and keeps the voice: a provider that cannot delete right now. */
   refuseDeletes: boolean;
 };
@@ -99,7 +101,7 @@ export async function startFakeMiniMax(options: FakeMiniMaxOptions = {}): Promis
     };
     const format = audio.format ?? 'mp3';
     const traceId = `trace-${++sequence}`;
-    if (fake.failText?.test(body.text ?? ''))
+    if (fake.failText?.test(body.text ?? '') && (fake.failTextTimes === null || fake.failTextTimes-- > 0))
       return sendJson(
         x.res,
         500,
@@ -213,6 +215,7 @@ export async function startFakeMiniMax(options: FakeMiniMaxOptions = {}): Promis
     voices: new Map<string, 'voice_cloning' | 'voice_generation'>(),
     cloneGate: null,
     failText: null,
+    failTextTimes: null,
     refuseDeletes: false,
     tasks: new Map<number, number>(),
   });

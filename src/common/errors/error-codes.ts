@@ -58,6 +58,7 @@ export const ERROR_CODES = {
   upstream_stream_failed: { status: 502, type: 'upstream_error' },
   voice_creation_failed: { status: 502, type: 'upstream_error' },
   no_provider_available: { status: 503, type: 'upstream_error' },
+  voice_unavailable: { status: 503, type: 'upstream_error' },
   database_unavailable: { status: 503, type: 'api_error' },
   not_ready: { status: 503, type: 'api_error' },
   busy: { status: 503, type: 'api_error' },

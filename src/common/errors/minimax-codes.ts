@@ -65,6 +65,7 @@ const CODE_FOR = {
   upstream_stream_failed: MINIMAX_CODES.unknown,
   voice_creation_failed: MINIMAX_CODES.unknown,
   no_provider_available: MINIMAX_CODES.unknown,
+  voice_unavailable: MINIMAX_CODES.unknown,
   database_unavailable: MINIMAX_CODES.unknown,
   not_ready: MINIMAX_CODES.unknown,
   // a full local audio pool: MiniMax's "retry later" code

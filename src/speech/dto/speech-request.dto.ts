@@ -21,6 +21,7 @@ import {
 } from 'class-validator';
 import type { SpeechFormat } from '../../providers/provider-adapter';
 import { EMOTIONS, LANGUAGE_BOOSTS, SOUND_EFFECTS, SUBTITLE_TYPES } from '../../providers/speech-fields';
+import { VOICE_SWITCH_POLICIES, type VoiceSwitchPolicy } from '../tasks/voice-pin';
 
 export const SAMPLE_RATES = [8000, 16000, 22050, 24000, 32000, 44100] as const;
 export const BITRATES = [32000, 64000, 128000, 256000] as const;
@@ -293,4 +294,14 @@ export class AsyncSpeechRequestDto extends OmitType(SpeechRequestDto, ['text', '
   @ValidateNested()
   @Type(() => VoiceSettingDto)
   voice_setting?: VoiceSettingDto;
+
+  /**
+   * Every chunk of the task is spoken by the step, and with the voice, that spoke its first chunk; when that step
+   * fails a chunk for `SVC_TASK_PIN_WAIT_MS` (default 2 min), `allowed` goes on with the next step's voice (listed in
+   * the task's `voice_switches`), `never` fails the task with `voice_unavailable`.
+   */
+  @ApiPropertyOptional({ enum: VOICE_SWITCH_POLICIES, default: 'allowed' })
+  @IsOptional()
+  @IsIn(VOICE_SWITCH_POLICIES)
+  voice_switch?: VoiceSwitchPolicy;
 }

@@ -2,6 +2,7 @@ import { Column, CreateDateColumn, Entity, Index, JoinColumn, ManyToOne, Primary
 import { ProxyKeyEntity } from '../../keys/proxy-key.entity';
 import type { SpeechJob } from '../speech-job';
 import type { TaskChunk } from './chunk-plan';
+import type { VoicePin, VoiceSwitch, VoiceSwitchPolicy } from './voice-pin';
 
 export type SpeechTaskStatus = 'queued' | 'processing' | 'completed' | 'failed' | 'expired';
 
@@ -69,6 +70,21 @@ export class SpeechTaskEntity {
 
   @Column({ name: 'fallback_level', type: 'integer', nullable: true })
   fallbackLevel!: number | null;
+
+  /** The request's `voice_switch`: `never` fails the task when its pinned step stays down past the pin wait. */
+  @Column({ name: 'voice_switch', type: 'text', default: 'allowed' })
+  voiceSwitch!: VoiceSwitchPolicy;
+
+  /** The step that speaks every chunk (set by the first chunk, moved only by a voice switch). */
+  @Column({ name: 'voice_pin', type: 'jsonb', nullable: true, select: false })
+  voicePin!: VoicePin | null;
+
+  /** Chunk number → when the pinned step first failed it (ISO time): the pin wait's start, kept across restarts. */
+  @Column({ name: 'pin_waits', type: 'jsonb', default: () => "'{}'", select: false })
+  pinWaits!: Record<string, string>;
+
+  @Column({ name: 'voice_switches', type: 'jsonb', default: () => "'[]'" })
+  voiceSwitches!: VoiceSwitch[];
 
   @Column({ type: 'jsonb', nullable: true })
   audio!: TaskAudio | null;

@@ -23,6 +23,8 @@ const task = (attempts: number): ClaimedTask => ({
   },
   plan: [{ text: 'Hi.', chars: 3 }],
   error: null,
+  voicePin: null,
+  voiceSwitch: 'allowed',
 });
 
 function setup(claimed: ClaimedTask | null, run: () => Promise<unknown>) {

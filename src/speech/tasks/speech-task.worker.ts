@@ -126,9 +126,13 @@ export class SpeechTaskWorker implements OnApplicationBootstrap, OnModuleDestroy
     const error: TaskError = domain
       ? { code: domain.code, message: domain.message }
       : { code: 'internal_error', message: 'The task failed with an internal error.' };
-    // the client's own fault (rejected text, unknown voice) will not improve on retry; model_not_supported may be
-    // this replica's providers file lacking a provider the others have (a rolling deploy), so it is retried like an outage
-    if (domain && domain.status < 500 && domain.code !== 'model_not_supported') {
+    // the client's own fault (rejected text, unknown voice) will not improve on retry, nor a voice the request would not
+    // trade after its pin wait (a retry would only fail again); model_not_supported may be this replica's providers
+    // file lacking a provider the others have (a rolling deploy), so it is retried like an outage
+    if (
+      domain &&
+      ((domain.status < 500 && domain.code !== 'model_not_supported') || domain.code === 'voice_unavailable')
+    ) {
       await this.repository.fail(task.id, this.workerId, error);
       this.logger.warn(`task ${task.id} failed: ${error.code}: ${error.message}`);
       return;

@@ -4,8 +4,12 @@ import { DataSource, EntityManager, Repository } from 'typeorm';
 import type { SpeechJob } from '../speech-job';
 import type { TaskChunk } from './chunk-plan';
 import { SpeechTaskEntity, TaskAudio, TaskError } from './speech-task.entity';
+import type { VoicePin, VoiceSwitchPolicy } from './voice-pin';
 
-export type NewTask = Pick<SpeechTaskEntity, 'id' | 'keyId' | 'model' | 'job' | 'plan' | 'characters' | 'chunksTotal'>;
+export type NewTask = Pick<
+  SpeechTaskEntity,
+  'id' | 'keyId' | 'model' | 'job' | 'plan' | 'characters' | 'chunksTotal' | 'voiceSwitch'
+>;
 
 /** A task its worker holds: the claim's attempt number and what it needs to synthesise. */
 export interface ClaimedTask {
@@ -15,6 +19,9 @@ export interface ClaimedTask {
   job: SpeechJob;
   plan: TaskChunk[];
   error: TaskError | null;
+  /** The step that speaks the task's chunks; null until its first chunk is stored. */
+  voicePin: VoicePin | null;
+  voiceSwitch: VoiceSwitchPolicy;
 }
 
 export interface StoredChunk {
@@ -22,6 +29,8 @@ export interface StoredChunk {
   pcm: Buffer;
   provider: string;
   level: number;
+  /** The step that spoke it: stored only while it is the task's pin (the first chunk sets it). */
+  pin: VoicePin;
   /** What the chunk adds to `characters_done` (its characters times the synthesis share: see task-progress.ts). */
   chars: number;
 }
@@ -78,7 +87,15 @@ export class SpeechTasksRepository {
   claimNext(workerId: string): Promise<ClaimedTask | null> {
     return this.dataSource.transaction(async (manager) => {
       await manager.query(`SELECT pg_advisory_xact_lock(hashtextextended('speech_tasks:claim', 0))`);
-      const [row] = await manager.query<Array<ClaimedTask & { key_id: string }>>(
+      const [row] = await manager.query<
+        Array<
+          Omit<ClaimedTask, 'voicePin' | 'voiceSwitch'> & {
+            key_id: string;
+            voice_pin: VoicePin | null;
+            voice_switch: VoiceSwitchPolicy;
+          }
+        >
+      >(
         `WITH running AS (
            SELECT key_id, count(*) AS n FROM speech_tasks
            WHERE status = 'processing' AND heartbeat_at >= now() - make_interval(secs => $2) GROUP BY key_id),
@@ -95,12 +112,21 @@ export class SpeechTasksRepository {
            UPDATE speech_tasks t SET status = 'processing', worker_id = $1, heartbeat_at = now(), claimed_at = now(), run_after = NULL,
              attempts = attempts + 1, started_at = COALESCE(started_at, now())
            FROM next WHERE t.id = next.id
-           RETURNING t.id, t.key_id, t.attempts, t.job, t.plan, t.error)
+           RETURNING t.id, t.key_id, t.attempts, t.job, t.plan, t.error, t.voice_pin, t.voice_switch)
          SELECT * FROM claimed`,
         [workerId, STALE_SECONDS],
       );
       return row
-        ? { id: row.id, keyId: row.key_id, attempts: row.attempts, job: row.job, plan: row.plan, error: row.error }
+        ? {
+            id: row.id,
+            keyId: row.key_id,
+            attempts: row.attempts,
+            job: row.job,
+            plan: row.plan,
+            error: row.error,
+            voicePin: row.voice_pin,
+            voiceSwitch: row.voice_switch,
+          }
         : null;
     });
   }
@@ -131,21 +157,24 @@ export class SpeechTasksRepository {
   }
 
   /**
-   * The chunk and the task's progress in one statement. Each chunk walks the chain on its own, so the
-   * task names the deepest step that served any of its chunks (the one stored first on a tie): a task
-   * reports `fallback_level` 0 only when its entry step spoke every word.
+   * The chunk and the task's progress in one statement, only when the step that spoke it is the task's pin (the
+   * first chunk pins it): a chunk finished on a step the task has switched away from meanwhile is refused (redone).
+   * Its pin wait ends. The task names the deepest step that served any of its chunks (the one stored first on a
+   * tie): a task reports `fallback_level` 0 only when its entry step spoke every word.
    */
   async storeChunk(id: string, workerId: string, chunk: StoredChunk): Promise<boolean> {
     const rows = await this.rows(
-      `WITH o AS (${OWNED}),
-       ins AS (INSERT INTO speech_task_chunks (task_id, idx, pcm, provider, fallback_level) SELECT id, $3, $4, $5, $6 FROM o
+      `WITH o AS (SELECT id, voice_pin FROM speech_tasks WHERE id = $1 AND worker_id = $2 AND status = 'processing' FOR UPDATE),
+       ins AS (INSERT INTO speech_task_chunks (task_id, idx, pcm, provider, fallback_level)
+               SELECT id, $3, $4, $5, $6 FROM o WHERE o.voice_pin IS NULL OR o.voice_pin = $8::jsonb
                ON CONFLICT DO NOTHING RETURNING task_id),
        u AS (UPDATE speech_tasks t SET chunks_done = chunks_done + 1, characters_done = characters_done + $7, heartbeat_at = now(),
+               voice_pin = COALESCE(t.voice_pin, $8::jsonb), pin_waits = t.pin_waits - ($3::int)::text,
                provider = CASE WHEN t.fallback_level IS NULL OR $6 > t.fallback_level THEN $5 ELSE t.provider END,
                fallback_level = CASE WHEN t.fallback_level IS NULL OR $6 > t.fallback_level THEN $6 ELSE t.fallback_level END
              FROM ins WHERE t.id = ins.task_id RETURNING t.id)
        SELECT id FROM u`,
-      [id, workerId, chunk.idx, chunk.pcm, chunk.provider, chunk.level, chunk.chars],
+      [id, workerId, chunk.idx, chunk.pcm, chunk.provider, chunk.level, chunk.chars, JSON.stringify(chunk.pin)],
     );
     return rows.length > 0;
   }

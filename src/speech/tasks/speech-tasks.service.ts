@@ -47,6 +47,7 @@ const toDto = (row: SpeechTaskEntity): SpeechTaskDto => {
     fallback_level: row.fallbackLevel,
     audio: row.audio && (status === 'completed' || status === 'expired') ? row.audio : null,
     error: status === 'failed' ? (row.error ?? { code: 'internal_error', message: 'The task failed.' }) : null,
+    voice_switches: row.voiceSwitches,
   };
 };
 
@@ -104,6 +105,7 @@ export class SpeechTasksService {
         plan,
         characters: characterCount(job.text),
         chunksTotal: plan.length,
+        voiceSwitch: dto.voice_switch ?? 'allowed',
       },
       max,
       (manager) => enqueueTask(this.queue, id, manager),

@@ -23,6 +23,8 @@ const task: ClaimedTask = {
   },
   plan: Array.from({ length: CHUNKS }, () => ({ text: 'A.', chars: 2 })),
   error: null,
+  voicePin: null,
+  voiceSwitch: 'allowed',
 };
 
 /** Stored chunks as the repository gives them; `chunkPcm` is what a test makes fail; `progress` records what assembly reports. */

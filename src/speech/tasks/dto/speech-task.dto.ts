@@ -30,6 +30,26 @@ export class SpeechTaskErrorDto {
   message!: string;
 }
 
+export class SpeechTaskVoiceDto {
+  provider!: string;
+  /** The voice id as that provider knows it (the step's `voice_map`). */
+  voice!: string;
+}
+
+/** One move of the task to another step's voice (decisions §7). */
+export class SpeechTaskVoiceSwitchDto {
+  /** The first chunk (0-based) spoken with the new voice; the chunks before it keep the old one. */
+  @ApiProperty({ type: 'integer' })
+  chunk!: number;
+  from!: SpeechTaskVoiceDto;
+  to!: SpeechTaskVoiceDto;
+  /** When the task switched (Unix seconds). */
+  @ApiProperty({ type: 'integer' })
+  at!: number;
+  /** Why: the pinned step's last failure of that chunk, after `SVC_TASK_PIN_WAIT_MS` of retries. */
+  reason!: string;
+}
+
 /** An async speech task (decisions §7). Times are Unix seconds. */
 export class SpeechTaskDto {
   /** Identifier, `task_…`. */
@@ -63,4 +83,11 @@ export class SpeechTaskDto {
   audio!: SpeechTaskAudioDto | null;
   @ApiProperty({ type: SpeechTaskErrorDto, nullable: true })
   error!: SpeechTaskErrorDto | null;
+  /**
+   * Every chunk is spoken by the step, and with the voice, that spoke the first one; a chunk that step fails is
+   * retried there for `SVC_TASK_PIN_WAIT_MS`. Each time the task had to go on with another step's voice instead
+   * (request `voice_switch: "allowed"`, the default), in order; empty when the whole file has one voice.
+   */
+  @ApiProperty({ type: [SpeechTaskVoiceSwitchDto] })
+  voice_switches!: SpeechTaskVoiceSwitchDto[];
 }
