@@ -60,19 +60,28 @@ export interface FakeOpenAiRealtime {
 let sequence = 0;
 const id = (prefix: string): string => `${prefix}_fake${++sequence}`;
 
+/**
+ * Starts the fake on its own port, or with `host` on the port of an HTTP fake (FakeOpenAi) whose other routes
+ * (custom voices, models) then answer beside the Realtime upgrade, as one OpenAI host does.
+ */
 export async function startFakeOpenAiRealtime(
-  options: { mode?: FakeRealtimeMode; audioChunks?: number } = {},
+  options: { mode?: FakeRealtimeMode; audioChunks?: number; host?: { httpServer: Server; url: string } } = {},
 ): Promise<FakeOpenAiRealtime> {
   const sockets = new Set<Socket>();
   const wss = new WebSocketServer({ noServer: true });
-  const server: Server = createServer((req, res) => {
-    if (req.method === 'GET' && req.url === '/v1/models') {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      return void res.end(JSON.stringify({ object: 'list', data: [{ id: 'gpt-realtime-2.1-mini', object: 'model' }] }));
-    }
-    res.writeHead(404).end();
-  });
-  server.on('connection', (socket) => (sockets.add(socket), socket.once('close', () => sockets.delete(socket))));
+  const server: Server =
+    options.host?.httpServer ??
+    createServer((req, res) => {
+      if (req.method === 'GET' && req.url === '/v1/models') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return void res.end(
+          JSON.stringify({ object: 'list', data: [{ id: 'gpt-realtime-2.1-mini', object: 'model' }] }),
+        );
+      }
+      res.writeHead(404).end();
+    });
+  if (!options.host)
+    server.on('connection', (socket) => (sockets.add(socket), socket.once('close', () => sockets.delete(socket))));
 
   const fake: FakeOpenAiRealtime = {
     url: '',
@@ -88,6 +97,7 @@ export async function startFakeOpenAiRealtime(
     },
     close: async () => {
       for (const client of wss.clients) client.terminate();
+      if (options.host) return;
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
@@ -117,8 +127,11 @@ export async function startFakeOpenAiRealtime(
       converse(ws, record, fake);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  if (options.host) fake.url = options.host.url;
+  else {
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  }
   return fake;
 }
 
