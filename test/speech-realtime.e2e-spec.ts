@@ -1,4 +1,3 @@
-import type { AudioFormat } from '../src/audio/encoders';
 import { parseGatewayConfig } from '../src/config/gateway-config';
 import { VERBATIM_INSTRUCTIONS } from '../src/providers/openai-realtime-speech';
 import { FakeOpenAi, startFakeOpenAi } from './fakes/fake-openai';
@@ -124,7 +123,7 @@ describe('speech through a Realtime step', () => {
       audio_format: format,
     });
     const bytes = Buffer.from(body.data?.audio ?? '', 'hex');
-    const facts = audioFacts(bytes, format as AudioFormat, `audio/L16;rate=${sampleRate};channels=${channel}`);
+    const facts = audioFacts(bytes, format, `audio/L16;rate=${sampleRate};channels=${channel}`);
     expect(facts).toMatchObject({ sampleRate, channels: channel });
     if (facts.seconds !== null) expectDuration(facts.seconds);
     expect(res.headers['x-svc-provider-used']).toBe('rt-realtime');
