@@ -191,6 +191,28 @@ describe('speech through a Realtime step', () => {
     expect(rt.lastVoice()).toBe('coral');
   });
 
+  it('breaks a stream whose Realtime socket closes after the first audio: task_failed naming the step, close 1011', async () => {
+    failing.mode = 'closeAfterFirstAudio';
+    const client = await StreamClient.connect(`${t.url.replace('http', 'ws')}/v1/audio/speech/stream`, {
+      Authorization: `Bearer ${failoverSecret}`,
+    });
+    client.send({
+      event: 'task_start',
+      model: RT_MODEL,
+      voice_setting: { voice_id: 'alloy' },
+      audio_setting: { format: 'pcm', sample_rate: 16000, channel: 1 },
+    });
+    expect(await client.waitFor((m) => m.event === 'task_started')).toMatchObject({ provider: 'rt-failing' });
+    client.send({ event: 'task_continue', text: 'This text breaks after its first audio.' });
+    const failed = await client.waitFor((m) => m.event === 'task_failed');
+    expect(await client.closed).toBe(1011);
+    expect(failed.error).toMatchObject({ code: 'upstream_stream_failed' });
+    expect((failed.error as { message: string }).message).toContain('rt-failing');
+    // the audio that came before the break reached the client, from the step that made it
+    expect(client.messages.filter((m) => m.event === 'task_continued')[0]).toMatchObject({ provider: 'rt-failing' });
+    expect(failing.sessions[0].texts).toEqual(['This text breaks after its first audio.']);
+  });
+
   it('fails over to the next step on an error event before the first audio, and says so', async () => {
     failing.mode = 'errorBeforeAudio';
     const res = await t.http
