@@ -131,6 +131,40 @@ describe('speech through a Realtime step', () => {
     expect(textsHeard().join(' ')).toBe(TEXT);
   });
 
+  it('records the usage of a Realtime step as of any step: its provider, the characters, the status', async () => {
+    const res = await t.http
+      .post(SPEECH_PATH)
+      .set(...auth(secret))
+      .send({ model: RT_MODEL, input: TEXT, voice: 'sage', response_format: 'pcm' })
+      .buffer(true)
+      .parse(binary);
+    expect(res.status).toBe(200);
+    const requestId = res.headers['x-svc-request-id'];
+    const [record] = await eventually(
+      async () =>
+        (
+          (
+            await t.http
+              .get('/v1/usage')
+              .query({ request_id: requestId })
+              .set(...auth(secret))
+          ).body as {
+            data: Array<Record<string, unknown>>;
+          }
+        ).data,
+      (records) => records.length === 1,
+      5000,
+      'usage record',
+    );
+    expect(record).toMatchObject({
+      capability: 'speech',
+      provider: 'rt-realtime',
+      fallback_level: 0,
+      status: 200,
+      characters: TEXT.length,
+    });
+  });
+
   it('streams a WebSocket task through the Realtime step, each text its own session', async () => {
     const client = await StreamClient.connect(`${t.url.replace('http', 'ws')}/v1/audio/speech/stream`, {
       Authorization: `Bearer ${secret}`,
