@@ -1,9 +1,8 @@
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { projectRoot } from '../src/common/paths';
-import { createBenchKey, rssMb, startGateway, BENCH_ADMIN_TOKEN } from './processes';
+import { childPids, createBenchKey, rssMb, startGateway, BENCH_ADMIN_TOKEN } from './processes';
 import { renderTargetTable, writeSection } from './results-file';
 import type { TargetRow } from './results-file';
 import { log, machine, Run, runBenchmark, secondsFromEnv } from './run';
@@ -31,15 +30,7 @@ interface Sample {
 
 /** The gateway's RSS and that of its child processes (the audio workers). */
 function sample(pid: number): Sample {
-  let children: number[] = [];
-  try {
-    children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' })
-      .split('\n')
-      .map((line) => Number(line.trim()))
-      .filter((n) => Number.isInteger(n) && n > 0);
-  } catch {
-    // ps exits 1 when there is no child: no worker yet
-  }
+  const children = childPids(pid);
   const workersMb = children.reduce((sum, child) => sum + (rssMb(child) ?? 0), 0);
   return { gatewayMb: rssMb(pid) ?? NaN, workersMb, workers: children.length };
 }

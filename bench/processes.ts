@@ -1,4 +1,4 @@
-import { ChildProcess, fork, spawn } from 'node:child_process';
+import { ChildProcess, execFileSync, fork, spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
@@ -177,6 +177,18 @@ export async function createBenchKey(
   if (created.status !== 201 || !body.secret)
     throw new Error(`key creation failed: ${created.status} ${JSON.stringify(body)}`);
   return body.secret;
+}
+
+/** The processes `pid` started and that still run (a gateway's audio workers). */
+export function childPids(pid: number): number[] {
+  try {
+    return execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' })
+      .split('\n')
+      .map((line) => Number(line.trim()))
+      .filter((n) => Number.isInteger(n) && n > 0);
+  } catch {
+    return []; // ps exits 1 when there is no child
+  }
 }
 
 /** Resident set size of a process in MB (VmRSS), or null once it is gone. */

@@ -16,6 +16,7 @@ export const SECTIONS = [
   'usage-write',
   'encoding',
   'continuation',
+  'realtime',
 ] as const;
 export type Section = (typeof SECTIONS)[number];
 

@@ -16,8 +16,8 @@ export const KIND_TRAITS: Record<ProviderKind, KindTraits> = {
   openai: {
     capabilities: ['chat', 'speech'],
     defaultBaseUrl: 'https://api.openai.com/v1',
-    // gpt-4o-mini-tts: served until 2027-01-06 (retired-models.ts; docs/providers.md says what follows it)
-    defaultModels: { chat: 'gpt-5.4-mini', speech: 'gpt-4o-mini-tts' },
+    // a realtime model speaks over the Realtime API: OpenAI's /audio/speech models shut down on 2027-01-06
+    defaultModels: { chat: 'gpt-5.4-mini', speech: 'gpt-realtime-2.1-mini' },
     needsApiKey: true,
   },
   anthropic: {

@@ -51,6 +51,14 @@ function violations(today: Date, sources = userFacingSources()): string[] {
 describe('retired models', () => {
   it('names no model past its shutdown (or a chat model within 60 days of it) in a config, the README, the demo or an OpenAPI example', () => {
     expect(violations(new Date())).toEqual([]);
+    // and still none past every shutdown announced: nothing user-facing waits for a date to become wrong
+    expect(violations(new Date('2027-02-01T00:00:00Z'))).toEqual([]);
+  });
+
+  it('names no OpenAI /audio/speech model in the demo chain: its speech step is a realtime model', () => {
+    const speech = RETIRED_MODELS.filter((model) => model.use === 'speech').map((model) => model.id);
+    expect(speech).not.toContain(KIND_TRAITS.openai.defaultModels.speech);
+    expect(KIND_TRAITS.openai.defaultModels.speech).toBe('gpt-realtime-2.1-mini');
   });
 
   it('names an OpenAI /audio/speech model only while docs/providers.md says what replaces it', () => {
@@ -80,5 +88,10 @@ describe('retired models', () => {
     ]);
     // a longer, current name that starts with a retired one is not a match
     expect(violations(today, [['a config', 'model: gpt-4o-mini-tts, model: gpt-5.4-mini']])).toEqual([]);
+    expect(violations(today, [['a config', 'model: gpt-realtime-2.1-mini']])).toEqual([]);
+    // a deprecated realtime model is out within the 60 days before its shutdown, as a chat model is
+    expect(violations(today, [['a config', 'model: gpt-realtime-mini']])).toEqual([
+      'a config names gpt-realtime-mini (shut down 2027-01-20; use gpt-realtime-2.1-mini)',
+    ]);
   });
 });

@@ -12,9 +12,10 @@ export interface RetiredModel {
   replacement: string;
   /**
    * `speech`: an OpenAI `/audio/speech` model, which has no replacement on that endpoint; it may still be named
-   * until its shutdown where docs/providers.md says what follows it. Chat models must be gone 60 days before.
+   * until its shutdown where docs/providers.md says what follows it. Chat and realtime models must be gone 60 days
+   * before.
    */
-  use: 'chat' | 'speech';
+  use: 'chat' | 'speech' | 'realtime';
 }
 
 const openAiChat = (shutdown: string, replacement: string, ids: string[]): RetiredModel[] =>
@@ -53,14 +54,23 @@ export const RETIRED_MODELS: readonly RetiredModel[] = [
       use: 'speech',
     }),
   ),
+  // the SDK's deprecated RealtimeSessionCreateRequest.model values (shutdown 2027-01-20)
+  ...[
+    'gpt-realtime',
+    'gpt-realtime-2025-08-28',
+    'gpt-realtime-mini',
+    'gpt-realtime-mini-2025-12-15',
+    'gpt-audio-mini',
+    'gpt-audio-mini-2025-12-15',
+  ].map((id): RetiredModel => ({ id, shutdown: '2027-01-20', replacement: 'gpt-realtime-2.1-mini', use: 'realtime' })),
 ];
 
-/** Days before its shutdown that a chat model must no longer be named. */
+/** Days before its shutdown that a chat or realtime model must no longer be named. */
 export const CHAT_NOTICE_DAYS = 60;
 
 /** True when `model` may no longer be named on `today`. */
 export function isRetired(model: RetiredModel, today: Date): boolean {
   const shutdown = Date.parse(`${model.shutdown}T00:00:00Z`);
-  const notice = model.use === 'chat' ? CHAT_NOTICE_DAYS * 86_400_000 : 0;
+  const notice = model.use === 'speech' ? 0 : CHAT_NOTICE_DAYS * 86_400_000;
   return today.getTime() >= shutdown - notice;
 }

@@ -18,6 +18,8 @@ import {
   VoiceSampleRules,
 } from './provider-adapter';
 import { emotionInstruction } from './speech-fields';
+import { isRealtimeModel } from './openai-realtime';
+import { REALTIME_PCM, realtimeSpeech } from './openai-realtime-speech';
 import { ChatStreamTolerance } from './stream-tolerance';
 import { multipartBody } from './multipart';
 import { withRawJson } from '../common/http/sse-frame';
@@ -32,8 +34,6 @@ import {
   UpstreamClientOptions,
 } from './http';
 
-/** OpenAI's `pcm` response format: 24 kHz, 16-bit signed little-endian, mono, no header. */
-export const OPENAI_PCM = { sampleRate: 24000, channels: 1 } as const;
 /** OpenAI's 13 built-in voices (the official SDK's `SpeechCreateParams.voice`; "optimized for English"). */
 export const OPENAI_VOICES = [
   'alloy',
@@ -148,6 +148,8 @@ export class OpenAiAdapter extends HttpProviderAdapter implements ProviderAdapte
    * OpenAI as it is and passed through (OpenAI's own 24 kHz mono, as the OpenAI shape asks).
    */
   async speech(call: SpeechCall, ctx: CallContext): Promise<AudioStream> {
+    // /audio/speech models shut down on 2027-01-06; their successors speak only over the Realtime API (decisions §10)
+    if (isRealtimeModel(ctx.model)) return realtimeSpeech(this.provider, call, ctx);
     const emotion = call.options?.voice_setting?.emotion;
     const passThrough = call.output.format === 'aac';
     // MiniMax's emotion in words: OpenAI's speech models take style as instructions
@@ -174,7 +176,7 @@ export class OpenAiAdapter extends HttpProviderAdapter implements ProviderAdapte
     if (passThrough) return { contentType: 'audio/aac', chunks: relayBody(response.body, ctx.signal) };
     return {
       ...outputShape(call.output),
-      chunks: transcodeStream(relayBody(response.body, ctx.signal), OPENAI_PCM, call.output, {
+      chunks: transcodeStream(relayBody(response.body, ctx.signal), REALTIME_PCM, call.output, {
         gain: call.vol,
         maxSeconds: call.maxSeconds,
         owner: jobOwner(ctx),

@@ -1,4 +1,5 @@
 import type { ProviderKind } from '../config/provider-kinds';
+import { isRealtimeModel } from './openai-realtime';
 
 /** MiniMax's emotions (T2A v2 `voice_setting.emotion`; `fluent` and `whisper` on the newer models, `neutral` on the older). */
 export const EMOTIONS = [
@@ -153,13 +154,27 @@ export const SPEED_RANGES: Record<ProviderKind, readonly [min: number, max: numb
   echo: [0.25, 4],
 };
 
+/**
+ * The `speed` a realtime model's session takes (the SDK's `RealtimeAudioConfigOutput.speed`: 0.25..1.5): an `openai`
+ * step with a realtime model clamps to it after SPEED_RANGES (docs/providers.md).
+ */
+export const REALTIME_SPEED_RANGE = [0.25, 1.5] as const;
+
 export function speedFor(kind: ProviderKind, speed: number): number {
   const [min, max] = SPEED_RANGES[kind];
   return Math.min(max, Math.max(min, speed));
 }
 
-/** Which kinds' upstreams make a format the gateway never encodes (`aac`): only their steps can serve it. */
+/**
+ * Which kinds' upstreams make a format the gateway never encodes (`aac`): only their steps can serve it, and of
+ * `openai` only the `/audio/speech` models (the Realtime API makes PCM only).
+ */
 export const PASS_THROUGH_MAKERS: Record<'aac', readonly ProviderKind[]> = { aac: ['openai'] };
+
+/** True when a step of `kind` with `model` makes `format` itself (PASS_THROUGH_MAKERS). */
+export function makesPassThrough(format: 'aac', kind: ProviderKind, model: string): boolean {
+  return PASS_THROUGH_MAKERS[format].includes(kind) && !(kind === 'openai' && isRealtimeModel(model));
+}
 
 /** What a speech request carried beyond the voice, speed, volume and audio shape every kind honours. */
 export interface RequestedFields {

@@ -30,6 +30,15 @@ describe('which steps can serve a format', () => {
     ]);
   });
 
+  it('leaves out an openai step with a realtime model: the Realtime API makes no aac', () => {
+    const realtime = { ...step('oa', 0), model: 'gpt-realtime-2.1-mini' };
+    const served = stepsMaking('aac', [step('oa2', 0), realtime], kindOf);
+    expect(served.map((s) => s.provider)).toEqual(['oa2']);
+    expect(() => stepsMaking('aac', [realtime, step('oa2', 1)], kindOf)).toThrow(
+      "Steps of this chain that can: oa2 (model 'oa2-model').",
+    );
+  });
+
   it('refuses aac when the entry step cannot make it, naming the steps that can', () => {
     const refuse = (planned: PlannedStep[]): DomainError => {
       try {

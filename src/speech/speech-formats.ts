@@ -2,7 +2,7 @@ import { PASS_THROUGH_FORMATS, type AudioFormat, type PassThroughFormat } from '
 import { DomainError } from '../common/errors/domain-error';
 import type { ProviderKind } from '../config/provider-kinds';
 import type { PlannedStep } from '../failover/chain';
-import { PASS_THROUGH_MAKERS } from '../providers/speech-fields';
+import { makesPassThrough, PASS_THROUGH_MAKERS } from '../providers/speech-fields';
 
 const isPassThrough = (format: AudioFormat): format is PassThroughFormat => PASS_THROUGH_FORMATS.includes(format);
 
@@ -20,13 +20,13 @@ export function stepsMaking(
   const makers = PASS_THROUGH_MAKERS[format];
   const able = planned.filter((step) => {
     const kind = kindOf(step.provider);
-    return kind !== undefined && makers.includes(kind);
+    return kind !== undefined && makesPassThrough(format, kind, step.model);
   });
   if (able.length === 0 || able[0] !== planned[0]) {
     const named = able.map((step) => `${step.provider} (model '${step.model}')`);
     throw new DomainError(
       'format_not_supported',
-      `${format} is not encoded by the gateway: only a step of kind ${makers.join(' or ')} makes it, and the entry step ` +
+      `${format} is not encoded by the gateway: only a step of kind ${makers.join(' or ')} with an /audio/speech model (not a realtime one) makes it, and the entry step ` +
         `${planned[0].provider} cannot. ` +
         (named.length > 0
           ? `Steps of this chain that can: ${named.join(', ')}.`

@@ -82,6 +82,11 @@ export class FakeUpstream<Mode extends string> {
     return this;
   }
 
+  /** The HTTP server itself (a WebSocket fake of the same host handles its upgrades). */
+  get httpServer(): Server {
+    return this.server;
+  }
+
   /** The mode for requests without a per-model override. */
   get mode(): Mode {
     return this.defaultMode.mode;

@@ -42,15 +42,15 @@ export class VoicesHarness {
     readonly db: DataSource,
   ) {}
 
-  /** `allowedVoiceIds`: the MiniMax provider's `allowed_voice_ids`; `env`: the app's environment. */
+  /** `allowedVoiceIds`: the MiniMax provider's `allowed_voice_ids`; `env`: the app's environment; `extraProviders`: YAML lines. */
   static async start(
     minimaxName: string,
-    options: { allowedVoiceIds?: string[]; env?: Record<string, string> } = {},
+    options: { allowedVoiceIds?: string[]; env?: Record<string, string>; extraProviders?: string[] } = {},
   ): Promise<VoicesHarness> {
     const minimax = await startFakeMiniMax({ name: minimaxName });
     const allowed = options.allowedVoiceIds ? `, allowed_voice_ids: [${options.allowedVoiceIds.join(', ')}]` : '';
     const gateway = parseGatewayConfig(
-      `providers:\n  - { name: ${minimaxName}, kind: minimax, base_url: "${minimax.url}", api_key: k${allowed} }\n  - { name: espeak, kind: espeak }\n`,
+      `providers:\n  - { name: ${minimaxName}, kind: minimax, base_url: "${minimax.url}", api_key: k${allowed} }\n  - { name: espeak, kind: espeak }\n${(options.extraProviders ?? []).map((line) => `${line}\n`).join('')}`,
       'voices test',
     );
     const t = await startApp({ gateway, ...(options.env ? { env: options.env } : {}) });

@@ -38,7 +38,8 @@ export class OpenAiSpeechRequestDto {
 
   /**
    * `mp3` (default), `opus` (Ogg Opus, made by the gateway from any step), `aac` (only from a step whose upstream makes
-   * it: an `openai` step; else 400 `format_not_supported`), `flac`, `wav` or `pcm` (16-bit little-endian, 24 kHz mono).
+   * it: an `openai` step with an `/audio/speech` model; else 400 `format_not_supported`), `flac`, `wav` or `pcm`
+   * (16-bit little-endian, 24 kHz mono).
    */
   @ApiPropertyOptional({ enum: OPENAI_FORMATS, default: 'mp3' })
   @IsOptional()
