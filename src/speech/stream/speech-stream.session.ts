@@ -5,6 +5,7 @@ import { DomainError } from '../../common/errors/domain-error';
 import type { PlannedStep } from '../../failover/chain';
 import type { FailoverService } from '../../failover/failover.service';
 import { openCall } from '../../failover/proxied-call';
+import type { TraceOrigin } from '../../tracing/request-trace';
 import type { AuthenticatedKey } from '../../keys/key-directory';
 import { audioTooLong, minimumAudioSeconds } from '../audio-cap';
 import { ASYNC_TEXT_LIMIT, characterCount, SpeechJob } from '../speech-job';
@@ -68,6 +69,8 @@ export class SpeechStreamSession {
     private readonly speech: SpeechService,
     private readonly failover: FailoverService,
     private readonly limits: StreamLimits,
+    /** Where each turn's SERVER span comes from (decisions §12); null while traces are off. */
+    private readonly traceOrigin: TraceOrigin | null = null,
   ) {
     this.audio = new StreamAudioOut({
       ws,
@@ -208,7 +211,7 @@ export class SpeechStreamSession {
     };
     const controller = new AbortController();
     this.inFlight.add(controller);
-    const call = openCall(this.failover, turn.requestId, this.key(), 'speech', controller.signal);
+    const call = openCall(this.failover, turn.requestId, this.key(), 'speech', controller.signal, this.traceOrigin);
     try {
       // a failure throws back here (the session closes with it): the call has recorded it
       await this.speech.synthesize(

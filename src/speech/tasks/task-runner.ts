@@ -12,6 +12,7 @@ import { TaskAssembler } from './task-assembler';
 import { TaskLost, throwIfAborted } from './task-interruptions';
 import { synthesisProgress } from './task-progress';
 import { chunkRequestId } from './task-queue';
+import { tracing } from '../../tracing/tracing';
 
 /** Chunks of one task synthesised at the same time (an upstream's latency overlaps; the offline engine runs one at a time anyway). */
 const CHUNK_CONCURRENCY = 2;
@@ -91,7 +92,9 @@ export class TaskRunner {
     // not known here yet (made on another replica a moment ago) or being deleted: try again later
     if (!key) throw new Error(`the key of task ${task.id} is not known to this replica`);
     const chunk = task.plan[idx];
-    const call = openCall(this.failover, chunkRequestId(task.id, idx), key, 'speech', signal);
+    // tracing hook: each chunk's SERVER span, linked to the request that created the task
+    const origin = tracing.on ? tracing.linkedOrigin('speech_task chunk', null) : null;
+    const call = openCall(this.failover, chunkRequestId(task.id, idx), key, 'speech', signal, origin);
     call.scope.failoversAnnounced = announced;
     const job: SpeechJob = { ...task.job, text: chunk.text, output: { ...task.job.output, format: 'pcm' } };
     const pcm = await this.collect(call, job, idx, signal);
