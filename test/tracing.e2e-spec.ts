@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { tracing } from '../src/tracing/tracing';
 import { ADMIN_TOKEN, startApp, TestApp } from './support/app';
 import { CHAT_PATH, chatBody, ProviderPool } from './support/failover';
-import { OtlpReceiver, ReceivedSpan, SPAN_KIND } from './support/otlp-receiver';
+import { OtlpReceiver, ReceivedSpan, SPAN_KIND } from './fakes/otlp-receiver';
 import { speak, SPEECH_PATH } from './support/speech';
 
 const PROMPT = 'Say hello.';

@@ -157,9 +157,23 @@ export function decodeJson(body: Buffer): ReceivedSpan[] {
   );
 }
 
-/** A collector on 127.0.0.1 that takes `POST /v1/traces` in either encoding and keeps every span. */
+/** How many spans a protobuf export holds, read three levels deep only (a benchmark's receiver counts, never decodes). */
+export function countProtobufSpans(body: Buffer): number {
+  let n = 0;
+  for (const resourceSpans of bytes(fieldsOf(body), 1))
+    for (const scopeSpans of bytes(fieldsOf(resourceSpans), 2)) n += bytes(fieldsOf(scopeSpans), 2).length;
+  return n;
+}
+
+/**
+ * A collector on 127.0.0.1 that takes `POST /v1/traces` in either encoding and keeps every span; with `countOnly`
+ * it only counts them (protobuf, for a benchmark).
+ */
 export class OtlpReceiver {
   readonly spans: ReceivedSpan[] = [];
+  /** Spans received (counted in either mode). */
+  received = 0;
+  private countOnly = false;
   /** The content types the exports came in. */
   readonly contentTypes = new Set<string>();
 
@@ -168,7 +182,7 @@ export class OtlpReceiver {
     readonly url: string,
   ) {}
 
-  static async start(): Promise<OtlpReceiver> {
+  static async start(options: { countOnly?: boolean } = {}): Promise<OtlpReceiver> {
     let receiver: OtlpReceiver | null = null;
     const server = createServer((req, res) => {
       const parts: Buffer[] = [];
@@ -181,6 +195,7 @@ export class OtlpReceiver {
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     receiver = new OtlpReceiver(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    receiver.countOnly = options.countOnly ?? false;
     return receiver;
   }
 
@@ -188,7 +203,13 @@ export class OtlpReceiver {
     if (path !== '/v1/traces') return;
     const type = headers['content-type'] ?? '';
     this.contentTypes.add(type);
-    this.spans.push(...(type === 'application/json' ? decodeJson(body) : decodeProtobuf(body)));
+    if (this.countOnly && type !== 'application/json') {
+      this.received += countProtobufSpans(body);
+      return;
+    }
+    const spans = type === 'application/json' ? decodeJson(body) : decodeProtobuf(body);
+    this.received += spans.length;
+    if (!this.countOnly) this.spans.push(...spans);
   }
 
   /** The spans that `match` picks, once there are at least `n` of them. */
