@@ -41,7 +41,7 @@ describe.each(['http/protobuf', 'http/json'])('traces exported over OTLP %s', (p
 
   beforeAll(async () => {
     receiver = await OtlpReceiver.start();
-    pool = await ProviderPool.start(`tr-${protocol === 'http/json' ? 'json' : 'pb'}`, 8);
+    pool = await ProviderPool.start(`tr-${protocol === 'http/json' ? 'json' : 'pb'}`, 9);
     const env = {
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       OTEL_EXPORTER_OTLP_PROTOCOL: protocol,
@@ -189,6 +189,30 @@ describe.each(['http/protobuf', 'http/json'])('traces exported over OTLP %s', (p
     ]);
     const attempts = await clientSpansOf(server, 1);
     expect(attempts.map((s) => s.attributes['svc.provider'])).toEqual([b.name]);
+  });
+
+  it("gives an async task's chunk its own span, linked to the traceparent of the request that created it", async () => {
+    const [f] = pool.take(1);
+    const key = await t.createKey('traced task', [{ provider: f.name, model: TTS_MODEL, voice_map: { '*': 'alloy' } }]);
+    const client = clientTraceparent();
+
+    const res = await t.http
+      .post('/v1/audio/speech/async')
+      .set('Authorization', `Bearer ${key.secret}`)
+      .set('traceparent', client.header)
+      .send({ model: TTS_MODEL, text: TEXT, voice_setting: { voice_id: 'narrator' } });
+
+    expect(res.status).toBe(202);
+    const [chunk] = await receiver.waitFor(
+      (s) => s.kind === SPAN_KIND.server && s.attributes['svc.request_id'] === `req_${res.body.id}_0`,
+      1,
+      30000,
+    );
+    expect(chunk.name).toBe('speech_task chunk');
+    expect(chunk.traceId).not.toBe(client.traceId);
+    expect(chunk.links).toEqual([{ traceId: client.traceId, spanId: client.spanId }]);
+    const [attempt] = await clientSpansOf(chunk, 1);
+    expect(attempt.attributes['gen_ai.operation.name']).toBe('text_to_speech');
   });
 
   it('exports no secret, admin token, prompt or text to speak', async () => {

@@ -1,5 +1,5 @@
 import { defaultTextMapGetter, ROOT_CONTEXT, SpanKind, trace } from '@opentelemetry/api';
-import type { Span, Tracer } from '@opentelemetry/api';
+import type { Tracer } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as OtlpProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
@@ -115,35 +115,11 @@ export class Tracing {
     return requestTrace;
   }
 
-  /**
-   * A span of a worker's own (a webhook delivery), linked to the request that caused it; `run` gets it to end with
-   * its outcome. Off: `run` gets null.
-   */
-  async inLinkedSpan<T>(
-    name: string,
-    traceparent: string | null,
-    attributes: Record<string, string | number>,
-    run: (span: Span | null) => Promise<T>,
-  ): Promise<T> {
-    const started = this.started;
-    if (!started) return run(null);
-    const origin = this.linkedOrigin(name, traceparent);
-    const span = started.tracer.startSpan(name, { kind: SpanKind.CONSUMER, attributes, links: origin.links });
-    try {
-      return await run(span);
-    } finally {
-      span.end();
-    }
-  }
-
-  /** The `traceparent` naming `span` (what a job stores to link its worker's span); null when off or unsampled. */
-  traceparentOf(span: Span | undefined | null): string | null {
-    if (!span || !span.isRecording()) return null;
-    const carrier: Record<string, string> = {};
-    this.propagator.inject(trace.setSpan(ROOT_CONTEXT, span), carrier, {
-      set: (c: Record<string, string>, key, value) => (c[key] = value),
-    });
-    return carrier.traceparent ?? null;
+  /** A request's incoming `traceparent` when it is a valid one (what a task stores for its worker's link); null when off. */
+  incomingTraceparent(req: IncomingMessage): string | null {
+    if (!this.started) return null;
+    const context = trace.getSpanContext(this.propagator.extract(ROOT_CONTEXT, req.headers, defaultTextMapGetter));
+    return context ? `00-${context.traceId}-${context.spanId}-0${context.traceFlags & 1}` : null;
   }
 
   /** The trace id of an open request, for its log lines; undefined when off or not sampled. */

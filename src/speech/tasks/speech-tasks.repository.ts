@@ -5,7 +5,8 @@ import type { SpeechJob } from '../speech-job';
 import type { TaskChunk } from './chunk-plan';
 import { SpeechTaskEntity, TaskAudio, TaskError } from './speech-task.entity';
 
-export type NewTask = Pick<SpeechTaskEntity, 'id' | 'keyId' | 'model' | 'job' | 'plan' | 'characters' | 'chunksTotal'>;
+export type NewTask = Pick<SpeechTaskEntity, 'id' | 'keyId' | 'model' | 'job' | 'plan' | 'characters' | 'chunksTotal'> &
+  Partial<Pick<SpeechTaskEntity, 'traceparent'>>;
 
 /** A task its worker holds: the claim's attempt number and what it needs to synthesise. */
 export interface ClaimedTask {
@@ -15,6 +16,8 @@ export interface ClaimedTask {
   job: SpeechJob;
   plan: TaskChunk[];
   error: TaskError | null;
+  /** The creating request's traceparent (decisions §12). */
+  traceparent?: string | null;
 }
 
 export interface StoredChunk {
@@ -95,12 +98,20 @@ export class SpeechTasksRepository {
            UPDATE speech_tasks t SET status = 'processing', worker_id = $1, heartbeat_at = now(), claimed_at = now(), run_after = NULL,
              attempts = attempts + 1, started_at = COALESCE(started_at, now())
            FROM next WHERE t.id = next.id
-           RETURNING t.id, t.key_id, t.attempts, t.job, t.plan, t.error)
+           RETURNING t.id, t.key_id, t.attempts, t.job, t.plan, t.error, t.traceparent)
          SELECT * FROM claimed`,
         [workerId, STALE_SECONDS],
       );
       return row
-        ? { id: row.id, keyId: row.key_id, attempts: row.attempts, job: row.job, plan: row.plan, error: row.error }
+        ? {
+            id: row.id,
+            keyId: row.key_id,
+            attempts: row.attempts,
+            job: row.job,
+            plan: row.plan,
+            error: row.error,
+            traceparent: row.traceparent,
+          }
         : null;
     });
   }

@@ -73,7 +73,11 @@ export class SpeechTasksService {
    * `create`, and the request's fields that will not be used (the `x-svc-ignored-fields` of the 202): those the
    * entry step's provider kind cannot express, and those of how the answer travels (the task's file is the audio).
    */
-  async submit(key: AuthenticatedKey, dto: AsyncSpeechRequestDto): Promise<{ task: SpeechTaskDto; ignored: string[] }> {
+  async submit(
+    key: AuthenticatedKey,
+    dto: AsyncSpeechRequestDto,
+    traceparent: string | null = null,
+  ): Promise<{ task: SpeechTaskDto; ignored: string[] }> {
     const voice = dto.voice_setting ?? { voice_id: await this.voices.defaultVoice(key, dto.model) };
     const job = toSpeechJob({ ...dto, voice_setting: voice }, ASYNC_TEXT_LIMIT);
     assertAudioFits(job.text, job.speed, this.env.SVC_MAX_TASK_AUDIO_SECONDS, 'SVC_MAX_TASK_AUDIO_SECONDS');
@@ -101,6 +105,7 @@ export class SpeechTasksService {
         plan,
         characters: characterCount(job.text),
         chunksTotal: plan.length,
+        traceparent,
       },
       max,
       (manager) => enqueueTask(this.queue, id, manager),

@@ -93,7 +93,7 @@ export class TaskRunner {
     if (!key) throw new Error(`the key of task ${task.id} is not known to this replica`);
     const chunk = task.plan[idx];
     // tracing hook: each chunk's SERVER span, linked to the request that created the task
-    const origin = tracing.on ? tracing.linkedOrigin('speech_task chunk', null) : null;
+    const origin = tracing.on ? tracing.linkedOrigin('speech_task chunk', task.traceparent ?? null) : null;
     const call = openCall(this.failover, chunkRequestId(task.id, idx), key, 'speech', signal, origin);
     call.scope.failoversAnnounced = announced;
     const job: SpeechJob = { ...task.job, text: chunk.text, output: { ...task.job.output, format: 'pcm' } };
