@@ -4,6 +4,7 @@ import { ADMIN_TOKEN, startApp, TestApp } from './support/app';
 import { CHAT_PATH, chatBody, ProviderPool } from './support/failover';
 import { OtlpReceiver, ReceivedSpan, SPAN_KIND } from './fakes/otlp-receiver';
 import { speak, SPEECH_PATH } from './support/speech';
+import { StreamClient } from './support/ws-client';
 
 const PROMPT = 'Say hello.';
 const TTS_MODEL = 'gpt-4o-mini-tts';
@@ -41,7 +42,7 @@ describe.each(['http/protobuf', 'http/json'])('traces exported over OTLP %s', (p
 
   beforeAll(async () => {
     receiver = await OtlpReceiver.start();
-    pool = await ProviderPool.start(`tr-${protocol === 'http/json' ? 'json' : 'pb'}`, 9);
+    pool = await ProviderPool.start(`tr-${protocol === 'http/json' ? 'json' : 'pb'}`, 10);
     const env = {
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       OTEL_EXPORTER_OTLP_PROTOCOL: protocol,
@@ -189,6 +190,37 @@ describe.each(['http/protobuf', 'http/json'])('traces exported over OTLP %s', (p
     ]);
     const attempts = await clientSpansOf(server, 1);
     expect(attempts.map((s) => s.attributes['svc.provider'])).toEqual([b.name]);
+  });
+
+  it("gives each WebSocket turn a SERVER span in the upgrade's trace", async () => {
+    const [g] = pool.take(1);
+    const key = await t.createKey('traced stream', [
+      { provider: g.name, model: TTS_MODEL, voice_map: { '*': 'alloy' } },
+    ]);
+    const client = clientTraceparent();
+    const ws = await StreamClient.connect(`${t.url.replace('http', 'ws')}/v1/audio/speech/stream`, {
+      Authorization: `Bearer ${key.secret}`,
+      traceparent: client.header,
+    });
+    try {
+      await ws.waitFor((m) => m.event === 'connected_success');
+      ws.send({ event: 'task_start', model: TTS_MODEL, voice_setting: { voice_id: 'narrator' } });
+      await ws.waitFor((m) => m.event === 'task_started');
+      ws.send({ event: 'task_continue', text: TEXT });
+      await ws.waitFor((m) => m.event === 'task_continued' && m.is_final === true);
+    } finally {
+      ws.ws.close();
+    }
+
+    const turn = await serverSpanOf(`${String(ws.upgradeHeaders['x-svc-request-id'])}_1`);
+    expect(turn).toMatchObject({
+      traceId: client.traceId,
+      parentSpanId: client.spanId,
+      attributes: { 'http.route': '/v1/audio/speech/stream', 'svc.proxy_key': key.id },
+    });
+    const [attempt] = await clientSpansOf(turn, 1);
+    expect(attempt.attributes['gen_ai.operation.name']).toBe('text_to_speech');
+    expect(parseTraceparent(g.fake.requests[0].headers.traceparent)?.traceId).toBe(client.traceId);
   });
 
   it("gives an async task's chunk its own span, linked to the traceparent of the request that created it", async () => {
