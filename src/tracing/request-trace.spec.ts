@@ -1,5 +1,4 @@
 import { ROOT_CONTEXT, SpanKind } from '@opentelemetry/api';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import {
   AlwaysOffSampler,
   BasicTracerProvider,
@@ -21,7 +20,7 @@ function traced(sampler?: Sampler): { trace: RequestTrace; exporter: InMemorySpa
     kind: SpanKind.SERVER,
     attributes: RequestTrace.startAttributes(origin, 'req_1', 'key_1'),
   });
-  const trace = new RequestTrace(tracer, new W3CTraceContextPropagator(), span, 'chat', origin, () => undefined);
+  const trace = new RequestTrace(tracer, span, 'chat', origin, () => undefined);
   return { trace, exporter };
 }
 

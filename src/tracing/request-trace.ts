@@ -1,5 +1,5 @@
-import { SpanKind, SpanStatusCode, trace, ROOT_CONTEXT } from '@opentelemetry/api';
-import type { Attributes, Context, Span, TextMapPropagator, Tracer } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags } from '@opentelemetry/api';
+import type { Attributes, Context, Span, Tracer } from '@opentelemetry/api';
 import {
   ATTR_ERROR_TYPE,
   ATTR_HTTP_REQUEST_METHOD,
@@ -64,16 +64,14 @@ function responseModel(value: unknown): string | undefined {
 /** One upstream attempt: a CLIENT span, whose W3C headers go on the upstream call. */
 export class AttemptTrace {
   /** `traceparent` (and `tracestate`) naming this attempt's span. */
-  readonly headers: Record<string, string> = {};
+  readonly headers: Record<string, string>;
   private ended = false;
 
-  constructor(
-    readonly span: Span,
-    propagator: TextMapPropagator,
-  ) {
-    propagator.inject(trace.setSpan(ROOT_CONTEXT, span), this.headers, {
-      set: (carrier: Record<string, string>, key, value) => (carrier[key] = value),
-    });
+  constructor(readonly span: Span) {
+    // W3C trace context, version 00, written here: the propagator's inject makes a context and a setter per call
+    const { traceId, spanId, traceFlags, traceState } = span.spanContext();
+    this.headers = { traceparent: `00-${traceId}-${spanId}-0${traceFlags & TraceFlags.SAMPLED}` };
+    if (traceState) this.headers.tracestate = traceState.serialize();
   }
 
   /** The step served: the span stays open until the request ends (a stream goes on after its first chunk). */
@@ -115,7 +113,6 @@ export class RequestTrace {
 
   constructor(
     private readonly tracer: Tracer,
-    private readonly propagator: TextMapPropagator,
     readonly span: Span,
     capability: string,
     private readonly origin: TraceOrigin,
@@ -154,7 +151,7 @@ export class RequestTrace {
       { kind: SpanKind.CLIENT, attributes },
       this.childContext,
     );
-    const handle = new AttemptTrace(span, this.propagator);
+    const handle = new AttemptTrace(span);
     this.current = handle;
     return handle;
   }

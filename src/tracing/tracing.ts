@@ -105,7 +105,7 @@ export class Tracing {
       },
       origin.parent,
     );
-    const requestTrace = new RequestTrace(started.tracer, this.propagator, span, capability, origin, () =>
+    const requestTrace = new RequestTrace(started.tracer, span, capability, origin, () =>
       this.traceIds.delete(requestId),
     );
     if (requestTrace.sampled) {
