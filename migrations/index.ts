@@ -10,6 +10,7 @@ import { StreamTickets1763760000000 } from './1763760000000-stream-tickets';
 import { MiniMaxFiles1763770000000 } from './1763770000000-minimax-files';
 import { WebhookLanes1796083236000 } from './1796083236000-webhook-lanes';
 import { VoiceRemovals1796085361000 } from './1796085361000-voice-removals';
+import { TaskTraceparent1796086000000 } from './1796086000000-task-traceparent';
 import { TaskVoicePin1796090000000 } from './1796090000000-task-voice-pin';
 
 /** Every migration in order; `npm run migration:generate` writes a file, add its class here. */
@@ -26,5 +27,6 @@ export const MIGRATIONS = [
   MiniMaxFiles1763770000000,
   WebhookLanes1796083236000,
   VoiceRemovals1796085361000,
+  TaskTraceparent1796086000000,
   TaskVoicePin1796090000000,
 ];

@@ -20,6 +20,7 @@ import { MiniMaxCompatModule } from './minimax-compat/minimax-compat.module';
 import { ModelsModule } from './models/models.module';
 import { SpeechModule } from './speech/speech.module';
 import { UsageModule } from './usage/usage.module';
+import { TracingModule } from './tracing/tracing.module';
 import { VoicesModule } from './voices/voices.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
 
@@ -30,6 +31,7 @@ import { WebhooksModule } from './webhooks/webhooks.module';
     ScheduleModule.forRoot(),
     DatabaseModule,
     MetricsModule,
+    TracingModule,
     AudioModule,
     KeysModule,
     QuotasModule,

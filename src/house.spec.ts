@@ -68,6 +68,7 @@ function importLoops(edges: Map<string, Set<string>>): string[][] {
 /** The top-level folders from the bottom up, as the README's layout lists them: each imports only folders before it. */
 const LAYERS = [
   'common',
+  'tracing',
   'config',
   'audio',
   'metrics',

@@ -6,8 +6,11 @@ import { printBannerAfterLogs } from './banner';
 import { EnvironmentVariables } from './config/env.schema';
 import { startupFailure, StartupLogger } from './common/startup-error';
 import { exitOnSignals } from './shutdown';
+import { tracing } from './tracing/tracing';
 
 async function bootstrap(): Promise<void> {
+  // before Nest: the OTEL_* variables decide, and a value it cannot honour fails the boot (decisions §12)
+  tracing.start();
   // until the JSON logger takes over, a failed start is kept to one line (printed below), not a stack trace
   const app = setupApp(
     await NestFactory.create<NestExpressApplication>(AppModule, {

@@ -26,6 +26,8 @@ export class CallAbort implements CallSignal {
   tenant = '';
   waitingSince = 0;
   waitedMs = 0;
+  /** W3C trace headers (`traceparent`) of the attempt's span, sent with its upstream request; null while traces are off. */
+  traceHeaders: Record<string, string> | null = null;
   private listeners: Array<() => void> | null = null;
 
   addEventListener(_type: 'abort', listener: () => void): void {

@@ -5,13 +5,15 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { pinoHttp } from 'pino-http';
 import { validateEnvironment } from './env.schema';
-import { httpLoggerOptions } from './logging';
+import { tracing } from '../tracing/tracing';
+import { httpLoggerOptions, requestFields } from './logging';
 
 /** The request log line pino-http writes with the gateway's options, for one request to a real server. */
 async function logLine(
   path: string,
   headers: Record<string, string>,
   answer: (res: import('node:http').ServerResponse) => void,
+  serve: (req: import('node:http').IncomingMessage) => void = () => undefined,
 ): Promise<Record<string, unknown>> {
   const lines: string[] = [];
   const sink = new Writable({
@@ -25,6 +27,7 @@ async function logLine(
   const server = createServer((req, res) => {
     (req as { id?: string }).id = 'req_test';
     log(req, res);
+    serve(req);
     answer(res);
   });
   server.listen(0, '127.0.0.1');
@@ -85,5 +88,26 @@ describe('the request log line', () => {
     });
     expect(error.level).toBe(50);
     expect((error.res as { statusCode: number }).statusCode).toBe(503);
+  });
+});
+
+describe('the log lines with traces on (decisions §12)', () => {
+  beforeAll(() => expect(tracing.start({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' })).toBe(true));
+  afterAll(() => tracing.shutdown());
+
+  it("name the request's trace: its request line, and the lines written while serving it", async () => {
+    const traceId = 'a'.repeat(32);
+    let fields: ReturnType<typeof requestFields> | null = null;
+    const line = await logLine(
+      '/v1/chat/completions',
+      { traceparent: `00-${traceId}-${'b'.repeat(16)}-01` },
+      (res) => res.end(),
+      (req) => {
+        tracing.request('req_test', 'key_1', 'chat', tracing.httpOrigin(req));
+        fields = requestFields('req_test');
+      },
+    );
+    expect(fields).toEqual({ request_id: 'req_test', trace_id: traceId });
+    expect(line).toMatchObject({ req: expect.objectContaining({ id: 'req_test' }), trace_id: traceId });
   });
 });

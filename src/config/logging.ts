@@ -6,6 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { EnvironmentVariables } from './env.schema';
 import { requestIdOf } from '../common/http/request-id';
 import { REDACTED, scrubUrl } from '../common/http/scrub-url';
+import { tracing } from '../tracing/tracing';
 
 /**
  * An error as pino writes it, without SQL parameters: a failed write may hold a secret being stored
@@ -40,8 +41,12 @@ export function loggerParams(env: EnvironmentVariables): Params {
   };
 }
 
-/** The field that ties a log line to the request it was written for (the request line has it as `req.id`). */
-export const requestFields = (requestId: string): { request_id: string } => ({ request_id: requestId });
+/**
+ * The field that ties a log line to the request it was written for (the request line has it as `req.id`), and
+ * while traces are on, the id of the request's trace (decisions §12).
+ */
+export const requestFields = (requestId: string): { request_id: string; trace_id?: string } =>
+  tracing.on ? { request_id: requestId, trace_id: tracing.traceIdOf(requestId) } : { request_id: requestId };
 
 /** pino-http on nestjs-pino's root logger, made on first use (the root exists once LoggerModule is configured). */
 export function requestLineWriter(env: EnvironmentVariables): () => HttpLogger {
@@ -98,5 +103,19 @@ export function httpLoggerOptions(env: EnvironmentVariables): Options {
     },
     customLogLevel: (_req, res, err) =>
       err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info',
+    // only while traces are on (tracing starts before the application): the line names the request's trace
+    ...(tracing.on ? traceIdOnRequestLine : {}),
   };
 }
+
+/** The request line's `trace_id` (decisions §12): pino-http's own objects, plus the field. */
+const traceIdOnRequestLine: Pick<Options, 'customSuccessObject' | 'customErrorObject'> = {
+  customSuccessObject: (req: IncomingMessage, _res: ServerResponse, value: Record<string, unknown>) => ({
+    ...value,
+    trace_id: tracing.traceIdOfRequest(req),
+  }),
+  customErrorObject: (req: IncomingMessage, _res: ServerResponse, _err: Error, value: Record<string, unknown>) => ({
+    ...value,
+    trace_id: tracing.traceIdOfRequest(req),
+  }),
+};

@@ -3,6 +3,7 @@ import type { AuthenticatedKey } from '../keys/key-directory';
 import type { AttemptRecord } from '../usage/usage-record.entity';
 import type { TokenUsage } from '../providers/provider-adapter';
 import type { ServedBy } from './failover-headers';
+import type { RequestTrace } from '../tracing/request-trace';
 
 export interface ScopeResult {
   status: number;
@@ -28,6 +29,8 @@ export class FailoverScope {
   failoversAnnounced: Set<string> | null = null;
   /** The chain is walked again to continue a stream that broke after its first byte (its failover event says so). */
   midStream = false;
+  /** The request's spans (decisions §12); null while traces are off or for a scope nobody traces. */
+  trace: RequestTrace | null = null;
   private finished = false;
   /** Made only when something asks for `signal` (streams): an AbortController per request is not free. */
   private clientGone: AbortController | null = null;
@@ -86,5 +89,7 @@ export class FailoverScope {
     if (this.finished) return;
     this.finished = true;
     this.onFinish(this, result);
+    // tracing hook: the request's spans end with its usage record
+    this.trace?.end(result, this.served?.level ?? null);
   }
 }

@@ -118,11 +118,13 @@ export class FailoverService {
           outcome: `skipped: ${skip}`,
           latency_ms: null,
         });
+        scope.trace?.stepSkipped(step, skip ?? 'skipped'); // tracing hook
         failures.push({ provider: step.provider, reason: skip ?? 'skipped', level: step.level });
         continue;
       }
       attempted += 1;
       const started = Date.now();
+      const traced = scope.trace?.startAttempt(step, adapter.kind, attempted); // tracing hook (retry 0, no continuation)
       try {
         const value = await attemptWithTimeout(scope, adapter, step, attempt);
         const latency = Date.now() - started;
@@ -133,6 +135,7 @@ export class FailoverService {
           outcome: 'ok',
           latency_ms: latency,
         });
+        if (traced) scope.trace?.servedBy(traced, value); // tracing hook
         this.metrics.upstreamAttempt(step.provider, true, latency);
         this.circuits.recordSuccess(step.provider, scope.requestId);
         const exhausted = failures[failures.length - 1] ?? null;
@@ -162,6 +165,7 @@ export class FailoverService {
             outcome: 'client disconnected',
             latency_ms: latency,
           });
+          if (traced) scope.trace?.attemptFailed(traced, 'cancelled'); // tracing hook
           throw err;
         }
         // the gateway's own verdict on the request (e.g. audio_too_long), not the provider's fault: no other step would do better
@@ -173,6 +177,7 @@ export class FailoverService {
             outcome: err.code,
             latency_ms: latency,
           });
+          if (traced) scope.trace?.attemptFailed(traced, err.code); // tracing hook
           throw err;
         }
         const failure = toFailure(err, scope.requestId);
@@ -184,6 +189,7 @@ export class FailoverService {
           outcome: verdict.reason,
           latency_ms: latency,
         });
+        if (traced) scope.trace?.attemptFailed(traced, failure.outcome); // tracing hook
         this.metrics.upstreamAttempt(step.provider, false, latency);
         if (verdict.verdict === 'misconfigured_step' && verdict.misfit) {
           this.stepMisconfigured(scope, step, verdict.misfit, failure);
@@ -291,7 +297,8 @@ export class FailoverService {
   /** A stream that broke after its first byte: the provider failed (breaker), the client gets an error event. */
   streamFailed(scope: FailoverScope, err: unknown): string {
     if (err instanceof DomainError) return err.code;
-    const verdict = classify(toFailure(err, scope.requestId).outcome);
+    const failure = toFailure(err, scope.requestId);
+    const verdict = classify(failure.outcome);
     const provider = scope.served?.provider;
     if (provider && verdict.breakerFailure) this.circuits.recordFailure(provider, scope.requestId);
     scope.attempts.push({
@@ -301,6 +308,7 @@ export class FailoverService {
       outcome: `stream broke: ${verdict.reason}`,
       latency_ms: Date.now() - scope.startedAt,
     });
+    scope.trace?.streamBroke(failure.outcome); // tracing hook
     return verdict.reason;
   }
 

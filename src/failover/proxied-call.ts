@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { once } from 'node:events';
+import { startTime } from 'pino-http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { DomainError, toDomainError } from '../common/errors/domain-error';
 import { requestIdOf } from '../common/http/request-id';
@@ -12,6 +13,8 @@ import { servedHeaderPairs } from './failover-headers';
 import type { FailoverScope, ScopeResult } from './failover-scope';
 import type { FailoverService } from './failover.service';
 import type { Attempt } from './step-attempt';
+import type { TraceOrigin } from '../tracing/request-trace';
+import { tracing } from '../tracing/tracing';
 
 /** nginx's status for a request whose client closed the connection first (usage records only). */
 export const CLIENT_CLOSED_REQUEST = 499;
@@ -257,6 +260,9 @@ export function openHttpCall(
   capability: Capability,
 ): ProxiedCall {
   const scope = failover.openScope(requestIdOf(req), key, capability);
+  // tracing hook: the request's SERVER span, from its arrival (decisions §12)
+  if (tracing.on)
+    scope.trace = tracing.request(scope.requestId, key.id, capability, tracing.httpOrigin(req, res[startTime]));
   res.on('close', () => {
     if (!res.writableFinished) scope.abort();
   });
@@ -270,8 +276,11 @@ export function openCall(
   key: AuthenticatedKey,
   capability: Capability,
   signal: AbortSignal,
+  traceOrigin: TraceOrigin | null = null,
 ): ProxiedCall {
   const scope = failover.openScope(requestId, key, capability);
+  // tracing hook: a turn's or a chunk's SERVER span (`traceOrigin` is null while traces are off)
+  if (traceOrigin) scope.trace = tracing.request(requestId, key.id, capability, traceOrigin);
   const abort = (): void => scope.abort();
   if (signal.aborted) abort();
   else signal.addEventListener('abort', abort, { once: true });

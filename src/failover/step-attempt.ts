@@ -83,6 +83,8 @@ export function attemptWithTimeout<T>(
   const controller = new CallAbort();
   // the key's share of the provider's sockets (src/providers/socket-shares.ts)
   controller.tenant = scope.key.id;
+  // tracing hook: the running attempt's traceparent goes on its upstream request (src/providers/http.ts)
+  if (scope.trace) controller.traceHeaders = scope.trace.upstreamHeaders;
   // kept after the attempt settles: a stream goes on reading through this signal after its first chunk
   scope.onAbort((reason) => controller.abort(reason));
   const deadline = new StepDeadline(step.timeoutMs);

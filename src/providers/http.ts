@@ -1,4 +1,4 @@
-import type { CallSignal } from '../common/call-signal';
+import { CallAbort, type CallSignal } from '../common/call-signal';
 import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import type { ResolvedProvider } from '../config/gateway-config';
@@ -100,6 +100,12 @@ export function parseJsonBody(text: string): Record<string, unknown> {
   return parsed;
 }
 
+/** The call's headers, with its attempt's W3C trace headers when traces are on (decisions §12): added here, once, for every adapter. */
+function headersOf(call: UpstreamCall): Record<string, string> {
+  const trace = call.signal instanceof CallAbort ? call.signal.traceHeaders : null;
+  return trace ? { ...call.headers, ...trace } : call.headers;
+}
+
 /** A dispatch handler of this client's own (TextReading, SseReading): it says when it ends. */
 type Reading = SignalledDispatch & Dispatcher.DispatchHandler & { onError(err: Error): void };
 
@@ -138,7 +144,7 @@ export class UpstreamClient {
       response = await this.pool.request({
         method: call.method,
         path: this.prefix + call.path,
-        headers: call.headers,
+        headers: headersOf(call),
         body: call.body,
         signal: call.signal,
       });
@@ -221,7 +227,7 @@ export class UpstreamClient {
   private send(call: UpstreamCall, handler: Reading, tenant: string): void {
     handler.holdSocket(this.shares, tenant);
     this.pool.dispatch(
-      { method: call.method, path: this.prefix + call.path, headers: call.headers, body: call.body },
+      { method: call.method, path: this.prefix + call.path, headers: headersOf(call), body: call.body },
       handler,
     );
   }

@@ -19,6 +19,7 @@ import { SpeechService } from '../speech.service';
 import { SpeechStreamSession } from './speech-stream.session';
 import { taskFailed } from './stream-replies';
 import { StreamTicketsService } from './tickets/stream-tickets.service';
+import { tracing } from '../../tracing/tracing';
 
 export const STREAM_PATH = '/v1/audio/speech/stream';
 /** MiniMax's own path of the same stream (decisions §10): MiniMax's clients connect here unchanged. */
@@ -35,6 +36,10 @@ export const SEND_HIGH_WATER_BYTES = 1024 * 1024;
 const CLOSE_HANDSHAKE_MS = 1000;
 
 type VerifyCallback = (result: boolean, code?: number, message?: string, headers?: Record<string, string>) => void;
+
+/** The route a stream was opened on (MiniMax's clients open their own path, decisions §10). */
+const streamRoute = (request: IncomingMessage): string =>
+  request.url?.startsWith(MINIMAX_STREAM_PATH) ? MINIMAX_STREAM_PATH : STREAM_PATH;
 
 const keyOfUpgrade = new WeakMap<IncomingMessage, AuthenticatedKey>();
 
@@ -106,6 +111,8 @@ export class SpeechStreamGateway
         stalledMs: this.env.SVC_WS_STALL_MS,
         maxAudioSeconds: this.env.SVC_MAX_AUDIO_SECONDS,
       },
+      // tracing hook: each turn's SERVER span joins the upgrade's traceparent
+      tracing.on ? tracing.upgradeOrigin(request, streamRoute(request)) : null,
     );
     this.sessions.add(session);
     this.metrics.sessionOpened();

@@ -3,6 +3,7 @@ import { DomainError, toDomainError } from '../../common/errors/domain-error';
 import type { PlannedStep } from '../../failover/chain';
 import type { FailoverService } from '../../failover/failover.service';
 import { openCall } from '../../failover/proxied-call';
+import type { TraceOrigin } from '../../tracing/request-trace';
 import type { AuthenticatedKey } from '../../keys/key-directory';
 import { audioTooLong, minimumAudioSeconds } from '../audio-cap';
 import { ASYNC_TEXT_LIMIT, characterCount, SpeechJob } from '../speech-job';
@@ -58,6 +59,8 @@ export class SpeechStreamSession {
     private readonly speech: SpeechService,
     private readonly failover: FailoverService,
     private readonly limits: StreamLimits,
+    /** Where each turn's SERVER span comes from (decisions §12); null while traces are off. */
+    private readonly traceOrigin: TraceOrigin | null = null,
   ) {
     this.connection = new StreamConnection(ws, sessionId, requestId, currentKey, limits);
     this.audio = new StreamAudioOut(this.connection, currentKey()?.id ?? '');
@@ -191,7 +194,14 @@ export class SpeechStreamSession {
       return relay ? this.audio.deliver(bytes, turn) : this.audio.pcm(bytes, turn);
     };
     // closing the connection cancels the call
-    const call = openCall(this.failover, turn.requestId, this.connection.key(), 'speech', this.connection.signal);
+    const call = openCall(
+      this.failover,
+      turn.requestId,
+      this.connection.key(),
+      'speech',
+      this.connection.signal,
+      this.traceOrigin,
+    );
     const maxSeconds = Math.max(1, limit - this.audioSeconds);
     const steps = this.step ? plan.from(this.step) : plan;
     /** The step that serves now speaks the rest of the task, and names the audio messages from here on. */

@@ -14,6 +14,7 @@ import { TaskLost, throwIfAborted } from './task-interruptions';
 import { TaskPinsRepository } from './task-pins.repository';
 import { synthesisProgress } from './task-progress';
 import { chunkRequestId } from './task-queue';
+import { tracing } from '../../tracing/tracing';
 import type { TaskVoice } from './task-voice';
 import {
   isStepFailure,
@@ -178,7 +179,9 @@ export class ChunkSpeaker {
 
   /** One synthesis of the chunk over `plan`'s steps, through the failover core: its audio and the step that spoke it. */
   private async attempt(run: TaskRun, idx: number, plan: VoicePlan): Promise<Spoken> {
-    const call = openCall(this.failover, chunkRequestId(run.task.id, idx), run.key, 'speech', run.signal);
+    // tracing hook: each chunk's SERVER span, linked to the request that created the task
+    const origin = tracing.on ? tracing.linkedOrigin('speech_task chunk', run.task.traceparent ?? null) : null;
+    const call = openCall(this.failover, chunkRequestId(run.task.id, idx), run.key, 'speech', run.signal, origin);
     call.scope.failoversAnnounced = run.announced;
     const job: SpeechJob = { ...run.job, text: run.task.plan[idx].text };
     const pcm = await this.collect(call, job, idx, plan, run.signal);

@@ -68,6 +68,10 @@ export class SpeechTaskEntity {
   @Column({ type: 'text', nullable: true })
   provider!: string | null;
 
+  /** The W3C traceparent of the request that created the task (its chunks' spans link to it); null while traces are off. */
+  @Column({ type: 'text', nullable: true, select: false })
+  traceparent!: string | null;
+
   @Column({ name: 'fallback_level', type: 'integer', nullable: true })
   fallbackLevel!: number | null;
 

@@ -1,6 +1,6 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Res, StreamableFile } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, Req, Res, StreamableFile } from '@nestjs/common';
 import { ApiAcceptedResponse, ApiBearerAuth, ApiOkResponse, ApiProduces, ApiTags } from '@nestjs/swagger';
-import type { Response } from 'express';
+import type { Request, Response } from 'express';
 import { Readable } from 'node:stream';
 import { CurrentKey } from '../../auth/auth.decorators';
 import { ApiErrors } from '../../common/http/api-errors.decorator';
@@ -10,6 +10,7 @@ import type { AuthenticatedKey } from '../../keys/key-directory';
 import { AsyncSpeechRequestDto } from '../dto/speech-request.dto';
 import { SpeechTaskDto } from './dto/speech-task.dto';
 import { SpeechTasksService } from './speech-tasks.service';
+import { tracing } from '../../tracing/tracing';
 
 const TASKS_PATH = 'v1/audio/speech/async';
 
@@ -43,9 +44,11 @@ export class SpeechTasksController {
   async create(
     @CurrentKey() key: AuthenticatedKey,
     @Body() body: AsyncSpeechRequestDto,
+    @Req() req: Request,
     @Res({ passthrough: true }) res: Response,
   ): Promise<SpeechTaskDto> {
-    const { task, ignored } = await this.tasks.submit(key, body);
+    // tracing hook: the client's traceparent is stored with the task, for its chunks' span links (decisions §12)
+    const { task, ignored } = await this.tasks.submit(key, body, tracing.incomingTraceparent(req));
     res.setHeader('Location', `/${TASKS_PATH}/${task.id}`);
     const header = ignoredFieldsHeader(ignored);
     if (header) res.setHeader(IGNORED_FIELDS_HEADER, header);

@@ -9,7 +9,8 @@ import type { VoicePin, VoiceSwitchPolicy } from './voice-pin';
 export type NewTask = Pick<
   SpeechTaskEntity,
   'id' | 'keyId' | 'model' | 'job' | 'plan' | 'characters' | 'chunksTotal' | 'voiceSwitch'
->;
+> &
+  Partial<Pick<SpeechTaskEntity, 'traceparent'>>;
 
 /** A task its worker holds: the claim's attempt number and what it needs to synthesise. */
 export interface ClaimedTask {
@@ -22,6 +23,8 @@ export interface ClaimedTask {
   /** The step that speaks the task's chunks; null until its first chunk is stored. */
   voicePin: VoicePin | null;
   voiceSwitch: VoiceSwitchPolicy;
+  /** The creating request's traceparent (decisions §12). */
+  traceparent?: string | null;
 }
 
 export interface StoredChunk {
@@ -112,7 +115,7 @@ export class SpeechTasksRepository {
            UPDATE speech_tasks t SET status = 'processing', worker_id = $1, heartbeat_at = now(), claimed_at = now(), run_after = NULL,
              attempts = attempts + 1, started_at = COALESCE(started_at, now())
            FROM next WHERE t.id = next.id
-           RETURNING t.id, t.key_id, t.attempts, t.job, t.plan, t.error, t.voice_pin, t.voice_switch)
+           RETURNING t.id, t.key_id, t.attempts, t.job, t.plan, t.error, t.voice_pin, t.voice_switch, t.traceparent)
          SELECT * FROM claimed`,
         [workerId, STALE_SECONDS],
       );
@@ -126,6 +129,7 @@ export class SpeechTasksRepository {
             error: row.error,
             voicePin: row.voice_pin,
             voiceSwitch: row.voice_switch,
+            traceparent: row.traceparent,
           }
         : null;
     });

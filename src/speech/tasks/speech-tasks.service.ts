@@ -74,7 +74,11 @@ export class SpeechTasksService {
    * `create`, and the request's fields that will not be used (the `x-svc-ignored-fields` of the 202): those the
    * entry step's provider kind cannot express, and those of how the answer travels (the task's file is the audio).
    */
-  async submit(key: AuthenticatedKey, dto: AsyncSpeechRequestDto): Promise<{ task: SpeechTaskDto; ignored: string[] }> {
+  async submit(
+    key: AuthenticatedKey,
+    dto: AsyncSpeechRequestDto,
+    traceparent: string | null = null,
+  ): Promise<{ task: SpeechTaskDto; ignored: string[] }> {
     // a mix named by timbre_weights alone needs no voice_setting; without either, the entry step's default voice
     const voice =
       dto.voice_setting ??
@@ -106,6 +110,7 @@ export class SpeechTasksService {
         characters: characterCount(job.text),
         chunksTotal: plan.length,
         voiceSwitch: dto.voice_switch ?? 'allowed',
+        traceparent,
       },
       max,
       (manager) => enqueueTask(this.queue, id, manager),

@@ -1,0 +1,298 @@
+import { randomBytes } from 'node:crypto';
+import { tracing } from '../src/tracing/tracing';
+import { ADMIN_TOKEN, startApp, TestApp } from './support/app';
+import { CHAT_PATH, chatBody, ProviderPool } from './support/failover';
+import { OtlpReceiver, ReceivedSpan, SPAN_KIND } from './fakes/otlp-receiver';
+import { speak, SPEECH_PATH } from './support/speech';
+import { StreamClient } from './support/ws-client';
+
+const PROMPT = 'Say hello.';
+const TTS_MODEL = 'gpt-4o-mini-tts';
+const TEXT = 'A sentence nobody may read in a trace.';
+const OTEL_VARIABLES = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_PROTOCOL', 'OTEL_BSP_SCHEDULE_DELAY'];
+
+/** A W3C traceparent a client sends: its own trace and span. */
+const clientTraceparent = (): { header: string; traceId: string; spanId: string } => {
+  const traceId = randomBytes(16).toString('hex');
+  const spanId = randomBytes(8).toString('hex');
+  return { header: `00-${traceId}-${spanId}-01`, traceId, spanId };
+};
+
+const parseTraceparent = (value: unknown): { traceId: string; spanId: string } | null => {
+  const match = typeof value === 'string' ? /^00-([0-9a-f]{32})-([0-9a-f]{16})-0[01]$/.exec(value) : null;
+  return match ? { traceId: match[1], spanId: match[2] } : null;
+};
+
+/** Every string an export carried: span, event and resource attribute values, names. */
+const exportedStrings = (spans: ReceivedSpan[]): string[] =>
+  spans
+    .flatMap((s) => [
+      s.name,
+      ...Object.values(s.attributes),
+      ...Object.values(s.resource),
+      ...s.events.flatMap((e) => [e.name, ...Object.values(e.attributes)]),
+    ])
+    .map(String);
+
+/** decisions §12: one SERVER span per proxied request, one CLIENT span per upstream attempt, both OTLP encodings. */
+describe.each(['http/protobuf', 'http/json'])('traces exported over OTLP %s', (protocol) => {
+  let receiver: OtlpReceiver;
+  let pool: ProviderPool;
+  let t: TestApp;
+
+  beforeAll(async () => {
+    receiver = await OtlpReceiver.start();
+    pool = await ProviderPool.start(`tr-${protocol === 'http/json' ? 'json' : 'pb'}`, 10);
+    const env = {
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: protocol,
+      OTEL_BSP_SCHEDULE_DELAY: '50',
+    };
+    Object.assign(process.env, env);
+    // as main.ts does: before the application (its request line and pipeline read whether traces are on)
+    expect(tracing.start()).toBe(true);
+    t = await startApp({ gateway: pool.gateway, env });
+  });
+  afterAll(async () => {
+    // the application's shutdown flushes and stops the tracer
+    await t?.close();
+    for (const name of OTEL_VARIABLES) delete process.env[name];
+    await pool?.close();
+    await receiver?.close();
+  });
+
+  const serverSpanOf = async (requestId: string): Promise<ReceivedSpan> =>
+    (await receiver.waitFor((s) => s.kind === SPAN_KIND.server && s.attributes['svc.request_id'] === requestId))[0];
+  const clientSpansOf = async (server: ReceivedSpan, n: number): Promise<ReceivedSpan[]> =>
+    (await receiver.waitFor((s) => s.kind === SPAN_KIND.client && s.parentSpanId === server.spanId, n)).sort(
+      (x, y) => Number(x.attributes['svc.attempt']) - Number(y.attributes['svc.attempt']),
+    );
+
+  it('joins the client traceparent: a SERVER span, a CLIENT span per attempt, each upstream given its own', async () => {
+    const [a, b] = pool.take(2);
+    a.fake.setMode('error500');
+    const key = await t.createKey('traced chat', [
+      { provider: a.name, model: 'm-a' },
+      { provider: b.name, model: 'm-b' },
+    ]);
+    const client = clientTraceparent();
+
+    const res = await t.http
+      .post(CHAT_PATH)
+      .set('Authorization', `Bearer ${key.secret}`)
+      .set('traceparent', client.header)
+      .send(chatBody('m-a'));
+
+    expect(res.status).toBe(200);
+    expect(res.headers['x-svc-provider-used']).toBe(b.name);
+    const server = await serverSpanOf(res.headers['x-svc-request-id']);
+    expect(server).toMatchObject({
+      traceId: client.traceId,
+      parentSpanId: client.spanId,
+      name: `POST ${CHAT_PATH}`,
+      attributes: {
+        'http.request.method': 'POST',
+        'http.route': CHAT_PATH,
+        'http.response.status_code': 200,
+        'svc.proxy_key': key.id,
+        'svc.fallback_level': 1,
+      },
+    });
+    expect(server.resource['service.name']).toBe('svc-gateway');
+    const [first, second] = await clientSpansOf(server, 2);
+    expect(first).toMatchObject({
+      traceId: client.traceId,
+      name: 'chat m-a',
+      statusCode: 2,
+      attributes: {
+        'gen_ai.operation.name': 'chat',
+        'gen_ai.provider.name': 'openai',
+        'gen_ai.request.model': 'm-a',
+        'svc.provider': a.name,
+        'svc.attempt': 1,
+        'svc.retry': 0,
+        'error.type': '500',
+      },
+    });
+    expect(second).toMatchObject({
+      name: 'chat m-b',
+      attributes: {
+        'gen_ai.operation.name': 'chat',
+        'gen_ai.provider.name': 'openai',
+        'gen_ai.request.model': 'm-b',
+        'gen_ai.response.model': 'm-b',
+        'svc.provider': b.name,
+        'svc.fallback_level': 1,
+        'svc.attempt': 2,
+      },
+    });
+    expect(second.attributes['error.type']).toBeUndefined();
+    expect(second.attributes['gen_ai.usage.input_tokens']).toEqual(res.body.usage.prompt_tokens);
+    expect(second.attributes['gen_ai.usage.output_tokens']).toEqual(res.body.usage.completion_tokens);
+    // each upstream got the traceparent of its own attempt's span, in the client's trace
+    expect(parseTraceparent(a.fake.requests[0].headers.traceparent)).toEqual({
+      traceId: client.traceId,
+      spanId: first.spanId,
+    });
+    expect(parseTraceparent(b.fake.requests[0].headers.traceparent)).toEqual({
+      traceId: client.traceId,
+      spanId: second.spanId,
+    });
+    expect([...receiver.contentTypes]).toEqual([
+      protocol === 'http/json' ? 'application/json' : 'application/x-protobuf',
+    ]);
+  });
+
+  it('names a speech attempt text_to_speech, on the Nest route', async () => {
+    const [c] = pool.take(1);
+    const key = await t.createKey('traced speech', [
+      { provider: c.name, model: TTS_MODEL, voice_map: { '*': 'alloy' } },
+    ]);
+
+    const res = await speak(t, key.secret, { model: TTS_MODEL, text: TEXT, voice_setting: { voice_id: 'narrator' } });
+
+    expect(res.status).toBe(200);
+    const server = await serverSpanOf(res.headers.get('x-svc-request-id') ?? '');
+    expect(server.attributes).toMatchObject({ 'http.route': SPEECH_PATH, 'http.response.status_code': 200 });
+    const [attempt] = await clientSpansOf(server, 1);
+    expect(attempt).toMatchObject({
+      name: `text_to_speech ${TTS_MODEL}`,
+      attributes: { 'gen_ai.operation.name': 'text_to_speech', 'gen_ai.request.model': TTS_MODEL },
+    });
+    expect(parseTraceparent(c.fake.requests[0].headers.traceparent)?.spanId).toBe(attempt.spanId);
+  });
+
+  it('records a step skipped by an open circuit as a span event, with no attempt of it', async () => {
+    const [a, b] = pool.take(2);
+    a.fake.setMode('error500');
+    const key = await t.createKey('traced skip', [
+      { provider: a.name, model: 'm-a' },
+      { provider: b.name, model: 'm-b' },
+    ]);
+    const post = () => t.http.post(CHAT_PATH).set('Authorization', `Bearer ${key.secret}`).send(chatBody('m-a'));
+    // five failures open a's circuit (decisions §3)
+    for (let i = 0; i < 5; i++) expect((await post()).status).toBe(200);
+
+    const res = await post();
+
+    expect(res.status).toBe(200);
+    expect(a.fake.requests).toHaveLength(5);
+    const server = await serverSpanOf(res.headers['x-svc-request-id']);
+    expect(server.events).toEqual([
+      {
+        name: 'svc.step_skipped',
+        attributes: expect.objectContaining({
+          'svc.provider': a.name,
+          'gen_ai.request.model': 'm-a',
+          'svc.skip_reason': 'circuit open',
+        }),
+      },
+    ]);
+    const attempts = await clientSpansOf(server, 1);
+    expect(attempts.map((s) => s.attributes['svc.provider'])).toEqual([b.name]);
+  });
+
+  it("gives each WebSocket turn a SERVER span in the upgrade's trace", async () => {
+    const [g] = pool.take(1);
+    const key = await t.createKey('traced stream', [
+      { provider: g.name, model: TTS_MODEL, voice_map: { '*': 'alloy' } },
+    ]);
+    const client = clientTraceparent();
+    const ws = await StreamClient.connect(`${t.url.replace('http', 'ws')}/v1/audio/speech/stream`, {
+      Authorization: `Bearer ${key.secret}`,
+      traceparent: client.header,
+    });
+    try {
+      await ws.waitFor((m) => m.event === 'connected_success');
+      ws.send({ event: 'task_start', model: TTS_MODEL, voice_setting: { voice_id: 'narrator' } });
+      await ws.waitFor((m) => m.event === 'task_started');
+      ws.send({ event: 'task_continue', text: TEXT });
+      await ws.waitFor((m) => m.event === 'task_continued' && m.is_final === true);
+    } finally {
+      ws.ws.close();
+    }
+
+    const turn = await serverSpanOf(`${String(ws.upgradeHeaders['x-svc-request-id'])}_1`);
+    expect(turn).toMatchObject({
+      traceId: client.traceId,
+      parentSpanId: client.spanId,
+      attributes: { 'http.route': '/v1/audio/speech/stream', 'svc.proxy_key': key.id },
+    });
+    const [attempt] = await clientSpansOf(turn, 1);
+    expect(attempt.attributes['gen_ai.operation.name']).toBe('text_to_speech');
+    expect(parseTraceparent(g.fake.requests[0].headers.traceparent)?.traceId).toBe(client.traceId);
+  });
+
+  it("gives an async task's chunk its own span, linked to the traceparent of the request that created it", async () => {
+    const [f] = pool.take(1);
+    const key = await t.createKey('traced task', [{ provider: f.name, model: TTS_MODEL, voice_map: { '*': 'alloy' } }]);
+    const client = clientTraceparent();
+
+    const res = await t.http
+      .post('/v1/audio/speech/async')
+      .set('Authorization', `Bearer ${key.secret}`)
+      .set('traceparent', client.header)
+      .send({ model: TTS_MODEL, text: TEXT, voice_setting: { voice_id: 'narrator' } });
+
+    expect(res.status).toBe(202);
+    const [chunk] = await receiver.waitFor(
+      (s) => s.kind === SPAN_KIND.server && s.attributes['svc.request_id'] === `req_${res.body.id}_0`,
+      1,
+      30000,
+    );
+    expect(chunk.name).toBe('speech_task chunk');
+    expect(chunk.traceId).not.toBe(client.traceId);
+    expect(chunk.links).toEqual([{ traceId: client.traceId, spanId: client.spanId }]);
+    const [attempt] = await clientSpansOf(chunk, 1);
+    expect(attempt.attributes['gen_ai.operation.name']).toBe('text_to_speech');
+  });
+
+  it('exports no secret, admin token, prompt or text to speak', async () => {
+    const [d, e] = pool.take(2);
+    const key = await t.createKey('traced privacy', [
+      { provider: d.name, model: 'm-d' },
+      { provider: e.name, model: TTS_MODEL, voice_map: { '*': 'alloy' } },
+    ]);
+    const chat = await t.http.post(CHAT_PATH).set('Authorization', `Bearer ${key.secret}`).send(chatBody('m-d'));
+    const said = await speak(t, key.secret, { model: TTS_MODEL, text: TEXT, voice_setting: { voice_id: 'narrator' } });
+    expect([chat.status, said.status]).toEqual([200, 200]);
+    await serverSpanOf(chat.headers['x-svc-request-id']);
+    await serverSpanOf(said.headers.get('x-svc-request-id') ?? '');
+
+    const strings = exportedStrings(receiver.spans);
+    expect(strings.length).toBeGreaterThan(20);
+    const reply = d.fake.replyFor('m-d');
+    for (const secret of [key.secret, ADMIN_TOKEN, PROMPT, TEXT, reply])
+      expect(strings.filter((s) => s.includes(secret))).toEqual([]);
+  });
+});
+
+describe('traces off (no OTLP endpoint)', () => {
+  let pool: ProviderPool;
+  let t: TestApp;
+
+  beforeAll(async () => {
+    pool = await ProviderPool.start('tr-off', 1);
+    expect(tracing.start()).toBe(false);
+    t = await startApp({ gateway: pool.gateway });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await pool?.close();
+  });
+
+  it('sends no traceparent upstream, even when the client sent one', async () => {
+    const [a] = pool.take(1);
+    const key = await t.createKey('untraced', [{ provider: a.name, model: 'm-a' }]);
+
+    const res = await t.http
+      .post(CHAT_PATH)
+      .set('Authorization', `Bearer ${key.secret}`)
+      .set('traceparent', clientTraceparent().header)
+      .send(chatBody('m-a'));
+
+    expect(res.status).toBe(200);
+    expect(tracing.on).toBe(false);
+    expect(a.fake.requests[0].headers.traceparent).toBeUndefined();
+  });
+});
