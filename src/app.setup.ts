@@ -10,6 +10,7 @@ import { answerMalformedRequests } from './common/http/client-error';
 import { GatewayWsAdapter } from './common/http/gateway-ws-adapter';
 import { jsonBody } from './common/http/json-body';
 import { requestIdMiddleware } from './common/http/request-id';
+import type { PipelineStep } from './common/http/request-pipeline';
 import { refuseUnreadBody } from './common/http/unread-body';
 import { ChatFastPath } from './chat/chat-fast-path';
 import { EnvironmentVariables } from './config/env.schema';
@@ -36,6 +37,22 @@ function applyServerDeadlines(server: Server, env: EnvironmentVariables): void {
   server.maxConnections = env.SVC_HTTP_MAX_CONNECTIONS;
 }
 
+/**
+ * The request pipeline in front of every route, in order: mounted on Express below, and replayed by the chat
+ * fast path, which stands aside when this list holds a step it does not replay (src/common/http/request-pipeline.ts).
+ */
+export function requestPipeline(app: NestExpressApplication): PipelineStep[] {
+  return [
+    { name: 'request-id', handler: requestIdMiddleware },
+    { name: 'request-line', handler: requestLineMiddleware(app.get(EnvironmentVariables)) },
+    { name: 'metrics', handler: app.get(MetricsService).httpMiddleware },
+    { name: 'credential-before-body', handler: credentialBeforeBody(app.get(KeyDirectory), app.get(AdminToken)) },
+    { name: 'json-body', handler: jsonBody },
+    { name: 'parser-errors', handler: parserErrorMiddleware },
+    { name: 'unread-body', handler: refuseUnreadBody },
+  ];
+}
+
 /** Everything main.ts and the e2e tests both need around the module graph. */
 export function setupApp(app: NestExpressApplication): NestExpressApplication {
   app.useLogger(app.get(Logger));
@@ -43,15 +60,10 @@ export function setupApp(app: NestExpressApplication): NestExpressApplication {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
-  app.use(requestIdMiddleware);
-  app.use(requestLineMiddleware(app.get(EnvironmentVariables)));
-  app.use(app.get(MetricsService).httpMiddleware);
-  app.use(credentialBeforeBody(app.get(KeyDirectory), app.get(AdminToken)));
-  app.use(jsonBody);
-  app.use(parserErrorMiddleware);
-  app.use(refuseUnreadBody);
+  const pipeline = requestPipeline(app);
+  for (const step of pipeline) app.use(step.handler);
   answerMalformedRequests(app.getHttpServer());
-  app.get(ChatFastPath).install(app.getHttpServer());
+  app.get(ChatFastPath).install(app.getHttpServer(), app.getHttpAdapter().getInstance(), pipeline);
   // MiniMax's own clients open /ws/v1/t2a_v2: the same stream (decisions §10)
   app.useWebSocketAdapter(new GatewayWsAdapter(app, { [MINIMAX_STREAM_PATH]: STREAM_PATH }));
   serveConsole(app);

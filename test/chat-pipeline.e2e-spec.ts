@@ -4,10 +4,13 @@ import {
   ExecutionContext,
   ForbiddenException,
   Injectable,
+  MiddlewareConsumer,
+  Module,
   NestInterceptor,
+  NestModule,
 } from '@nestjs/common';
 import { APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
-import type { Response } from 'express';
+import type { NextFunction, Request, Response } from 'express';
 import type { Observable } from 'rxjs';
 import { ChatFastPath } from '../src/chat/chat-fast-path';
 import { parseGatewayConfig } from '../src/config/gateway-config';
@@ -34,6 +37,22 @@ class BlockGuard implements CanActivate {
     const req = context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>();
     if (req.headers['x-test-block']) throw new ForbiddenException('blocked by the test guard');
     return true;
+  }
+}
+
+/** A middleware someone mounts, by `app.use()` or a module's `configure(consumer)`: it stamps every answer with `header`. */
+const stamping =
+  (header: string) =>
+  (_req: Request, res: Response, next: NextFunction): void => {
+    res.setHeader(header, 'ran');
+    next();
+  };
+
+/** A module whose middleware applies to every route. */
+@Module({})
+class StampingModule implements NestModule {
+  configure(consumer: MiddlewareConsumer): void {
+    consumer.apply(stamping('x-test-module-middleware')).forRoutes('*');
   }
 }
 
@@ -76,6 +95,8 @@ describe('chat pipeline: fast path and Nest route', () => {
         t.http.post(path).set('Authorization', `Bearer ${key.secret}`).send(chatBody('m-a'));
       handled.mockClear();
       const fast = await ask(CHAT_PATH);
+      // the declared request pipeline is the one the fast path replays: it takes a plain chat request
+      expect(t.app.get(ChatFastPath).replaysPipeline()).toBe(true);
       expect(handled).toHaveBeenCalledTimes(1);
       const nest = await ask(VIA_NEST);
       expect(handled).toHaveBeenCalledTimes(1);
@@ -151,6 +172,33 @@ describe('chat pipeline: fast path and Nest route', () => {
         .set('x-test-block', '1')
         .send(chatBody('echo-1'));
       expect(blocked.status).toBe(403);
+      expect(handled).not.toHaveBeenCalled();
+      expect(t.app.get(ChatFastPath).replaysPipeline()).toBe(false);
+    });
+  });
+
+  describe.each([
+    {
+      how: 'an app.use() middleware',
+      header: 'x-test-app-use',
+      options: { afterSetup: (app: TestApp['app']) => void app.use(stamping('x-test-app-use')) },
+    },
+    { how: "a module's middleware", header: 'x-test-module-middleware', options: { imports: [StampingModule] } },
+  ])('with $how added', ({ header, options }) => {
+    let t: TestApp;
+    let handled: jest.SpyInstance;
+    beforeAll(async () => {
+      t = await startApp({ gateway: gateway(), ...options });
+      handled = jest.spyOn(t.app.get(ChatFastPath), 'handle');
+    });
+    afterAll(() => t?.close());
+
+    it('runs it on a plain chat request (the fast path stands aside)', async () => {
+      const key = await t.createKey('middleware');
+      const ok = await t.http.post(CHAT_PATH).set('Authorization', `Bearer ${key.secret}`).send(chatBody('echo-1'));
+      expect(ok.status).toBe(200);
+      expect(ok.headers[header]).toBe('ran');
+      expect(ok.headers['x-svc-provider-used']).toBe('echo');
       expect(handled).not.toHaveBeenCalled();
       expect(t.app.get(ChatFastPath).replaysPipeline()).toBe(false);
     });

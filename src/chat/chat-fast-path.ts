@@ -15,6 +15,7 @@ import { renderError } from '../common/errors/api-error.filter';
 import { toDomainError } from '../common/errors/domain-error';
 import { isPlainJson, jsonBody, readPlainJson } from '../common/http/json-body';
 import { assignRequestId } from '../common/http/request-id';
+import { MiddlewareOf, type PipelineStep, type PipelineStepName } from '../common/http/request-pipeline';
 import { requestLineWriter } from '../config/logging';
 import { EnvironmentVariables } from '../config/env.schema';
 import { FailoverInterceptor } from '../failover/failover.interceptor';
@@ -41,6 +42,17 @@ interface FastRequest extends IncomingMessage {
   route?: { path: string };
 }
 
+/** The request pipeline's steps as `handle` replays them, in order (src/common/http/request-pipeline.ts). */
+export const REPLAYED_STEPS: readonly PipelineStepName[] = [
+  'request-id',
+  'request-line',
+  'metrics',
+  'credential-before-body',
+  'json-body',
+  'parser-errors',
+  'unread-body',
+];
+
 const sameClasses = (instances: readonly object[], classes: readonly Type<unknown>[]): boolean =>
   instances.length === classes.length && instances.every((instance, i) => instance.constructor === classes[i]);
 
@@ -51,9 +63,12 @@ const sameClasses = (instances: readonly object[], classes: readonly Type<unknow
  * (credentialBeforeBody and the AuthGuard's `authenticateProxyKey`; MultipartOnUploadRoutes has nothing to refuse
  * on a JSON body), the JSON body parser, the route's FailoverInterceptor (the same ProxiedCall), the
  * application's global pipes themselves, `ChatService`, and the ApiErrorFilter's `renderError`.
- * On every request it checks that the application's enhancers are still exactly those (GLOBAL_GUARDS,
- * GLOBAL_FILTERS, no global interceptor, the route's FailoverInterceptor alone): if one was added, the
- * request goes to Express, so nothing added to the pipeline is ever skipped.
+ * The middleware steps are the declared request pipeline's (setupApp's `requestPipeline`): it replays them by
+ * name, and a pipeline with a step it does not know is not replayed at all. On every request it checks that the
+ * application's enhancers are still exactly those (GLOBAL_GUARDS, GLOBAL_FILTERS, no global interceptor, the
+ * route's FailoverInterceptor alone) and that no middleware reaches the chat route but the declared ones (an
+ * `app.use()` added later, a module's `configure(consumer)`): otherwise the request goes to Express, so nothing
+ * added to the pipeline is ever skipped.
  */
 @Injectable()
 export class ChatFastPath {
@@ -62,6 +77,15 @@ export class ChatFastPath {
   private readonly requestLine: () => HttpLogger;
   /** The route's own enhancers are what the fast path replays (read once: decorators do not change). */
   private readonly routeReplayed = ChatFastPath.routeEnhancersReplayed();
+  /** The declared pipeline is the one `handle` replays (set by `install`). */
+  private pipelineReplayed = false;
+  /** The middleware in front of the chat route, and what it may be: Nest's own (there at install) and the pipeline's. */
+  private middleware: MiddlewareOf | null = null;
+  private readonly knownMiddleware = new Set<unknown>();
+  /** The router's size when its middleware was last looked at, and whether it was only the known then. */
+  private checkedSize = -1;
+  private middlewareKnown = false;
+  private readonly pathLogger = new Logger(ChatFastPath.name);
 
   constructor(
     env: EnvironmentVariables,
@@ -85,11 +109,13 @@ export class ChatFastPath {
     return this.replaysPipeline();
   }
 
-  /** Whether the application's enhancers are exactly the ones this path replays. */
+  /** Whether the application's middleware and enhancers are exactly the ones this path replays. */
   replaysPipeline(): boolean {
     const app = this.app;
     return (
       this.routeReplayed &&
+      this.pipelineReplayed &&
+      this.onlyKnownMiddleware() &&
       sameClasses(app.getGlobalGuards(), GLOBAL_GUARDS) &&
       sameClasses(app.getGlobalFilters(), GLOBAL_FILTERS) &&
       app.getGlobalInterceptors().length === 0 &&
@@ -115,8 +141,37 @@ export class ChatFastPath {
     );
   }
 
-  /** Puts the fast path in front of the Express application on the same server (one call, from setupApp). */
-  install(server: Server): void {
+  /**
+   * No middleware but the known reaches the chat route: looked at again only when the router grew (layers are
+   * only appended), so a request pays one comparison.
+   */
+  private onlyKnownMiddleware(): boolean {
+    const middleware = this.middleware;
+    if (!middleware) return false;
+    if (middleware.size === this.checkedSize) return this.middlewareKnown;
+    this.checkedSize = middleware.size;
+    this.middlewareKnown = middleware.handlers().every((handler) => this.knownMiddleware.has(handler));
+    if (!this.middlewareKnown)
+      this.pathLogger.warn(
+        'a middleware outside the request pipeline reaches /v1/chat/completions: chat requests go through Express',
+      );
+    return this.middlewareKnown;
+  }
+
+  /**
+   * Puts the fast path in front of the Express application (`expressApp`) on the same server (one call, from setupApp,
+   * once `pipeline` is mounted on it).
+   */
+  install(server: Server, expressApp: unknown, pipeline: readonly PipelineStep[]): void {
+    const names = pipeline.map((step) => step.name);
+    this.pipelineReplayed = names.length === REPLAYED_STEPS.length && names.every((n, i) => n === REPLAYED_STEPS[i]);
+    if (!this.pipelineReplayed)
+      this.pathLogger.warn(
+        `the request pipeline (${names.join(', ')}) is not the one the chat fast path replays (${REPLAYED_STEPS.join(', ')}): every chat request goes through Express`,
+      );
+    this.middleware = new MiddlewareOf(expressApp, CHAT_PATH);
+    // what is mounted now: Nest's own (its adapter's response hook) and the pipeline's steps
+    for (const handler of this.middleware.handlers()) this.knownMiddleware.add(handler);
     const listeners = server.listeners('request') as RequestListener[];
     if (listeners.length !== 1)
       throw new Error(`expected the Express application as the only request listener, found ${listeners.length}`);

@@ -1,4 +1,4 @@
-import type { Provider } from '@nestjs/common';
+import type { Provider, Type } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
@@ -35,6 +35,10 @@ export interface TestAppOptions {
   gateway?: GatewayConfig;
   /** More providers for the root module (e.g. an APP_INTERCEPTOR a test adds to the pipeline). */
   providers?: Provider[];
+  /** More modules beside AppModule (e.g. one whose `configure(consumer)` adds a middleware). */
+  imports?: Array<Type<unknown>>;
+  /** Runs after setupApp, before the app listens (e.g. an `app.use()` a test adds). */
+  afterSetup?: (app: NestExpressApplication) => void;
 }
 
 /** Boots the real AppModule on a random port against the run's database. */
@@ -49,11 +53,15 @@ export async function startApp(options: TestAppOptions = {}): Promise<TestApp> {
     if (value === undefined) delete process.env[name];
     else process.env[name] = value;
   }
-  const moduleRef = await Test.createTestingModule({ imports: [AppModule], providers: options.providers ?? [] })
+  const moduleRef = await Test.createTestingModule({
+    imports: [AppModule, ...(options.imports ?? [])],
+    providers: options.providers ?? [],
+  })
     .overrideProvider(GatewayConfig)
     .useValue(options.gateway ?? parseGatewayConfig(TEST_GATEWAY_YAML, 'test gateway'))
     .compile();
   const app = setupApp(moduleRef.createNestApplication<NestExpressApplication>(APP_OPTIONS));
+  options.afterSetup?.(app);
   try {
     await app.listen(0, '127.0.0.1');
     // the offline engine loads in the background; finish that inside the test file, not after it
