@@ -1,6 +1,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { cpus, setPriority } from 'node:os';
 import { DEFAULT_CREDIT, type FromWorker, type JobErrorCode, type JobSpec, type ToWorker } from './protocol';
+import { KeyQueues } from './key-queues';
 import { workerExecArgv, workerScript } from './worker-script';
 
 export interface AudioPoolOptions {
@@ -59,8 +60,6 @@ interface QueuedJob {
   key: string;
   spec: JobSpec;
   listener: JobListener;
-  /** The wait bound's timer, while the job waits. */
-  timer: NodeJS.Timeout | null;
 }
 
 interface Worker {
@@ -100,14 +99,8 @@ export class AudioPool {
   private readonly jobsPerWorker: number;
   private readonly script: string;
   private readonly workers = new Set<Worker>();
-  /** Waiting jobs per key, each queue in arrival order; which key goes next is `lastServed`'s to say. */
-  private readonly queues = new Map<string, QueuedJob[]>();
-  private queuedCount = 0;
-  /** Running jobs per key. */
-  private readonly runningByKey = new Map<string, number>();
-  /** When each key with jobs was last given a slot (a turn number): the longest unserved goes first. */
-  private readonly lastServed = new Map<string, number>();
-  private turn = 0;
+  /** The jobs waiting for a slot, and each key's running count (the turns between keys are theirs). */
+  private readonly queues: KeyQueues<QueuedJob>;
   private readonly owner = new Map<number, { worker: Worker; key: string }>();
   private nextId = 1;
   private pingSeq = 0;
@@ -125,10 +118,14 @@ export class AudioPool {
     this.maxWaitMs = Math.max(1, options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS);
     this.credit = options.credit ?? DEFAULT_CREDIT;
     this.script = options.script ?? workerScript();
+    // a job that waited past the bound: a local overload, answered `busy` (never the engine's failure)
+    this.queues = new KeyQueues<QueuedJob>(this.jobsPerKey, this.queuePerKey, this.maxWaitMs, (job) =>
+      job.listener.failed(this.busy(`the audio job waited ${this.maxWaitMs} ms for a worker`)),
+    );
   }
 
   stats(): AudioPoolStats {
-    return { workers: this.workers.size, running: this.owner.size, queued: this.queuedCount };
+    return { workers: this.workers.size, running: this.owner.size, queued: this.queues.size };
   }
 
   /** Process ids of the live workers (operations and tests). */
@@ -148,20 +145,17 @@ export class AudioPool {
    */
   start(spec: JobSpec, listener: JobListener, key: string = NO_KEY): number {
     if (this.closed) throw new AudioJobError('closed', 'the audio worker pool is closed');
-    const queue = this.queues.get(key) ?? [];
     const id = this.nextId++;
-    const job: QueuedJob = { id, key, spec, listener, timer: null };
-    queue.push(job);
-    if (queue.length === 1) this.queues.set(key, queue);
-    this.queuedCount += 1;
+    const job: QueuedJob = { id, key, spec, listener };
+    this.queues.add(job);
     this.dispatch();
     if (this.owner.has(id)) return id;
     // it has to wait: refused when the key already has its bound of jobs waiting
-    if (queue.length > this.queuePerKey) {
-      this.unqueue(key, queue, queue.indexOf(job));
+    if (this.queues.overBound(job)) {
+      this.queues.remove(id);
       throw this.busy(`${this.queuePerKey} audio jobs of this key are already waiting`);
     }
-    job.timer = setTimeout(() => this.expire(job), this.maxWaitMs).unref();
+    this.queues.await(job);
     listener.queued?.();
     return id;
   }
@@ -173,37 +167,12 @@ export class AudioPool {
 
   /** Stops a job (its consumer left): the worker drops it and releases its encoder. */
   cancel(id: number): void {
-    for (const [key, queue] of this.queues) {
-      const at = queue.findIndex((job) => job.id === id);
-      if (at < 0) continue;
-      this.unqueue(key, queue, at);
-      return;
-    }
+    if (this.queues.remove(id)) return;
     const owned = this.owner.get(id);
     if (!owned) return;
     this.release(owned.worker, id);
     this.post(owned.worker, { t: 'cancel', id });
     this.dispatch();
-  }
-
-  /** A job that waited past the bound: a local overload, answered `busy` (never the engine's failure). */
-  private expire(job: QueuedJob): void {
-    const queue = this.queues.get(job.key);
-    const at = queue?.indexOf(job) ?? -1;
-    if (!queue || at < 0) return;
-    this.unqueue(job.key, queue, at);
-    job.listener.failed(this.busy(`the audio job waited ${this.maxWaitMs} ms for a worker`));
-  }
-
-  private unqueue(key: string, queue: QueuedJob[], at: number): QueuedJob {
-    const [job] = queue.splice(at, 1);
-    if (job.timer) clearTimeout(job.timer);
-    this.queuedCount -= 1;
-    if (queue.length === 0) {
-      this.queues.delete(key);
-      this.tidy(key);
-    }
-    return job;
   }
 
   private busy(why: string): AudioJobError {
@@ -213,9 +182,8 @@ export class AudioPool {
   async close(): Promise<void> {
     this.closed = true;
     if (this.watchdog) clearInterval(this.watchdog);
-    for (const [key, queue] of this.queues)
-      while (queue.length > 0)
-        this.unqueue(key, queue, 0).listener.failed(new AudioJobError('closed', 'the audio worker pool closed'));
+    for (const job of this.queues.drain())
+      job.listener.failed(new AudioJobError('closed', 'the audio worker pool closed'));
     await Promise.all(
       [...this.workers].map(
         (worker) =>
@@ -230,39 +198,20 @@ export class AudioPool {
 
   /** Free slots go to the waiting keys in turn, each under its share (`jobsPerKey`). */
   private dispatch(): void {
-    while (this.queuedCount > 0) {
-      const key = this.nextKey();
+    while (this.queues.size > 0) {
+      const key = this.queues.nextKey();
       if (key === null) return;
       const worker = this.leastLoaded();
       if (!worker) return;
-      const job = this.unqueue(key, this.queues.get(key)!, 0);
-      this.lastServed.set(key, ++this.turn);
+      const { job, waited } = this.queues.take(key);
       worker.jobs.set(job.id, job.listener);
       this.owner.set(job.id, { worker, key });
-      this.runningByKey.set(key, (this.runningByKey.get(key) ?? 0) + 1);
       // a worker with jobs keeps the process alive (a script awaiting one), an idle one never does
       worker.child.channel?.ref();
       this.post(worker, { t: 'start', id: job.id, spec: job.spec, credit: this.credit });
       // a job that had to wait (start armed its wait timer): its caller's deadline starts now
-      if (job.timer !== null) job.listener.taken?.();
+      if (waited) job.listener.taken?.();
     }
-  }
-
-  /** Of the keys with a waiting job and a running count under their share, the one served longest ago. */
-  private nextKey(): string | null {
-    let best: string | null = null;
-    let bestTurn = Infinity;
-    for (const key of this.queues.keys()) {
-      if ((this.runningByKey.get(key) ?? 0) >= this.jobsPerKey) continue;
-      const served = this.lastServed.get(key) ?? 0;
-      if (served < bestTurn) [best, bestTurn] = [key, served];
-    }
-    return best;
-  }
-
-  /** A key with nothing running and nothing waiting is forgotten (its next job is a newcomer's). */
-  private tidy(key: string): void {
-    if (!this.runningByKey.has(key) && !this.queues.has(key)) this.lastServed.delete(key);
   }
 
   /** An idle worker first, a new one while below size, else the one with the fewest jobs under the cap. */
@@ -357,10 +306,7 @@ export class AudioPool {
     const owned = this.owner.get(id);
     if (!owned) return;
     this.owner.delete(id);
-    const left = (this.runningByKey.get(owned.key) ?? 1) - 1;
-    if (left > 0) this.runningByKey.set(owned.key, left);
-    else this.runningByKey.delete(owned.key);
-    this.tidy(owned.key);
+    this.queues.ended(owned.key);
   }
 
   /** Pings busy workers; one that has not answered within the slice bound is stuck in a runaway slice. */
