@@ -26,6 +26,12 @@ export class CallAbort implements CallSignal {
   tenant = '';
   waitingSince = 0;
   waitedMs = 0;
+  /**
+   * Set by the failover core for the upstream client (decisions §3): called when a stream's 2xx headers arrive (its
+   * deadline moves on to the first token), and the longest silence of its body (undici's bodyTimeout for this call).
+   */
+  headersArrived: (() => void) | null = null;
+  bodyTimeoutMs = 0;
   private listeners: Array<() => void> | null = null;
 
   addEventListener(_type: 'abort', listener: () => void): void {

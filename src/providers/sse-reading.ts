@@ -1,8 +1,8 @@
 import type { Dispatcher } from 'undici';
-import type { CallSignal } from '../common/call-signal';
+import { CallAbort, type CallSignal } from '../common/call-signal';
 import { UpstreamFailure } from './provider-adapter';
 import { SseEvent, SseParser } from './sse';
-import { SignalledDispatch, TextReading } from './text-reading';
+import { rawHeader, SignalledDispatch, TextReading } from './text-reading';
 import { toUpstreamFailure } from './upstream-errors';
 
 /** What a stream translator makes of one SSE event: a chunk to hand out, nothing, or the end marker. */
@@ -31,8 +31,6 @@ export interface SseReadingOptions {
   complete?: () => boolean;
 }
 
-const CONTENT_TYPE = 'content-type';
-
 /** An upstream body that went on past `stream_total_timeout_ms`. */
 export const streamTooLong = (ms: number): UpstreamFailure =>
   new UpstreamFailure({
@@ -42,14 +40,8 @@ export const streamTooLong = (ms: number): UpstreamFailure =>
   });
 
 /** Whether undici's raw response headers (name, value, ...) declare a JSON body. */
-function declaresJson(raw: Buffer[]): boolean {
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = raw[i];
-    if (name.length === CONTENT_TYPE.length && name.toString('latin1').toLowerCase() === CONTENT_TYPE)
-      return raw[i + 1].toString('latin1').toLowerCase().includes('application/json');
-  }
-  return false;
-}
+const declaresJson = (raw: Buffer[]): boolean =>
+  rawHeader(raw, 'content-type')?.toLowerCase().includes('application/json') ?? false;
 
 /**
  * One streamed upstream call as an undici dispatch handler and the async iterator of its translated chunks:
@@ -106,6 +98,8 @@ export class SseReading<T> extends SignalledDispatch implements Dispatcher.Dispa
     }
     this.resume = resume;
     this.state = 'open';
+    // the step's deadline moves on to the first data event (decisions §3)
+    if (this.signal instanceof CallAbort) this.signal.headersArrived?.();
     // one timer for the whole body, none per read: an upstream that drip-feeds under the idle bound is still cut
     if (this.options.totalTimeoutMs !== undefined)
       this.totalTimer = setTimeout(this.tooLong, this.options.totalTimeoutMs);
