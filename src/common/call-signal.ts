@@ -32,6 +32,8 @@ export class CallAbort implements CallSignal {
    */
   headersArrived: (() => void) | null = null;
   bodyTimeoutMs = 0;
+  /** The stream's own silence bound, kept by the stream's reading where it is shorter than `bodyTimeoutMs`. */
+  streamIdleMs = 0;
   private listeners: Array<() => void> | null = null;
 
   addEventListener(_type: 'abort', listener: () => void): void {

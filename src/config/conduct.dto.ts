@@ -68,3 +68,18 @@ export class ConductSettings {
   @Max(60000)
   retry_after_max_ms?: number;
 }
+
+const CONDUCT_FIELDS = [
+  'timeout_ms',
+  'first_token_timeout_ms',
+  'stream_idle_timeout_ms',
+  'retries',
+  'retry_after_max_ms',
+] as const satisfies ReadonlyArray<keyof ConductSettings>;
+
+/** The conduct settings `settings` sets, as plain JSON (a stored chain step keeps only those). */
+export function conductOf(settings: ConductSettings): ConductSettings {
+  const out: ConductSettings = {};
+  for (const field of CONDUCT_FIELDS) if (settings[field] !== undefined) out[field] = settings[field];
+  return out;
+}

@@ -34,7 +34,13 @@ describe('FailoverService.execute: skipped steps', () => {
       { provider: skipped, model: 'm1', level: 0, outcome: `skipped: ${reason}`, latency_ms: null },
       { provider: 'p2', model: 'm2', level: 1, outcome: 'ok', latency_ms: expect.any(Number) },
     ]);
-    expect(scope.served).toEqual({ provider: 'p2', model: 'm2', level: 1, exhausted: { provider: skipped, reason }, attempts: 1 });
+    expect(scope.served).toEqual({
+      provider: 'p2',
+      model: 'm2',
+      level: 1,
+      exhausted: { provider: skipped, reason },
+      attempts: 1,
+    });
     expect(h.calls).toEqual(['p2']);
     expect(h.metrics.attempts).toEqual([['p2', true]]);
     expect(h.metrics.failovers).toEqual([[skipped, 'p2']]);

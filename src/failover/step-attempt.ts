@@ -32,7 +32,15 @@ class StepTimeout extends Error {
 /** One attempt's line of the usage record; a retry on the same step is marked with its number (decisions §3). */
 export const attemptRecord = (step: PlannedStep, outcome: string, latency: number, number: number): AttemptRecord =>
   number > 1
-    ? { provider: step.provider, model: step.model, level: step.level, outcome, latency_ms: latency, attempt: number, retry: true }
+    ? {
+        provider: step.provider,
+        model: step.model,
+        level: step.level,
+        outcome,
+        latency_ms: latency,
+        attempt: number,
+        retry: true,
+      }
     : { provider: step.provider, model: step.model, level: step.level, outcome, latency_ms: latency };
 
 /** What the provider said, for the message of a relayed client error. */
@@ -125,8 +133,10 @@ export function attemptWithTimeout<T>(
     if (trace) trace.afterHeaders = true;
     deadline.headersReceived();
   };
-  // one undici timer bounds the body's silences: a first-token wait longer than the idle bound lengthens it
+  // undici's timer bounds the body's silences, the wait for the first data event included
   controller.bodyTimeoutMs = Math.max(step.streamIdleTimeoutMs, step.firstTokenTimeoutMs);
+  // ... and a stream's reading then keeps the shorter idle bound itself once data flows (SseReading)
+  controller.streamIdleMs = step.streamIdleTimeoutMs;
   const ctx: CallContext = {
     model: step.model,
     signal: controller,

@@ -71,6 +71,12 @@ export class SseReading<T> extends SignalledDispatch implements Dispatcher.Dispa
   private drained = 0;
   private drainTimer: NodeJS.Timeout | null = null;
   private totalTimer: NodeJS.Timeout | null = null;
+  /**
+   * A step's stream idle bound shorter than undici's body timeout (which also covers the wait for the first data
+   * event, decisions §3): kept here between reads once data flows, not while our side holds the body back. 0: none.
+   */
+  private readonly idleMs: number;
+  private idleTimer: NodeJS.Timeout | null = null;
   private waiting: { resolve: (r: IteratorResult<T>) => void; reject: (err: Error) => void } | null = null;
 
   constructor(
@@ -82,6 +88,10 @@ export class SseReading<T> extends SignalledDispatch implements Dispatcher.Dispa
   ) {
     super(signal);
     this.parser = new SseParser(options.maxLineChars);
+    this.idleMs =
+      signal instanceof CallAbort && signal.streamIdleMs > 0 && signal.streamIdleMs < signal.bodyTimeoutMs
+        ? signal.streamIdleMs
+        : 0;
   }
 
   // ---- the upstream side (undici's dispatch handler) ----
@@ -156,6 +166,7 @@ export class SseReading<T> extends SignalledDispatch implements Dispatcher.Dispa
     }
     this.wake();
     if (this.state === 'open' && this.queue.length - this.head >= QUEUE_HIGH) this.paused = true;
+    if (this.idleMs > 0) this.watchIdle();
     return !this.paused;
   }
 
@@ -220,6 +231,28 @@ export class SseReading<T> extends SignalledDispatch implements Dispatcher.Dispa
     );
   };
 
+  /** Restarts the idle bound after a read; none while the body is held back or over. */
+  private watchIdle(): void {
+    if (this.state !== 'open' || this.paused) {
+      if (this.idleTimer) clearTimeout(this.idleTimer);
+      this.idleTimer = null;
+    } else if (this.idleTimer) this.idleTimer.refresh();
+    else this.idleTimer = setTimeout(this.idle, this.idleMs);
+  }
+
+  private readonly idle = (): void => {
+    this.idleTimer = null;
+    if (this.state === 'open' && !this.paused)
+      this.fail(
+        new UpstreamFailure({
+          kind: 'connection',
+          code: 'STREAM_IDLE',
+          message: 'the upstream sent nothing within its stream idle timeout',
+        }),
+      );
+    this.wake();
+  };
+
   /** The body ran past its total bound: a provider fault (decisions §3), handed out after the chunks before it. */
   private readonly tooLong = (): void => {
     this.totalTimer = null;
@@ -244,13 +277,15 @@ export class SseReading<T> extends SignalledDispatch implements Dispatcher.Dispa
 
   /** The call is over on the upstream side: no more cancels or timers. */
   private settle(): void {
-    if (this.abort === null && this.drainTimer === null && this.totalTimer === null) return;
+    if (this.abort === null && this.drainTimer === null && this.totalTimer === null && this.idleTimer === null) return;
     this.abort = null;
     this.detach();
     if (this.drainTimer) clearTimeout(this.drainTimer);
     this.drainTimer = null;
     if (this.totalTimer) clearTimeout(this.totalTimer);
     this.totalTimer = null;
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
   }
 
   // ---- the consumer side (the async iterator) ----
@@ -290,6 +325,7 @@ export class SseReading<T> extends SignalledDispatch implements Dispatcher.Dispa
         this.head = 0;
         if (this.paused) {
           this.paused = false;
+          if (this.idleMs > 0) this.watchIdle();
           this.resume?.();
         }
       }

@@ -109,7 +109,8 @@ export function parseRetryAfter(value: string | undefined, now = Date.now()): nu
     const ms = Number(text) * 1000;
     return ms <= MAX_RETRY_AFTER_MS ? ms : undefined;
   }
-  const at = Date.parse(text);
+  // an HTTP date begins with its day's name ("Tue, 01 Dec 2026 ..."); Date.parse takes far more than that
+  const at = /^[A-Za-z]{3},/.test(text) ? Date.parse(text) : Number.NaN;
   if (Number.isNaN(at)) return undefined;
   const ms = Math.max(0, at - now);
   return ms <= MAX_RETRY_AFTER_MS ? ms : undefined;
