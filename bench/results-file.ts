@@ -15,6 +15,7 @@ export const SECTIONS = [
   'memory',
   'usage-write',
   'encoding',
+  'retry',
 ] as const;
 export type Section = (typeof SECTIONS)[number];
 
