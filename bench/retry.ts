@@ -70,7 +70,10 @@ runBenchmark('bench:retry', async (run) => {
   run.track({ stop: () => upstream.close() });
   const database = await run.createDatabase('retry');
   const config = join(run.tmp, 'gateway.yaml');
-  writeFileSync(config, `providers:\n  - name: primary\n    kind: openai\n    base_url: ${upstream.url}\n    api_key: x\n`);
+  writeFileSync(
+    config,
+    `providers:\n  - name: primary\n    kind: openai\n    base_url: ${upstream.url}\n    api_key: x\n`,
+  );
   const gateway = run.track(
     await startGateway({
       script: GATEWAY_SCRIPT,

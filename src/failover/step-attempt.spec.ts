@@ -43,7 +43,7 @@ describe("a step's deadline and a local wait (decisions §11: a job's deadline s
 });
 
 describe("a stream's deadline in two phases (decisions §3: timeout_ms to the headers, then first_token_timeout_ms)", () => {
-  const phased = { ...step, timeoutMs: 300, firstTokenTimeoutMs: 80 } as PlannedStep;
+  const phased = { ...step, timeoutMs: 300, firstTokenTimeoutMs: 80 };
   const runPhased = (attempt: Attempt<string>): Promise<string> =>
     attemptWithTimeout(new FailoverScope('req_phase', key, 'chat', () => undefined), adapter, phased, attempt);
 
