@@ -33,7 +33,7 @@ export class UsageAttemptDto {
   outcome!: string;
   @ApiProperty({ type: 'integer', nullable: true })
   latency_ms!: number | null;
-  /** On a retry of the same step (decisions §3): its attempt number on the step, 2 for the first retry. */
+  /** On a retry of the same step: its attempt number on the step, 2 for the first retry. */
   @ApiPropertyOptional({ type: 'integer', minimum: 2 })
   attempt?: number;
   /** Present (true) on a retry of the same step. */
