@@ -71,10 +71,7 @@ export class SseReading<T> extends SignalledDispatch implements Dispatcher.Dispa
   private drained = 0;
   private drainTimer: NodeJS.Timeout | null = null;
   private totalTimer: NodeJS.Timeout | null = null;
-  /**
-   * A step's stream idle bound shorter than undici's body timeout (which also covers the wait for the first data
-   * event, decisions §3): kept here between reads once data flows, not while our side holds the body back. 0: none.
-   */
+  /** A step's idle bound shorter than undici's body timeout (that also covers the first-token wait), kept here; 0: none. */
   private readonly idleMs: number;
   private idleTimer: NodeJS.Timeout | null = null;
   private waiting: { resolve: (r: IteratorResult<T>) => void; reject: (err: Error) => void } | null = null;
