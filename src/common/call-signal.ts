@@ -28,11 +28,11 @@ export class CallAbort implements CallSignal {
   waitedMs = 0;
   /**
    * Set by the failover core for the upstream client (decisions §3): called when a stream's 2xx headers arrive (its
-   * deadline moves on to the first token), and the longest silence of its body (undici's bodyTimeout for this call).
+   * deadline moves on to the first token); the step's `stream_idle_timeout_ms`; and the bound of an SSE body's
+   * silences in undici (the longer of that and the first-token deadline, which it also covers).
    */
   headersArrived: (() => void) | null = null;
   bodyTimeoutMs = 0;
-  /** The stream's own silence bound, kept by the stream's reading where it is shorter than `bodyTimeoutMs`. */
   streamIdleMs = 0;
   private listeners: Array<() => void> | null = null;
 

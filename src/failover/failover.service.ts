@@ -131,12 +131,17 @@ export class FailoverService {
           await this.served(scope, step, failures, attempted, number, Date.now() - started);
           return value;
         } catch (err) {
-          const failure = this.failed(scope, planned, step, failures, attempted, number, started, err);
+          const { failure, reason } = this.failed(scope, planned, step, failures, attempted, number, started, err);
           const said = retryAfterOf(failure.outcome);
           if (said !== undefined) retryAfterMs = Math.min(retryAfterMs ?? said, said);
           const wait = retryWait(failure.outcome, { number, afterHeaders: trace.afterHeaders }, step);
           // a retry only while the circuit still lets the provider be tried, and someone waits for it
-          if (wait === null || !this.circuits.isAvailable(step.provider)) break;
+          const again = wait !== null && this.circuits.isAvailable(step.provider);
+          this.logger.warn(
+            requestFields(scope.requestId),
+            `${step.provider} failed for ${scope.requestId} (${reason}); ${again ? `trying it again in ${wait} ms` : 'trying the next step'}`,
+          );
+          if (!again) break;
           if (!(await waitUnlessGone(scope, wait))) throw err;
         }
       }
@@ -198,7 +203,7 @@ export class FailoverService {
     number: number,
     started: number,
     err: unknown,
-  ): UpstreamFailure {
+  ): { failure: UpstreamFailure; reason: string } {
     const latency = Date.now() - started;
     // the client left: not the provider's fault, and nobody is waiting for another step
     if (scope.aborted) {
@@ -221,15 +226,11 @@ export class FailoverService {
     }
     if (verdict.verdict === 'client_error') throw relayedError(scope, step, failures, failure, attempted);
     if (verdict.breakerFailure) this.circuits.recordFailure(step.provider, scope.requestId);
-    this.logger.warn(
-      requestFields(scope.requestId),
-      `${step.provider} failed for ${scope.requestId} (${verdict.reason}, attempt ${number})`,
-    );
     // a step is in the alert once, with its last attempt's reason
     const last = failures[failures.length - 1];
     if (last && number > 1 && last.provider === step.provider && last.level === step.level) failures.pop();
     failures.push({ provider: step.provider, reason: verdict.reason, level: step.level });
-    return failure;
+    return { failure, reason: verdict.reason };
   }
 
   /** A step whose refusal names the step itself: the operator's to fix, so a warning and a count. */

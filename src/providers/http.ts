@@ -101,9 +101,16 @@ export function parseJsonBody(text: string): Record<string, unknown> {
   return parsed;
 }
 
-/** A step's own stream_idle_timeout_ms, noted on its signal by the failover core (else the pool's bodyTimeout). */
-const idleBound = (signal: CallSignal): { bodyTimeout?: number } =>
-  signal instanceof CallAbort && signal.bodyTimeoutMs > 0 ? { bodyTimeout: signal.bodyTimeoutMs } : {};
+/**
+ * A step's own stream_idle_timeout_ms, noted on its signal by the failover core (else the pool's bodyTimeout). An SSE
+ * reading (`events`) waits for its first data event under undici's timer too: it gets the longer of the idle and
+ * first-token bounds and keeps the idle one itself (SseReading).
+ */
+function idleBound(signal: CallSignal, events = false): { bodyTimeout?: number } {
+  if (!(signal instanceof CallAbort)) return {};
+  const ms = events ? signal.bodyTimeoutMs : signal.streamIdleMs;
+  return ms > 0 ? { bodyTimeout: ms } : {};
+}
 
 /** A dispatch handler of this client's own (TextReading, SseReading): it says when it ends. */
 type Reading = SignalledDispatch & Dispatcher.DispatchHandler & { onError(err: Error): void };
@@ -233,7 +240,7 @@ export class UpstreamClient {
         path: this.prefix + call.path,
         headers: call.headers,
         body: call.body,
-        ...idleBound(call.signal),
+        ...idleBound(call.signal, handler instanceof SseReading),
       },
       handler,
     );
