@@ -109,7 +109,7 @@ describe('GET /metrics', () => {
     );
     expect(
       sample(text, `svc_upstream_request_duration_seconds_count{provider="${primary.name}",outcome="error"}`),
-    ).toBe(1);
+    ).toBe(2); // the 500 and its retry on the same step (decisions §3)
     expect(sample(text, `svc_upstream_request_duration_seconds_count{provider="${backup.name}",outcome="ok"}`)).toBe(1);
     expect(
       sample(text, `svc_upstream_request_duration_seconds_bucket{le="+Inf",provider="${backup.name}",outcome="ok"}`),
