@@ -136,7 +136,9 @@ describe('chat pipeline: fast path and Nest route', () => {
         status: 200,
         provider: 'echo',
         fallback_level: 1,
+        // the 500 is tried once more on its step (decisions §3), on both ways alike
         attempts: [
+          ['down', 'HTTP 500'],
           ['down', 'HTTP 500'],
           ['echo', 'ok'],
         ],

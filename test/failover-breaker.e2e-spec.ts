@@ -59,11 +59,13 @@ describe('provider circuit breaker', () => {
   const post = (secret: string, body: Record<string, unknown>) =>
     t.http.post(CHAT_PATH).set('Authorization', `Bearer ${secret}`).send(body);
 
+  // one attempt a request (`retries: 0`): these tests count the breaker's failures request by request; a retry
+  // on the same step is one failure more (decisions §3), tested in failover-attempts
   const twoStepKey = async (label: string) => {
     const [a, b] = pool.take(2);
     const key = await t.createKey(label, [
-      { provider: a.name, model: 'm-a' },
-      { provider: b.name, model: 'm-b' },
+      { provider: a.name, model: 'm-a', retries: 0 },
+      { provider: b.name, model: 'm-b', retries: 0 },
     ]);
     return { a, b, key };
   };

@@ -85,7 +85,8 @@ describe('chat completion failover', () => {
     expect(res.headers['x-svc-fallback-level']).toBe('1');
     expect(JSON.parse(res.headers['x-svc-fallback-alert'])).toEqual(servedAlert(b.name, 'HTTP 503', c.name, 1));
     expect(a.fake.count()).toBe(0);
-    expect(modelsSent(b.fake)).toEqual(['m-b']);
+    // a 503 is tried once more on its step before the next (decisions §3)
+    expect(modelsSent(b.fake)).toEqual(['m-b', 'm-b']);
     expect(modelsSent(c.fake)).toEqual(['m-c']);
   });
 
@@ -105,25 +106,27 @@ describe('chat completion failover', () => {
     expect(res.body).toMatchObject({ provider: c.name, model: 'llama-3' });
     expect(res.body.choices[0].message.content).toBe(c.fake.replyFor('llama-3'));
     expectServedBy(res, { provider: c.name, level: 2, alert: servedAlert(b.name, 'HTTP 503', c.name, 2) });
-    expect(modelsSent(a.fake)).toEqual(['gpt-4o']);
-    expect(modelsSent(b.fake)).toEqual(['claude-haiku']);
+    // each 5xx step is tried twice, each time with its own model
+    expect(modelsSent(a.fake)).toEqual(['gpt-4o', 'gpt-4o']);
+    expect(modelsSent(b.fake)).toEqual(['claude-haiku', 'claude-haiku']);
     expect(modelsSent(c.fake)).toEqual(['llama-3']);
   });
 
-  const failoverCases: Array<[string, FakeOpenAiMode, ModeOptions, string]> = [
-    ['an HTTP 500', 'error500', {}, 'HTTP 500'],
-    ['an HTTP 503', 'error500', { status: 503 }, 'HTTP 503'],
-    ['an HTTP 502', 'error500', { status: 502 }, 'HTTP 502'],
-    ['an HTTP 429 rate limit', 'rate429', {}, 'HTTP 429'],
-    ['an HTTP 401 on the provider credentials', 'auth401', {}, 'HTTP 401'],
-    ['an HTTP 403 on the provider account', 'error500', { status: 403 }, 'HTTP 403'],
-    ['an HTTP 408 request timeout', 'error500', { status: 408 }, 'HTTP 408'],
-    ['an HTTP 409 conflict', 'error500', { status: 409 }, 'HTTP 409'],
+  // the last column: attempts on the failing step (a 5xx is tried once more there first, decisions §3)
+  const failoverCases: Array<[string, FakeOpenAiMode, ModeOptions, string, number]> = [
+    ['an HTTP 500', 'error500', {}, 'HTTP 500', 2],
+    ['an HTTP 503', 'error500', { status: 503 }, 'HTTP 503', 2],
+    ['an HTTP 502', 'error500', { status: 502 }, 'HTTP 502', 2],
+    ['an HTTP 429 rate limit', 'rate429', {}, 'HTTP 429', 1],
+    ['an HTTP 401 on the provider credentials', 'auth401', {}, 'HTTP 401', 1],
+    ['an HTTP 403 on the provider account', 'error500', { status: 403 }, 'HTTP 403', 1],
+    ['an HTTP 408 request timeout', 'error500', { status: 408 }, 'HTTP 408', 1],
+    ['an HTTP 409 conflict', 'error500', { status: 409 }, 'HTTP 409', 1],
   ];
 
   it.each(failoverCases)(
     'fails over to the next step on %s, with the alert header',
-    async (_label, mode, options, reason) => {
+    async (_label, mode, options, reason, tries) => {
       const [a, b] = pool.take(2);
       const key = await t.createKey(`failover on ${reason}`, [
         { provider: a.name, model: 'm-a' },
@@ -137,8 +140,9 @@ describe('chat completion failover', () => {
       expect(res.body.provider).toBe(b.name);
       expect(res.body.choices[0].message.content).toBe(b.fake.replyFor('m-b'));
       expectServedBy(res, { provider: b.name, level: 1, alert: servedAlert(a.name, reason, b.name, 1) });
-      expect(modelsSent(a.fake)).toEqual(['m-a']);
+      expect(modelsSent(a.fake)).toEqual(Array<string>(tries).fill('m-a'));
       expect(modelsSent(b.fake)).toEqual(['m-b']);
+      expect(res.headers['x-svc-attempts']).toBe(String(tries + 1));
     },
   );
 
@@ -366,8 +370,10 @@ describe('chat completion failover', () => {
     });
     expect(alert.message).toContain(a.name);
     expect(alert.message).toContain(b.name);
-    expect(modelsSent(a.fake)).toEqual(['m-a']);
-    expect(modelsSent(b.fake)).toEqual(['m-b']);
+    // both 5xx steps are tried twice (decisions §3)
+    expect(modelsSent(a.fake)).toEqual(['m-a', 'm-a']);
+    expect(modelsSent(b.fake)).toEqual(['m-b', 'm-b']);
+    expect(res.headers['x-svc-attempts']).toBe('4');
   });
 
   it('answers 400 model_not_supported for a model no step serves, calling no provider', async () => {
@@ -510,6 +516,7 @@ describe('chat completion failover', () => {
 
     expect(res.status).toBe(502);
     expect(res.body.error.code).toBe('all_providers_failed');
-    expect(b.fake.count(CHAT_PATH)).toBe(1);
+    // the failing step's 500 is tried once more (decisions §3); the capped step is skipped without a call
+    expect(b.fake.count(CHAT_PATH)).toBe(2);
   });
 });

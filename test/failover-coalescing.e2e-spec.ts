@@ -6,12 +6,16 @@ import { bodyOf, useCoalescing, WINDOW_SECS } from './support/coalescing';
 // What a closing event becomes when its app stops mid-window: failover-coalescing-shutdown.e2e-spec.ts.
 
 /** Decisions §8: failover events coalesced per condition (key, requested model, exhausted and serving provider). */
+/**
+ * The keys' failing steps make one attempt a request (`retries: 0`): these tests count events and failovers request
+ * by request, and a retry's wait on each of 50 requests would spread them over more than one window.
+ */
 describe('coalesced failover events', () => {
   const s = useCoalescing('coalescing', ['first', 'zero', 'model-a', 'model-b', 'open']);
 
   it('delivers the first of 50 failovers in a window at once with its request id, then one closing event with coalesced_count 49', async () => {
     const key = await s.t.createKey('coalesced', [
-      { provider: s.fakes.first.name, model: 'm-a' },
+      { provider: s.fakes.first.name, model: 'm-a', retries: 0 },
       { provider: 'echo', model: 'echo-1' },
     ]);
     await s.subscribe(s.t, key.secret, '/first');
@@ -53,7 +57,7 @@ describe('coalesced failover events', () => {
 
   it('delivers each of 50 failovers with a window of 0', async () => {
     const key = await s.perRequest.createKey('per request', [
-      { provider: s.fakes.zero.name, model: 'm-a' },
+      { provider: s.fakes.zero.name, model: 'm-a', retries: 0 },
       { provider: 'echo', model: 'echo-1' },
     ]);
     await s.subscribe(s.perRequest, key.secret, '/zero');
@@ -71,8 +75,8 @@ describe('coalesced failover events', () => {
 
   it('gives another requested model, or another exhausted provider, an event of its own at once', async () => {
     const key = await s.t.createKey('conditions', [
-      { provider: s.fakes['model-a'].name, model: 'm-a' },
-      { provider: s.fakes['model-b'].name, model: 'm-b' },
+      { provider: s.fakes['model-a'].name, model: 'm-a', retries: 0 },
+      { provider: s.fakes['model-b'].name, model: 'm-b', retries: 0 },
       { provider: 'echo', model: 'echo-1' },
     ]);
     await s.subscribe(s.t, key.secret, '/conditions');
@@ -123,7 +127,7 @@ describe('coalesced failover events', () => {
 
   const noSqlPastOpenCircuit = async (t: TestApp): Promise<void> => {
     const key = await t.createKey('open circuit', [
-      { provider: s.fakes.open.name, model: 'm-a' },
+      { provider: s.fakes.open.name, model: 'm-a', retries: 0 },
       { provider: 'echo', model: 'echo-1' },
     ]);
     // five failures open the circuit (the default threshold); the window of this condition opens with the first

@@ -22,7 +22,15 @@ interface UsageRecord {
   model: string | null;
   fallback_level: number | null;
   status: number;
-  attempts: Array<{ provider: string; model: string; level: number; outcome: string; latency_ms: number | null }>;
+  attempts: Array<{
+    provider: string;
+    model: string;
+    level: number;
+    outcome: string;
+    latency_ms: number | null;
+    attempt?: number;
+    retry?: boolean;
+  }>;
   [field: string]: unknown;
 }
 
@@ -158,6 +166,16 @@ describe('failover events and usage records', () => {
     });
     expect(records[0].attempts).toEqual([
       { provider: a.name, model: 'm-a', level: 0, outcome: 'HTTP 503', latency_ms: expect.any(Number) },
+      // the 503 was tried once more on its step (decisions §3): its own line, marked as the retry
+      {
+        provider: a.name,
+        model: 'm-a',
+        level: 0,
+        outcome: 'HTTP 503',
+        latency_ms: expect.any(Number),
+        attempt: 2,
+        retry: true,
+      },
       { provider: b.name, model: 'm-b', level: 1, outcome: 'ok', latency_ms: expect.any(Number) },
     ]);
 
@@ -176,7 +194,9 @@ describe('failover events and usage records', () => {
     expect(exhausted.status).toBe(502);
     const [rejectedRecord] = await usage(key.secret, rejected.headers['x-svc-request-id']);
     expect(rejectedRecord).toMatchObject({ status: 400, provider: b.name, fallback_level: 1 });
+    // each 5xx is tried twice on its step (decisions §3); the client's 400 once
     expect(rejectedRecord.attempts.map((x) => [x.provider, x.outcome])).toEqual([
+      [a.name, 'HTTP 500'],
       [a.name, 'HTTP 500'],
       [b.name, 'HTTP 400'],
     ]);
@@ -184,6 +204,8 @@ describe('failover events and usage records', () => {
     expect(exhaustedRecord).toMatchObject({ status: 502, provider: null, model: null, fallback_level: null });
     expect(exhaustedRecord.attempts.map((x) => [x.provider, x.model, x.outcome])).toEqual([
       [a.name, 'm-a', 'HTTP 500'],
+      [a.name, 'm-a', 'HTTP 500'],
+      [b.name, 'm-b', 'HTTP 503'],
       [b.name, 'm-b', 'HTTP 503'],
     ]);
   });

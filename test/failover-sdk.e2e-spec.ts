@@ -52,8 +52,10 @@ describe('chat completion failover through the openai SDK', () => {
     expect(JSON.parse(response.headers.get('x-svc-fallback-alert') ?? 'null')).toEqual(
       servedAlert(a.name, 'HTTP 503', b.name, 1),
     );
-    expect(modelsSent(a.fake)).toEqual(['m-a']);
+    // the 503 is tried once more on its step before the fallback (decisions §3)
+    expect(modelsSent(a.fake)).toEqual(['m-a', 'm-a']);
     expect(modelsSent(b.fake)).toEqual(['m-b']);
+    expect(response.headers.get('x-svc-attempts')).toBe('3');
   });
 
   it('exposes the entry-step headers on the raw response of asResponse()', async () => {

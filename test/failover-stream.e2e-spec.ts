@@ -56,18 +56,19 @@ describe('streaming chat completion failover', () => {
     expect(total - headersAt).toBeGreaterThanOrEqual(300);
   });
 
-  const failoverCases: Array<[string, FakeOpenAiMode, ModeOptions, string]> = [
-    ['an HTTP 500', 'error500', {}, 'HTTP 500'],
-    ['an HTTP 503', 'error500', { status: 503 }, 'HTTP 503'],
-    ['an HTTP 429 rate limit', 'rate429', {}, 'HTTP 429'],
-    ['an HTTP 401 on the provider credentials', 'auth401', {}, 'HTTP 401'],
-    ['an HTTP 408 request timeout', 'error500', { status: 408 }, 'HTTP 408'],
-    ['an HTTP 409 conflict', 'error500', { status: 409 }, 'HTTP 409'],
+  // the last column: attempts on the failing step
+  const failoverCases: Array<[string, FakeOpenAiMode, ModeOptions, string, number]> = [
+    ['an HTTP 500', 'error500', {}, 'HTTP 500', 2],
+    ['an HTTP 503', 'error500', { status: 503 }, 'HTTP 503', 2],
+    ['an HTTP 429 rate limit', 'rate429', {}, 'HTTP 429', 1],
+    ['an HTTP 401 on the provider credentials', 'auth401', {}, 'HTTP 401', 1],
+    ['an HTTP 408 request timeout', 'error500', { status: 408 }, 'HTTP 408', 1],
+    ['an HTTP 409 conflict', 'error500', { status: 409 }, 'HTTP 409', 1],
   ];
 
   it.each(failoverCases)(
     'fails over before the first byte on %s and streams the fallback with its own model',
-    async (_label, mode, options, reason) => {
+    async (_label, mode, options, reason, tries) => {
       const { a, b, key } = await twoStepKey(`stream failover ${reason}`);
       a.fake.setMode(mode, options);
 
@@ -84,7 +85,9 @@ describe('streaming chat completion failover', () => {
       expect(res.events[res.events.length - 1]).toBe('[DONE]');
       for (const chunk of res.events.slice(0, -1)) expect(chunk).toMatchObject({ provider: b.name, model: 'm-b' });
       expect(res.content).toBe(b.fake.replyFor('m-b'));
-      expect(modelsSent(a.fake)).toEqual(['m-a']);
+      // a 5xx is tried once more on its step before the fallback (decisions §3)
+      expect(modelsSent(a.fake)).toEqual(Array<string>(tries).fill('m-a'));
+      expect(res.headers.get('x-svc-attempts')).toBe(String(tries + 1));
       expect(b.fake.requests.map((r) => ({ model: r.model, stream: r.stream }))).toEqual([
         { model: 'm-b', stream: true },
       ]);

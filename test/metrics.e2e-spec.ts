@@ -109,7 +109,7 @@ describe('GET /metrics', () => {
     );
     expect(
       sample(text, `svc_upstream_request_duration_seconds_count{provider="${primary.name}",outcome="error"}`),
-    ).toBe(1);
+    ).toBe(2); // the 500 and its retry on the same step (decisions §3)
     expect(sample(text, `svc_upstream_request_duration_seconds_count{provider="${backup.name}",outcome="ok"}`)).toBe(1);
     expect(
       sample(text, `svc_upstream_request_duration_seconds_bucket{le="+Inf",provider="${backup.name}",outcome="ok"}`),
@@ -118,7 +118,8 @@ describe('GET /metrics', () => {
     expect(sample(text, `svc_circuit_state{provider="${primary.name}",state="degraded"}`)).toBe(1);
     expect(sample(text, `svc_circuit_state{provider="${primary.name}",state="healthy"}`)).toBe(0);
     expect(sample(text, `svc_circuit_state{provider="${backup.name}",state="healthy"}`)).toBe(1);
-    expect(sample(text, `svc_circuit_consecutive_failures{provider="${primary.name}"}`)).toBe(1);
+    // each failed attempt is one breaker failure: the 500 and its retry
+    expect(sample(text, `svc_circuit_consecutive_failures{provider="${primary.name}"}`)).toBe(2);
     expect(sample(text, 'svc_webhook_deliveries_total{outcome="failed"}')).toBe(0);
     expect(sample(text, 'svc_queue_depth{queue="webhook-deliveries"}')).toBe(0);
   });

@@ -106,7 +106,8 @@ describe('synchronous speech through upstream providers', () => {
       expect(res.headers.get('x-svc-request-id')).toMatch(REQUEST_ID);
       // the fallback's real speech, in the requested shape
       expect(audioFacts(res.bytes, 'wav', 'audio/wav')).toMatchObject({ sampleRate: 16000, channels: 2 });
-      expect(failing.count(T2A)).toBe(1);
+      // an HTTP 500 is tried once more on its step (decisions §3); a base_resp error is not
+      expect(failing.count(T2A)).toBe(mode === 'http500' ? 2 : 1);
       expect(failing.requests[0].body).toMatchObject({ voice_setting: { voice_id: 'male-qn-qingse' } });
     });
 
@@ -150,7 +151,8 @@ describe('synchronous speech through upstream providers', () => {
           level: '2',
           alert: servedAlert('su-eleven', 'HTTP 503', 'su-openai', 2),
         });
-        expect([failing.count(T2A), eleven.count(), openai.count('/v1/audio/speech')]).toEqual([1, 1, 1]);
+        // each 5xx step is tried twice (decisions §3)
+        expect([failing.count(T2A), eleven.count(), openai.count('/v1/audio/speech')]).toEqual([2, 2, 1]);
         // each fallback sent its own model and its own voice
         expect(openai.requests[0].body).toMatchObject({ model: OPENAI_MODEL, voice: 'alloy', input: TEXT });
       } finally {

@@ -75,14 +75,16 @@ describe('upstream faults under concurrent load', () => {
     pool = await ProviderPool.start('faults', 2);
     t = await startApp({ gateway: pool.gateway, env: { SVC_BREAKER_COOLDOWN_MS: String(COOLDOWN_MS) } });
     [flipping, steady] = pool.take(2);
-    alone = (
-      await t.createKey('flipping upstream alone', [
-        { provider: flipping.name, model: 'm-a', timeout_ms: FLIPPING_TIMEOUT_MS },
-      ])
-    ).secret;
+    alone =
+      // one attempt a request (`retries: 0`): the phases and budgets are sized for it; retries have their own suite
+      (
+        await t.createKey('flipping upstream alone', [
+          { provider: flipping.name, model: 'm-a', timeout_ms: FLIPPING_TIMEOUT_MS, retries: 0 },
+        ])
+      ).secret;
     withFallback = (
       await t.createKey('flipping upstream with a fallback', [
-        { provider: flipping.name, model: 'm-a', timeout_ms: FLIPPING_TIMEOUT_MS },
+        { provider: flipping.name, model: 'm-a', timeout_ms: FLIPPING_TIMEOUT_MS, retries: 0 },
         { provider: steady.name, model: 'm-b', timeout_ms: FALLBACK_TIMEOUT_MS },
       ])
     ).secret;

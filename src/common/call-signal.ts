@@ -28,6 +28,14 @@ export class CallAbort implements CallSignal {
   waitedMs = 0;
   /** W3C trace headers (`traceparent`) of the attempt's span, sent with its upstream request; null while traces are off. */
   traceHeaders: Record<string, string> | null = null;
+  /**
+   * Set by the failover core for the upstream client (decisions §3): called when a stream's 2xx headers arrive (its
+   * deadline moves on to the first token); the step's `stream_idle_timeout_ms`; and the bound of an SSE body's
+   * silences in undici (the longer of that and the first-token deadline, which it also covers).
+   */
+  headersArrived: (() => void) | null = null;
+  bodyTimeoutMs = 0;
+  streamIdleMs = 0;
   private listeners: Array<() => void> | null = null;
 
   addEventListener(_type: 'abort', listener: () => void): void {

@@ -1,19 +1,9 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import {
-  IsIn,
-  IsInt,
-  IsOptional,
-  IsString,
-  Matches,
-  Max,
-  MaxLength,
-  Min,
-  MinLength,
-  ValidateNested,
-} from 'class-validator';
+import { IsIn, IsInt, IsOptional, IsString, Matches, MaxLength, Min, MinLength, ValidateNested } from 'class-validator';
 import { IsStringRecord } from '../common/http/validators';
 import { CONTINUATION_MODES, ContinuationMode, IsContinuation } from './continuation';
+import { ConductSettings } from './conduct.dto';
 import { YamlText } from './yaml-data';
 
 /** Validation message of an empty chain (gateway.yaml and the admin API alike). */
@@ -31,8 +21,8 @@ export class UsageCapDto {
   per!: 'minute' | 'hour' | 'day';
 }
 
-/** One step of a key's failover chain. */
-export class ChainStepDto {
+/** One step of a key's failover chain; its conduct settings (timeouts, retries) override its provider's. */
+export class ChainStepDto extends ConductSettings {
   /** Name of a provider declared in the gateway configuration. */
   @ApiProperty({ example: 'echo' })
   @YamlText()
@@ -47,14 +37,6 @@ export class ChainStepDto {
   @MinLength(1)
   @MaxLength(200)
   model!: string;
-
-  /** Time allowed for the upstream answer (for streams: time to first byte). Default 30000. */
-  @ApiPropertyOptional({ type: 'integer' })
-  @IsOptional()
-  @IsInt()
-  @Min(100)
-  @Max(600000)
-  timeout_ms?: number;
 
   /** Skip this step once the key has sent this many requests to it in the window. */
   @IsOptional()

@@ -114,6 +114,19 @@ describe('gateway configuration', () => {
     );
   });
 
+  it("takes a provider's conduct settings (decisions §2) and refuses one out of range with a clear message", () => {
+    const config = parse(
+      'providers:\n  - { name: oa, kind: openai, api_key: k, retries: 0, retry_after_max_ms: 2000, first_token_timeout_ms: 4000 }\n',
+    );
+    expect(config.provider('oa')).toMatchObject({ retries: 0, retryAfterMaxMs: 2000, firstTokenTimeoutMs: 4000 });
+    expect(() => parse('providers:\n  - { name: oa, kind: openai, api_key: k, retries: 6 }\n')).toThrow(
+      'providers[0].retries: retries must be at most 5',
+    );
+    expect(() =>
+      parse('providers:\n  - { name: oa, kind: openai, api_key: k, first_token_timeout_ms: 1.5 }\n'),
+    ).toThrow(/providers\[0\]\.first_token_timeout_ms: first_token_timeout_ms must be a whole number/);
+  });
+
   it('names the file it cannot read', () => {
     expect(() => loadGatewayConfig('/nonexistent/gateway.yaml')).toThrow(
       'Cannot read gateway configuration /nonexistent/gateway.yaml: ENOENT',

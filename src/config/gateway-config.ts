@@ -20,11 +20,13 @@ import {
 import { readFileSync } from 'node:fs';
 import { CHAIN_NOT_EMPTY, ChainStepDto } from './chain-step.dto';
 import { ContinuationMode, IsContinuation } from './continuation';
+import { ConductSettings } from './conduct.dto';
 import { KIND_TRAITS, PROVIDER_KINDS } from './provider-kinds';
 import type { Capability, ProviderKind } from './provider-kinds';
 import { YamlText, yamlData } from './yaml-data';
 
-export class ProviderConfig {
+/** A provider of the YAML file; its conduct settings (timeouts, retries) are ConductSettings', each a step may override. */
+export class ProviderConfig extends ConductSettings {
   @YamlText()
   @IsString()
   @Matches(/^[a-z0-9][a-z0-9_-]{0,62}$/, { message: 'name must be lowercase letters, digits, - or _' })
@@ -49,19 +51,6 @@ export class ProviderConfig {
   @YamlText()
   @IsString()
   group_id?: string;
-
-  @IsOptional()
-  @IsInt()
-  @Min(100)
-  @Max(600000)
-  timeout_ms?: number;
-
-  /** Longest silence of an upstream body once its headers came (stream chunks, JSON bodies); default 60 s. */
-  @IsOptional()
-  @IsInt()
-  @Min(100)
-  @Max(3600000)
-  stream_idle_timeout_ms?: number;
 
   /** Longest a streamed upstream body (SSE, audio) may take once its headers came, however it trickles; default 10 min. */
   @IsOptional()
@@ -135,8 +124,12 @@ export interface ResolvedProvider {
   groupId: string | null;
   timeoutMs: number | null;
   capabilities: Capability[];
-  /** `stream_idle_timeout_ms` when the YAML sets it; the HTTP adapters' default (60 s) otherwise. */
+  /** `stream_idle_timeout_ms` when the YAML sets it; CONDUCT_DEFAULTS otherwise (as the next three). */
   streamIdleTimeoutMs?: number;
+  /** `first_token_timeout_ms`, `retries`, `retry_after_max_ms` when the YAML sets them. */
+  firstTokenTimeoutMs?: number;
+  retries?: number;
+  retryAfterMaxMs?: number;
   /** `stream_total_timeout_ms` when the YAML sets it; the HTTP adapters' default (10 min) otherwise. */
   streamTotalTimeoutMs?: number;
   /** Raw upstream voice ids (not built-in) that requests may name (`allowed_voice_ids`); none when unset. */
@@ -229,6 +222,9 @@ export function parseGatewayConfig(text: string, source: string, env: NodeJS.Pro
       timeoutMs: p.timeout_ms ?? null,
       capabilities: p.capabilities ?? traits.capabilities,
       ...(p.stream_idle_timeout_ms !== undefined ? { streamIdleTimeoutMs: p.stream_idle_timeout_ms } : {}),
+      ...(p.first_token_timeout_ms !== undefined ? { firstTokenTimeoutMs: p.first_token_timeout_ms } : {}),
+      ...(p.retries !== undefined ? { retries: p.retries } : {}),
+      ...(p.retry_after_max_ms !== undefined ? { retryAfterMaxMs: p.retry_after_max_ms } : {}),
       ...(p.stream_total_timeout_ms !== undefined ? { streamTotalTimeoutMs: p.stream_total_timeout_ms } : {}),
       ...(p.allowed_voice_ids ? { allowedVoiceIds: p.allowed_voice_ids } : {}),
       ...(p.continuation ? { continuation: p.continuation } : {}),

@@ -106,6 +106,32 @@ describe('planRoute', () => {
     expect(plan?.map((s) => s.timeoutMs)).toEqual([5000, 20000, 12345]);
   });
 
+  it("takes each conduct setting from the step, else the provider, else the one table's default", () => {
+    const facts = (name: string): ProviderFacts | undefined =>
+      name === 'tuned'
+        ? { capabilities: ['chat'], timeoutMs: null, firstTokenTimeoutMs: 4000, retries: 3, retryAfterMaxMs: 1000 }
+        : providerOf(name);
+    const chain = [
+      step('tuned', 'm', { first_token_timeout_ms: 1500, retries: 0, stream_idle_timeout_ms: 700 }),
+      step('tuned', 'm2'),
+      step('openai', 'gpt-4o'),
+    ];
+    const plan = planRoute(chain, 'm', 'chat', facts);
+    expect(
+      plan?.map((s) => [
+        s.firstTokenTimeoutMs,
+        s.providerFirstTokenTimeoutMs,
+        s.streamIdleTimeoutMs,
+        s.retries,
+        s.retryAfterMaxMs,
+      ]),
+    ).toEqual([
+      [1500, 4000, 700, 0, 1000],
+      [4000, 4000, 20000, 3, 1000],
+      [10000, 10000, 20000, 1, 5000],
+    ]);
+  });
+
   it('defaults the timeout to 30 seconds', () => {
     expect(planRoute([step('openai', 'gpt-4o')], 'gpt-4o', 'chat', providerOf)?.[0].timeoutMs).toBe(30000);
   });
@@ -257,6 +283,12 @@ describe('classify', () => {
       reason: 'timeout',
     });
     expect(classify({ kind: 'timeout', afterMs: 29999 }, 30000).breakerFailure).toBe(false);
+  });
+
+  it("judges a first-token timeout by the provider's own first_token_timeout_ms (decisions §11)", () => {
+    const firstToken = (afterMs: number) => classify({ kind: 'timeout', afterMs, phase: 'first_token' }, 30000, 10000);
+    expect(firstToken(1500)).toEqual({ verdict: 'next', breakerFailure: false, reason: 'first token timeout' });
+    expect(firstToken(10000)).toEqual({ verdict: 'next', breakerFailure: true, reason: 'first token timeout' });
   });
 
   it('never holds against the provider a deadline that passed while the call waited for a free socket', () => {

@@ -1,8 +1,9 @@
 import type { UpstreamOutcome } from '../providers/provider-adapter';
 import { Capability } from '../config/provider-kinds';
 import { ChainStepDto } from '../config/chain-step.dto';
+import { CONDUCT_DEFAULTS } from '../config/conduct.dto';
 
-export const DEFAULT_TIMEOUT_MS = 30000;
+export const DEFAULT_TIMEOUT_MS = CONDUCT_DEFAULTS.timeoutMs;
 
 /** One step a request may try, in the order it will try them. */
 export interface PlannedStep {
@@ -16,6 +17,16 @@ export interface PlannedStep {
   timeoutMs: number;
   /** The provider's own `timeout_ms` (or the default): only a timeout past it is held against the shared circuit. */
   providerTimeoutMs: number;
+  /** Streams: from the headers to the first data event; the step's, else the provider's, else the default. */
+  firstTokenTimeoutMs: number;
+  /** The provider's own `first_token_timeout_ms` (or the default), as `providerTimeoutMs` for the first token. */
+  providerFirstTokenTimeoutMs: number;
+  /** The longest silence between a stream's events once it has begun. */
+  streamIdleTimeoutMs: number;
+  /** Extra attempts on this step after a transient fault (decisions §3). */
+  retries: number;
+  /** A 429 whose Retry-After is longer than this is not retried on this step. */
+  retryAfterMaxMs: number;
   step: ChainStepDto;
 }
 
@@ -23,6 +34,10 @@ export interface PlannedStep {
 export interface ProviderFacts {
   capabilities: Capability[];
   timeoutMs: number | null;
+  firstTokenTimeoutMs?: number;
+  streamIdleTimeoutMs?: number;
+  retries?: number;
+  retryAfterMaxMs?: number;
 }
 
 /** Entry step, then the later steps with the capability; null means 400 model_not_supported. */
@@ -52,6 +67,13 @@ export function planRoute(
       model: step.model,
       timeoutMs: step.timeout_ms ?? provider.timeoutMs ?? defaultTimeoutMs,
       providerTimeoutMs: provider.timeoutMs ?? defaultTimeoutMs,
+      firstTokenTimeoutMs:
+        step.first_token_timeout_ms ?? provider.firstTokenTimeoutMs ?? CONDUCT_DEFAULTS.firstTokenTimeoutMs,
+      providerFirstTokenTimeoutMs: provider.firstTokenTimeoutMs ?? CONDUCT_DEFAULTS.firstTokenTimeoutMs,
+      streamIdleTimeoutMs:
+        step.stream_idle_timeout_ms ?? provider.streamIdleTimeoutMs ?? CONDUCT_DEFAULTS.streamIdleTimeoutMs,
+      retries: step.retries ?? provider.retries ?? CONDUCT_DEFAULTS.retries,
+      retryAfterMaxMs: step.retry_after_max_ms ?? provider.retryAfterMaxMs ?? CONDUCT_DEFAULTS.retryAfterMaxMs,
       step,
     });
   }
@@ -146,19 +168,26 @@ function describeConnection(code: string | undefined, message: string | undefine
 }
 
 /**
- * `providerTimeoutMs`: the provider's own deadline; a timeout of a shorter deadline (a key's step
- * `timeout_ms`) fails that request over but is that key's choice, not the provider's fault.
+ * `providerTimeoutMs`, `providerFirstTokenMs`: the provider's own deadlines; a timeout of a shorter deadline (a key's
+ * step `timeout_ms` or `first_token_timeout_ms`) fails that request over but is that key's choice, not the provider's
+ * fault (decisions §11).
  */
-export function classify(outcome: UpstreamOutcome, providerTimeoutMs?: number): Classification {
+export function classify(
+  outcome: UpstreamOutcome,
+  providerTimeoutMs?: number,
+  providerFirstTokenMs?: number,
+): Classification {
   switch (outcome.kind) {
     case 'ok':
       return { verdict: 'success', breakerFailure: false, reason: 'ok' };
     case 'timeout': {
       // a wait for a free upstream socket is the gateway's own queue: next step, the circuit untouched (§11)
       if (outcome.local) return { verdict: 'next', breakerFailure: false, reason: LOCAL_QUEUE_REASON };
-      const ownDeadline =
-        outcome.afterMs === undefined || providerTimeoutMs === undefined || outcome.afterMs >= providerTimeoutMs;
-      return { verdict: 'next', breakerFailure: ownDeadline, reason: 'timeout' };
+      // the first-token deadline is held against the provider's own first_token_timeout_ms the same way
+      const own = outcome.phase === 'first_token' ? providerFirstTokenMs : providerTimeoutMs;
+      const ownDeadline = outcome.afterMs === undefined || own === undefined || outcome.afterMs >= own;
+      const reason = outcome.phase === 'first_token' ? 'first token timeout' : 'timeout';
+      return { verdict: 'next', breakerFailure: ownDeadline, reason };
     }
     case 'connection':
       return { verdict: 'next', breakerFailure: true, reason: describeConnection(outcome.code, outcome.message) };

@@ -5,6 +5,7 @@ const served = (over: Partial<Parameters<typeof servedHeaders>[0]> = {}) => ({
   model: 'm',
   level: 1,
   exhausted: { provider: 'p1', reason: 'circuit open' },
+  attempts: 1,
   ...over,
 });
 
@@ -14,6 +15,7 @@ describe('served headers', () => {
       'x-svc-provider-used': 'p2',
       'x-svc-is-fallback': 'true',
       'x-svc-fallback-level': '1',
+      'x-svc-attempts': '1',
       'x-svc-fallback-alert': JSON.stringify({
         message: 'p1 failed (circuit open); served by p2 at level 1',
         exhausted_provider: 'p1',
@@ -21,10 +23,11 @@ describe('served headers', () => {
         fallback_level: 1,
       }),
     });
-    expect(servedHeaders(served({ level: 0, provider: 'p1', exhausted: null }))).toEqual({
+    expect(servedHeaders(served({ level: 0, provider: 'p1', exhausted: null, attempts: 2 }))).toEqual({
       'x-svc-provider-used': 'p1',
       'x-svc-is-fallback': 'false',
       'x-svc-fallback-level': '0',
+      'x-svc-attempts': '2',
     });
   });
 

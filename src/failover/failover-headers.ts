@@ -8,6 +8,8 @@ export interface ServedBy {
   level: number;
   /** The last step that failed (or was skipped) before the serving one; null when the entry step served. */
   exhausted: { provider: string; reason: string } | null;
+  /** Upstream attempts made before the answer's headers (`x-svc-attempts`, decisions §3); retries included. */
+  attempts: number;
 }
 
 export interface FallbackAlert {
@@ -59,12 +61,12 @@ function below(node: CacheNode, value: string | number): CacheNode {
 /**
  * The x-svc-* headers of a served (or upstream-rejected) request (decisions §4), made once per distinct
  * (served, note): past an open circuit every request gets the same alert, whose JSON cost more than a
- * microsecond to build each time. The sets are found one Map level per field (provider, level, then the
+ * microsecond to build each time. The sets are found one Map level per field (provider, level, attempts, then the
  * exhausted provider, its reason and the note): each is a value the request already holds, where a joined
  * key was a new string to build and hash on every request.
  */
 export function servedHeaderPairs(served: ServedBy, note: string | null = null): HeaderPairs {
-  let node = below(below(cacheRoot, served.provider), served.level);
+  let node = below(below(below(cacheRoot, served.provider), served.level), served.attempts);
   const exhausted = served.exhausted;
   // no note and an empty one make the same alert
   if (exhausted) node = below(below(below(node, exhausted.provider), exhausted.reason), note ?? '');
@@ -93,6 +95,7 @@ function buildServedHeaders(served: ServedBy, note: string | null): Record<strin
     'x-svc-provider-used': served.provider,
     'x-svc-is-fallback': String(served.level > 0),
     'x-svc-fallback-level': String(served.level),
+    'x-svc-attempts': String(served.attempts),
   };
   const alert = alertFor(served, note);
   if (alert) headers['x-svc-fallback-alert'] = JSON.stringify(alert);
@@ -102,9 +105,10 @@ function buildServedHeaders(served: ServedBy, note: string | null): Record<strin
 /** When no step served: `none` served, at the level the chain reached; the alert names the last failure. */
 export function exhaustedHeaders(
   failures: Array<{ provider: string; reason: string; level: number }>,
+  attempts: number,
 ): Record<string, string> {
   const last = failures[failures.length - 1];
-  if (!last) return {};
+  if (!last) return { 'x-svc-attempts': String(attempts) };
   const alert: FallbackAlert = {
     message: `all providers failed: ${failures.map((f) => `${f.provider} (${f.reason})`).join(', ')}`,
     exhausted_provider: last.provider,
@@ -115,6 +119,7 @@ export function exhaustedHeaders(
     'x-svc-provider-used': NO_PROVIDER,
     'x-svc-is-fallback': String(last.level > 0),
     'x-svc-fallback-level': String(last.level),
+    'x-svc-attempts': String(attempts),
     'x-svc-fallback-alert': JSON.stringify(alert),
   };
 }

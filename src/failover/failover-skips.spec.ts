@@ -34,7 +34,13 @@ describe('FailoverService.execute: skipped steps', () => {
       { provider: skipped, model: 'm1', level: 0, outcome: `skipped: ${reason}`, latency_ms: null },
       { provider: 'p2', model: 'm2', level: 1, outcome: 'ok', latency_ms: expect.any(Number) },
     ]);
-    expect(scope.served).toEqual({ provider: 'p2', model: 'm2', level: 1, exhausted: { provider: skipped, reason } });
+    expect(scope.served).toEqual({
+      provider: 'p2',
+      model: 'm2',
+      level: 1,
+      exhausted: { provider: skipped, reason },
+      attempts: 1,
+    });
     expect(h.calls).toEqual(['p2']);
     expect(h.metrics.attempts).toEqual([['p2', true]]);
     expect(h.metrics.failovers).toEqual([[skipped, 'p2']]);
@@ -55,7 +61,7 @@ describe('FailoverService.execute: skipped steps', () => {
     const h = failoverHarness([step('p1', 'm1', { usage_cap: perMinute }), step('p2', 'm2')]);
     const first = h.scope();
     await expect(h.failover.execute(first, 'm1', h.chat)).resolves.toEqual({ text: 'p1' });
-    expect(first.served).toEqual({ provider: 'p1', model: 'm1', level: 0, exhausted: null });
+    expect(first.served).toEqual({ provider: 'p1', model: 'm1', level: 0, exhausted: null, attempts: 1 });
     expect(h.events.failovers).toEqual([]);
 
     const second = h.scope();
@@ -107,6 +113,7 @@ describe('FailoverService.execute: skipped steps', () => {
         'x-svc-provider-used': 'none',
         'x-svc-is-fallback': 'true',
         'x-svc-fallback-level': '1',
+        'x-svc-attempts': '0',
         'x-svc-fallback-alert': JSON.stringify({
           message: 'all providers failed: p1 (circuit open), p2 (circuit open)',
           exhausted_provider: 'p2',

@@ -18,6 +18,12 @@ const failed = (provider: string, model: string, level: number, outcome: string)
   outcome,
   latency_ms: expect.any(Number),
 });
+/** A retry on the same step (decisions §3): its record carries its number there. */
+const retried = (provider: string, model: string, level: number, outcome: string, attempt = 2) => ({
+  ...failed(provider, model, level, outcome),
+  attempt,
+  retry: true,
+});
 
 describe('FailoverService.execute', () => {
   it('returns what the entry step serves, at level 0, with no failover reported', async () => {
@@ -28,7 +34,7 @@ describe('FailoverService.execute', () => {
 
     expect(scope.requestedModel).toBe('m1');
     expect(scope.attempts).toEqual([ok('p1', 'm1', 0)]);
-    expect(scope.served).toEqual({ provider: 'p1', model: 'm1', level: 0, exhausted: null });
+    expect(scope.served).toEqual({ provider: 'p1', model: 'm1', level: 0, exhausted: null, attempts: 1 });
     expect(h.calls).toEqual(['p1']);
     expect(h.metrics.attempts).toEqual([['p1', true]]);
     expect(h.metrics.failovers).toEqual([]);
@@ -40,39 +46,54 @@ describe('FailoverService.execute', () => {
   });
 
   const provider500: UpstreamOutcome = { kind: 'http', status: 500, message: 'boom' };
-  it.each<[string, () => Promise<never>, string, number]>([
-    ['an HTTP 500', () => Promise.reject(new UpstreamFailure(provider500)), 'HTTP 500', 1],
-    ['an HTTP 429', () => Promise.reject(new UpstreamFailure({ kind: 'http', status: 429 })), 'HTTP 429', 1],
+  // the transient faults (a 5xx, a refused connection) are tried once more on the step first (decisions §3),
+  // each attempt one breaker failure; the others go to the next step at once
+  it.each<[string, () => Promise<never>, string, number, number]>([
+    ['an HTTP 500', () => Promise.reject(new UpstreamFailure(provider500)), 'HTTP 500', 2, 2],
+    ['an HTTP 429', () => Promise.reject(new UpstreamFailure({ kind: 'http', status: 429 })), 'HTTP 429', 1, 1],
     [
       'a refused connection',
       () => Promise.reject(new UpstreamFailure({ kind: 'connection', code: 'ECONNREFUSED' })),
       'connection refused (ECONNREFUSED)',
+      2,
+      2,
+    ],
+    [
+      'an unexpected error',
+      () => Promise.reject(new Error('socket hang up')),
+      'connection error: socket hang up',
+      1,
       1,
     ],
-    ['an unexpected error', () => Promise.reject(new Error('socket hang up')), 'connection error: socket hang up', 1],
     [
       'a provider error blaming the request (no breaker failure)',
       () =>
         Promise.reject(new UpstreamFailure({ kind: 'provider_error', code: 1026, message: 'bad', requestFault: true })),
       'provider error 1026: bad',
+      1,
       0,
     ],
-  ])('fails over from %s on the entry step to the next step', async (_, behaviour, reason, breakerFailures) => {
+  ])('fails over from %s on the entry step to the next step', async (_, behaviour, reason, tries, breakerFailures) => {
     const h = failoverHarness(chain);
     h.behave.p1 = behaviour;
     const scope = h.scope();
 
     await expect(h.failover.execute(scope, 'm1', h.chat)).resolves.toEqual({ text: 'p2' });
 
-    expect(scope.attempts).toEqual([failed('p1', 'm1', 0, reason), ok('p2', 'm2', 1)]);
-    expect(scope.served).toEqual({ provider: 'p2', model: 'm2', level: 1, exhausted: { provider: 'p1', reason } });
-    expect(h.calls).toEqual(['p1', 'p2']);
+    const onP1 =
+      tries === 2 ? [failed('p1', 'm1', 0, reason), retried('p1', 'm1', 0, reason)] : [failed('p1', 'm1', 0, reason)];
+    expect(scope.attempts).toEqual([...onP1, ok('p2', 'm2', 1)]);
+    expect(scope.served).toEqual({
+      provider: 'p2',
+      model: 'm2',
+      level: 1,
+      exhausted: { provider: 'p1', reason },
+      attempts: tries + 1,
+    });
+    expect(h.calls).toEqual([...Array<string>(tries).fill('p1'), 'p2']);
     expect(h.circuits.view('p1')).toMatchObject({ consecutive_failures: breakerFailures });
     expect(h.circuits.view('p2')).toMatchObject({ status: 'healthy', consecutive_failures: 0 });
-    expect(h.metrics.attempts).toEqual([
-      ['p1', false],
-      ['p2', true],
-    ]);
+    expect(h.metrics.attempts).toEqual([...Array<[string, boolean]>(tries).fill(['p1', false]), ['p2', true]]);
     expect(h.metrics.failovers).toEqual([['p1', 'p2']]);
     expect(h.events.failovers).toEqual([
       {
@@ -142,18 +163,25 @@ describe('FailoverService.execute', () => {
         'x-svc-provider-used': 'p2',
         'x-svc-is-fallback': 'true',
         'x-svc-fallback-level': '1',
+        'x-svc-attempts': '3',
         'x-svc-fallback-alert': JSON.stringify(alert),
         'x-svc-upstream-status': String(status),
       });
-      expect(h.calls).toEqual(['p1', 'p2']);
-      expect(scope.attempts).toEqual([failed('p1', 'm1', 0, 'HTTP 500'), failed('p2', 'm2', 1, `HTTP ${status}`)]);
+      // the 500 is tried once more on p1 (decisions §3); the client's error is not
+      expect(h.calls).toEqual(['p1', 'p1', 'p2']);
+      expect(scope.attempts).toEqual([
+        failed('p1', 'm1', 0, 'HTTP 500'),
+        retried('p1', 'm1', 0, 'HTTP 500'),
+        failed('p2', 'm2', 1, `HTTP ${status}`),
+      ]);
       expect(scope.served).toEqual({
         provider: 'p2',
         model: 'm2',
         level: 1,
         exhausted: { provider: 'p1', reason: 'HTTP 500' },
+        attempts: 3,
       });
-      expect(h.circuits.view('p1').consecutive_failures).toBe(1);
+      expect(h.circuits.view('p1').consecutive_failures).toBe(2);
       expect(h.circuits.view('p2')).toMatchObject({ status: 'healthy', consecutive_failures: 0 });
       expect(h.events.failovers).toEqual([]);
     },
@@ -174,6 +202,7 @@ describe('FailoverService.execute', () => {
       'x-svc-provider-used': 'p1',
       'x-svc-is-fallback': 'false',
       'x-svc-fallback-level': '0',
+      'x-svc-attempts': '1',
       'x-svc-upstream-status': '400',
     });
     expect(h.calls).toEqual(['p1']);
@@ -240,6 +269,7 @@ describe('FailoverService.execute', () => {
       'x-svc-provider-used': 'none',
       'x-svc-is-fallback': 'true',
       'x-svc-fallback-level': '2',
+      'x-svc-attempts': '5',
       'x-svc-fallback-alert': JSON.stringify({
         message: `all providers failed: ${failures}`,
         exhausted_provider: 'p3',
@@ -249,12 +279,15 @@ describe('FailoverService.execute', () => {
     });
     expect(err.headers['Retry-After']).toBeUndefined();
     expect(scope.served).toBeNull();
+    // the 503 and the reset are tried once more on their step, the timeout is not (decisions §3)
     expect(scope.attempts.map((a) => `${a.provider}:${a.level}:${a.outcome}`)).toEqual([
       'p1:0:HTTP 503',
+      'p1:0:HTTP 503',
+      'p2:1:connection reset (ECONNRESET)',
       'p2:1:connection reset (ECONNRESET)',
       'p3:2:timeout',
     ]);
-    expect(['p1', 'p2', 'p3'].map((p) => h.circuits.view(p).consecutive_failures)).toEqual([1, 1, 1]);
+    expect(['p1', 'p2', 'p3'].map((p) => h.circuits.view(p).consecutive_failures)).toEqual([2, 2, 1]);
     expect(h.metrics.failovers).toEqual([]);
     expect(h.events.failovers).toEqual([]);
   });
@@ -325,7 +358,7 @@ describe('FailoverService.execute', () => {
 
     await expect(h.failover.execute(scope, 'm1', h.chat, planned)).resolves.toEqual({ text: 'p2' });
 
-    expect(scope.served).toEqual({ provider: 'p2', model: 'm2', level: 1, exhausted: null });
+    expect(scope.served).toEqual({ provider: 'p2', model: 'm2', level: 1, exhausted: null, attempts: 1 });
     expect(h.calls).toEqual(['p2']);
     expect(h.events.failovers).toEqual([]);
   });

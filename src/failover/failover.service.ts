@@ -1,7 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Counter } from 'prom-client';
 import { DomainError } from '../common/errors/domain-error';
-import { isErrorType } from '../common/errors/error-codes';
 import { GatewayConfig } from '../config/gateway-config';
 import { requestFields } from '../config/logging';
 import type { Capability } from '../config/provider-kinds';
@@ -14,12 +13,29 @@ import { classify, PlannedStep, planRoute, type StepMisfit } from './chain';
 import type { UpstreamFailure } from '../providers/provider-adapter';
 import { CircuitRegistry } from './circuit-registry';
 import { EventsService } from './events.service';
-import { exhaustedHeaders, servedHeaders } from './failover-headers';
+import { retryAfterOf, retryWait, waitUnlessGone } from './attempt-policy';
+import { exhaustedError, relayedError, type StepFailure } from './failover-errors';
 import { FailoverScope, ScopeResult } from './failover-scope';
 import { StepQuotas } from '../quotas/step-quotas.service';
 import { secondsLeftInWindow } from '../quotas/window-counter';
-import { Attempt, attemptWithTimeout, toFailure, upstreamMessage } from './step-attempt';
+import { Attempt, attemptRecord, attemptWithTimeout, toFailure, upstreamMessage } from './step-attempt';
 import { describeUnconfigured, UnconfiguredStep, unconfiguredSteps } from './unconfigured-steps';
+import type { AttemptTrace } from '../tracing/request-trace';
+
+/** One failed attempt on a step, as the step loop hands it to `failed`. */
+interface FailedAttempt {
+  scope: FailoverScope;
+  planned: PlannedStep[];
+  step: PlannedStep;
+  failures: StepFailure[];
+  /** Attempts sent by the request so far, this one included. */
+  attempted: number;
+  /** This attempt's number on its step (1: the first, 2: its retry...). */
+  number: number;
+  started: number;
+  /** Its CLIENT span, while traces are on. */
+  traced?: AttemptTrace;
+}
 
 /**
  * The failover core, the same for chat, speech, async speech and the speech stream: walk the
@@ -96,8 +112,11 @@ export class FailoverService {
     planned = this.plan(scope.key, model, scope.capability),
   ): Promise<T> {
     scope.requestedModel = model;
-    const failures: Array<{ provider: string; reason: string; level: number }> = [];
+    const failures: StepFailure[] = [];
+    /** Upstream attempts sent, retries included (`x-svc-attempts`). */
     let attempted = 0;
+    /** The smallest Retry-After an upstream gave, for the final error (decisions §3). */
+    let retryAfterMs: number | undefined;
     /** The steps skipped, for the Retry-After of a 503 when no step was tried (worked out only then). */
     let skipped: Array<{ step: PlannedStep; skip: string | null }> | null = null;
     for (const step of planned) {
@@ -122,150 +141,115 @@ export class FailoverService {
         failures.push({ provider: step.provider, reason: skip ?? 'skipped', level: step.level });
         continue;
       }
-      attempted += 1;
-      const started = Date.now();
-      const traced = scope.trace?.startAttempt(step, adapter.kind, attempted); // tracing hook (retry 0, no continuation)
-      try {
-        const value = await attemptWithTimeout(scope, adapter, step, attempt);
-        const latency = Date.now() - started;
-        scope.attempts.push({
-          provider: step.provider,
-          model: step.model,
-          level: step.level,
-          outcome: 'ok',
-          latency_ms: latency,
-        });
-        if (traced) scope.trace?.servedBy(traced, value); // tracing hook
-        this.metrics.upstreamAttempt(step.provider, true, latency);
-        this.circuits.recordSuccess(step.provider, scope.requestId);
-        const exhausted = failures[failures.length - 1] ?? null;
-        scope.served = {
-          provider: step.provider,
-          model: step.model,
-          level: step.level,
-          exhausted: exhausted && { provider: exhausted.provider, reason: exhausted.reason },
-        };
-        // a failover is this call moving past a step that failed or was skipped; a pinned fallback step
-        // (the later sentences of a speech stream) serves at its level without failing over again
-        if (step.level > 0 && exhausted) {
-          this.metrics.failover(exhausted.provider, step.provider);
-          // only the first of a coalescing window is waited for (a counted one returns nothing to await)
-          const stored = scope.announceFailover(step.provider) ? this.storeFailoverEvent(scope, latency) : null;
-          if (stored) await stored;
+      // the step's attempts: the first, then a retry after each transient fault while its retries last (§3)
+      for (let number = 1; ; number++) {
+        attempted += 1;
+        const trace = { afterHeaders: false };
+        const started = Date.now();
+        // tracing hook: the attempt's CLIENT span (its retry number, and whether it continues a broken stream)
+        const traced = scope.trace?.startAttempt(step, adapter.kind, attempted, number - 1, scope.midStream);
+        try {
+          const value = await attemptWithTimeout(scope, adapter, step, attempt, trace);
+          await this.served(scope, step, failures, attempted, number, Date.now() - started);
+          if (traced) scope.trace?.servedBy(traced, value); // tracing hook
+          return value;
+        } catch (err) {
+          const failed = { scope, planned, step, failures, attempted, number, started, traced };
+          const { failure, reason } = this.failed(failed, err);
+          const said = retryAfterOf(failure.outcome);
+          if (said !== undefined) retryAfterMs = Math.min(retryAfterMs ?? said, said);
+          const wait = retryWait(failure.outcome, { number, afterHeaders: trace.afterHeaders }, step);
+          // a retry only while the circuit still lets the provider be tried, and someone waits for it
+          const again = wait !== null && this.circuits.isAvailable(step.provider);
+          this.logger.warn(
+            requestFields(scope.requestId),
+            `${step.provider} failed for ${scope.requestId} (${reason}); ${again ? `trying it again in ${wait} ms` : 'trying the next step'}`,
+          );
+          if (!again) break;
+          if (!(await waitUnlessGone(scope, wait))) throw err;
         }
-        return value;
-      } catch (err) {
-        const latency = Date.now() - started;
-        if (scope.aborted) {
-          // the client left: not the provider's fault, and nobody is waiting for another step
-          scope.attempts.push({
-            provider: step.provider,
-            model: step.model,
-            level: step.level,
-            outcome: 'client disconnected',
-            latency_ms: latency,
-          });
-          if (traced) scope.trace?.attemptFailed(traced, 'cancelled'); // tracing hook
-          throw err;
-        }
-        // the gateway's own verdict on the request (e.g. audio_too_long), not the provider's fault: no other step would do better
-        if (err instanceof DomainError) {
-          scope.attempts.push({
-            provider: step.provider,
-            model: step.model,
-            level: step.level,
-            outcome: err.code,
-            latency_ms: latency,
-          });
-          if (traced) scope.trace?.attemptFailed(traced, err.code); // tracing hook
-          throw err;
-        }
-        const failure = toFailure(err, scope.requestId);
-        const verdict = classify(failure.outcome, step.providerTimeoutMs);
-        scope.attempts.push({
-          provider: step.provider,
-          model: step.model,
-          level: step.level,
-          outcome: verdict.reason,
-          latency_ms: latency,
-        });
-        if (traced) scope.trace?.attemptFailed(traced, failure.outcome); // tracing hook
-        this.metrics.upstreamAttempt(step.provider, false, latency);
-        if (verdict.verdict === 'misconfigured_step' && verdict.misfit) {
-          this.stepMisconfigured(scope, step, verdict.misfit, failure);
-          // the last step has no other to try: its refusal is the answer, like every other refusal
-          if (step === planned[planned.length - 1]) throw this.relayed(scope, step, failures, failure);
-        }
-        if (verdict.verdict === 'client_error') throw this.relayed(scope, step, failures, failure);
-        if (verdict.breakerFailure) this.circuits.recordFailure(step.provider, scope.requestId);
-        this.logger.warn(
-          requestFields(scope.requestId),
-          `${step.provider} failed for ${scope.requestId} (${verdict.reason}); trying the next step`,
-        );
-        failures.push({ provider: step.provider, reason: verdict.reason, level: step.level });
       }
     }
-    const headers = exhaustedHeaders(failures);
     // the steps this request would have tried but for their provider not being configured: fallbacks, and earlier entries of the model
     const entryIndex = planned[0]?.chainIndex ?? 0;
     const unconfigured = this.unconfiguredSteps(scope.key, scope.capability).filter(
       (step) => step.chainIndex > entryIndex || step.model === model,
     );
     const why = unconfigured.length > 0 ? ` ${describeUnconfigured(unconfigured)}` : '';
-    if (attempted === 0) {
-      // when the soonest skipped step is served again (whole seconds)
-      const retryAfter = Math.min(...(skipped ?? []).map(({ step, skip }) => this.secondsUntilServed(step, skip)));
-      if (Number.isFinite(retryAfter)) headers['Retry-After'] = String(retryAfter);
-      throw new DomainError(
-        'no_provider_available',
-        `Every provider of this request is unavailable (open circuit or usage cap); retry later.${why}`,
-        { headers },
-      );
-    }
-    throw new DomainError(
-      'all_providers_failed',
-      `Every provider failed: ${failures.map((f) => `${f.provider} (${f.reason})`).join(', ')}.${why}`,
-      {
-        headers,
-      },
+    // when the soonest skipped step is served again (whole seconds)
+    throw exhaustedError(failures, attempted, why, retryAfterMs, () =>
+      Math.min(...(skipped ?? []).map(({ step, skip }) => this.secondsUntilServed(step, skip))),
     );
   }
 
-  /** An upstream's refusal of the client's request, relayed with its status and, in OpenAI's shape, its own fields. */
-  private relayed(
+  /** A step served: its record, the breaker's success, who served, and the failover event when it was one. */
+  private async served(
     scope: FailoverScope,
     step: PlannedStep,
-    failures: Array<{ provider: string; reason: string }>,
-    failure: UpstreamFailure,
-  ): DomainError {
-    const outcome = failure.outcome;
-    const status = outcome.kind === 'http' ? outcome.status : 400;
+    failures: StepFailure[],
+    attempted: number,
+    number: number,
+    latency: number,
+  ): Promise<void> {
+    // a retry that served: the step's own earlier failure is no failover (the last failure is that step's)
+    if (number > 1) failures.pop();
+    scope.attempts.push(attemptRecord(step, 'ok', latency, number));
+    this.metrics.upstreamAttempt(step.provider, true, latency);
+    this.circuits.recordSuccess(step.provider, scope.requestId);
     const exhausted = failures[failures.length - 1] ?? null;
     scope.served = {
       provider: step.provider,
       model: step.model,
       level: step.level,
       exhausted: exhausted && { provider: exhausted.provider, reason: exhausted.reason },
+      attempts: attempted,
     };
-    const fields = outcome.kind === 'http' ? outcome.error : undefined;
-    // only a body with a `code` is in OpenAI's shape: a client reads it as the provider wrote it (decisions §3)
-    const relayed = fields?.code
-      ? {
-          // the body's documented categories (decisions §5); OpenAI's own refusals are invalid_request_error
-          type: isErrorType(fields.type) ? fields.type : ('invalid_request_error' as const),
-          code: fields.code,
-          param: fields.param ?? null,
-        }
-      : undefined;
-    const message =
-      relayed && outcome.kind === 'http' && outcome.message
-        ? outcome.message
-        : `${step.provider} rejected the request: ${upstreamMessage(failure)}`;
-    return new DomainError('upstream_rejected', message, {
-      status,
-      relayed,
-      headers: { ...servedHeaders(scope.served), 'x-svc-upstream-status': String(status) },
-    });
+    // a failover is this call moving past a step that failed or was skipped; a pinned fallback step
+    // (the later sentences of a speech stream) serves at its level without failing over again
+    if (step.level > 0 && exhausted) {
+      this.metrics.failover(exhausted.provider, step.provider);
+      // only the first of a coalescing window is waited for (a counted one returns nothing to await)
+      const stored = scope.announceFailover(step.provider) ? this.storeFailoverEvent(scope, latency) : null;
+      if (stored) await stored;
+    }
+  }
+
+  /**
+   * A failed attempt: recorded, held against the breaker as §11 says, and either thrown on (the client left, the
+   * gateway's own verdict, the client's error) or returned for the loop to retry the step or move past it.
+   */
+  private failed(attempt: FailedAttempt, err: unknown): { failure: UpstreamFailure; reason: string } {
+    const { scope, planned, step, failures, attempted, number, started, traced } = attempt;
+    const latency = Date.now() - started;
+    // the client left: not the provider's fault, and nobody is waiting for another step
+    if (scope.aborted) {
+      scope.attempts.push(attemptRecord(step, 'client disconnected', latency, number));
+      if (traced) scope.trace?.attemptFailed(traced, 'cancelled'); // tracing hook
+      throw err;
+    }
+    // the gateway's own verdict on the request (e.g. audio_too_long), not the provider's fault: no other step would do better
+    if (err instanceof DomainError) {
+      scope.attempts.push(attemptRecord(step, err.code, latency, number));
+      if (traced) scope.trace?.attemptFailed(traced, err.code); // tracing hook
+      throw err;
+    }
+    const failure = toFailure(err, scope.requestId);
+    const verdict = classify(failure.outcome, step.providerTimeoutMs, step.providerFirstTokenTimeoutMs);
+    scope.attempts.push(attemptRecord(step, verdict.reason, latency, number));
+    if (traced) scope.trace?.attemptFailed(traced, failure.outcome); // tracing hook
+    this.metrics.upstreamAttempt(step.provider, false, latency);
+    if (verdict.verdict === 'misconfigured_step' && verdict.misfit) {
+      this.stepMisconfigured(scope, step, verdict.misfit, failure);
+      // the last step has no other to try: its refusal is the answer, like every other refusal
+      if (step === planned[planned.length - 1]) throw relayedError(scope, step, failures, failure, attempted);
+    }
+    if (verdict.verdict === 'client_error') throw relayedError(scope, step, failures, failure, attempted);
+    if (verdict.breakerFailure) this.circuits.recordFailure(step.provider, scope.requestId);
+    // a step is in the alert once, with its last attempt's reason
+    const last = failures[failures.length - 1];
+    if (last && number > 1 && last.provider === step.provider && last.level === step.level) failures.pop();
+    failures.push({ provider: step.provider, reason: verdict.reason, level: step.level });
+    return { failure, reason: verdict.reason };
   }
 
   /** A step whose refusal names the step itself: the operator's to fix, so a warning and a count. */

@@ -17,7 +17,13 @@ function fakeCore(options: { fails?: Error } = {}) {
     openScope: (requestId: string) => new FailoverScope(requestId, key, 'chat', (_, result) => finished.push(result)),
     execute: async <T>(scope: FailoverScope, _model: string, attempt: Attempt<T>): Promise<T> => {
       if (options.fails) throw options.fails;
-      scope.served = { provider: 'p2', model: 'm', level: 1, exhausted: { provider: 'p1', reason: 'HTTP 500' } };
+      scope.served = {
+        provider: 'p2',
+        model: 'm',
+        level: 1,
+        exhausted: { provider: 'p1', reason: 'HTTP 500' },
+        attempts: 2,
+      };
       return attempt({} as never, {} as never, {} as never);
     },
     streamFailed: (_scope: FailoverScope, err: unknown) => {

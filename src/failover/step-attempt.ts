@@ -1,10 +1,11 @@
 import { Logger } from '@nestjs/common';
-import type { CallContext, ProviderAdapter } from '../providers/provider-adapter';
+import type { CallContext, ProviderAdapter, StepPhases } from '../providers/provider-adapter';
 import { UpstreamFailure } from '../providers/provider-adapter';
 import type { PlannedStep } from './chain';
 import type { FailoverScope } from './failover-scope';
 import { requestFields } from '../config/logging';
 import { CallAbort } from '../common/call-signal';
+import type { AttemptRecord } from '../usage/usage-record.entity';
 
 /** One attempt on one step; for streams it resolves once the first chunk is in hand. */
 export type Attempt<T> = (adapter: ProviderAdapter, ctx: CallContext, step: PlannedStep) => Promise<T>;
@@ -14,31 +15,66 @@ const logger = new Logger('FailoverService');
 class StepTimeout extends Error {
   /**
    * `waitedMs`: of `ms`, the time the call waited for a free upstream socket in the gateway; `queued`: it was still
-   * waiting when the deadline passed. Only the rest was the provider's (decisions §11).
+   * waiting when the deadline passed. Only the rest was the provider's (decisions §11). `phase`: the deadline that
+   * passed, `first_token` once a stream's headers came.
    */
   constructor(
     readonly ms: number,
     readonly waitedMs = 0,
     readonly queued = false,
+    readonly phase: 'headers' | 'first_token' = 'headers',
   ) {
-    super(`timeout after ${ms} ms`);
+    super(`${phase === 'first_token' ? 'first token ' : ''}timeout after ${ms} ms`);
     this.name = 'TimeoutError';
   }
 }
+
+/** One attempt's line of the usage record; a retry on the same step is marked with its number (decisions §3). */
+export const attemptRecord = (step: PlannedStep, outcome: string, latency: number, number: number): AttemptRecord =>
+  number > 1
+    ? {
+        provider: step.provider,
+        model: step.model,
+        level: step.level,
+        outcome,
+        latency_ms: latency,
+        attempt: number,
+        retry: true,
+      }
+    : { provider: step.provider, model: step.model, level: step.level, outcome, latency_ms: latency };
 
 /** What the provider said, for the message of a relayed client error. */
 export const upstreamMessage = (err: UpstreamFailure): string =>
   (err.outcome.kind === 'http' || err.outcome.kind === 'provider_error' ? err.outcome.message : undefined) ??
   err.message;
 
-/** A step's timeout that a local wait (the audio pool's queue) holds, and that starts whole again when the wait ends. */
-class StepDeadline {
+/**
+ * A step's deadline in two phases (decisions §3): `timeout_ms` to a stream's headers (a whole answer otherwise), then
+ * `first_token_timeout_ms` from the headers to the first data event. A local wait (the audio pool's queue) holds it,
+ * and the phase's timeout starts whole again when the wait ends.
+ */
+export class StepDeadline implements StepPhases {
   private timer: NodeJS.Timeout | null = null;
   private held = false;
   private settled = false;
   private onTimeout: (() => void) | null = null;
+  phase: 'headers' | 'first_token' = 'headers';
+  ms: number;
 
-  constructor(private readonly ms: number) {}
+  constructor(
+    timeoutMs: number,
+    private readonly firstTokenMs = timeoutMs,
+  ) {
+    this.ms = timeoutMs;
+  }
+
+  /** A stream's headers came: the first-token deadline runs from now (once). */
+  headersReceived(): void {
+    if (this.phase === 'first_token' || this.settled) return;
+    this.phase = 'first_token';
+    this.ms = this.firstTokenMs;
+    if (!this.held) this.restart();
+  }
 
   /** Runs the timer (unless a wait holds it); `onTimeout` fires once when it ends. */
   arm(onTimeout: () => void): void {
@@ -72,12 +108,18 @@ class StepDeadline {
   }
 }
 
-/** Runs one attempt under the step's timeout; the attempt's signal also fires when the client leaves. */
+/** What one attempt showed besides its result: whether a stream's headers came (the policy reads it). */
+export interface AttemptTrace {
+  afterHeaders: boolean;
+}
+
+/** Runs one attempt under the step's deadline; the attempt's signal also fires when the client leaves. */
 export function attemptWithTimeout<T>(
   scope: FailoverScope,
   adapter: ProviderAdapter,
   step: PlannedStep,
   attempt: Attempt<T>,
+  trace?: AttemptTrace,
 ): Promise<T> {
   // not an AbortController: on Node 20 one costs about 3 µs with undici's listener on it (src/common/call-signal.ts)
   const controller = new CallAbort();
@@ -87,7 +129,16 @@ export function attemptWithTimeout<T>(
   if (scope.trace) controller.traceHeaders = scope.trace.upstreamHeaders;
   // kept after the attempt settles: a stream goes on reading through this signal after its first chunk
   scope.onAbort((reason) => controller.abort(reason));
-  const deadline = new StepDeadline(step.timeoutMs);
+  const deadline = new StepDeadline(step.timeoutMs, step.firstTokenTimeoutMs);
+  // the upstream client moves the deadline on at a stream's headers and bounds its silences (decisions §3)
+  controller.headersArrived = () => {
+    if (trace) trace.afterHeaders = true;
+    deadline.headersReceived();
+  };
+  // undici's timer bounds the body's silences, the wait for the first data event included
+  controller.bodyTimeoutMs = Math.max(step.streamIdleTimeoutMs, step.firstTokenTimeoutMs);
+  // ... and a stream's reading then keeps the shorter idle bound itself once data flows (SseReading)
+  controller.streamIdleMs = step.streamIdleTimeoutMs;
   const ctx: CallContext = {
     model: step.model,
     signal: controller,
@@ -100,7 +151,13 @@ export function attemptWithTimeout<T>(
   const pending = attempt(adapter, ctx, step);
   return new Promise<T>((resolve, reject) => {
     deadline.arm(() => {
-      const error = new StepTimeout(step.timeoutMs, controller.socketWaitMs(Date.now()), controller.waitingSince > 0);
+      const error = new StepTimeout(
+        deadline.ms,
+        // a wait for a socket ends before any headers: none of the first-token phase was local
+        deadline.phase === 'first_token' ? 0 : controller.socketWaitMs(Date.now()),
+        controller.waitingSince > 0,
+        deadline.phase,
+      );
       controller.abort(error);
       reject(error);
     });
@@ -126,6 +183,7 @@ export function toFailure(err: unknown, requestId: string): UpstreamFailure {
       kind: 'timeout',
       afterMs: err.ms - err.waitedMs,
       ...(err.queued ? { local: true } : {}),
+      ...(err.phase === 'first_token' ? { phase: 'first_token' as const } : {}),
     });
   logger.error({ err, ...requestFields(requestId) }, 'adapter threw an unexpected error');
   return new UpstreamFailure({ kind: 'connection', message: (err as Error).message });

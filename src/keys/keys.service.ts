@@ -3,6 +3,7 @@ import { GatewayConfig } from '../config/gateway-config';
 import { DomainError, notFound } from '../common/errors/domain-error';
 import { newId, randomBase62 } from '../common/ids';
 import { CHAIN_NOT_EMPTY, type ChainStepDto } from '../config/chain-step.dto';
+import { conductOf } from '../config/conduct.dto';
 import { CreatedProxyKeyDto, DeletedProxyKeyDto, ProxyKeyDto, UpdateProxyKeyDto } from './dto/proxy-key.dto';
 import { hashSecret, KeyDirectory } from './key-directory';
 import { KeysRepository } from './keys.repository';
@@ -87,8 +88,7 @@ export class KeysService {
 
 /** Stored steps carry only the fields a step has (class instances → plain JSON). */
 function normaliseStep(step: ChainStepDto): ChainStepDto {
-  const out: ChainStepDto = { provider: step.provider, model: step.model };
-  if (step.timeout_ms !== undefined) out.timeout_ms = step.timeout_ms;
+  const out: ChainStepDto = { provider: step.provider, model: step.model, ...conductOf(step) };
   if (step.usage_cap !== undefined) out.usage_cap = { requests: step.usage_cap.requests, per: step.usage_cap.per };
   if (step.voice_map !== undefined) out.voice_map = { ...step.voice_map };
   if (step.continuation !== undefined) out.continuation = [...step.continuation];

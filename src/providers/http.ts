@@ -1,6 +1,7 @@
 import { CallAbort, type CallSignal } from '../common/call-signal';
 import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
+import { CONDUCT_DEFAULTS } from '../config/conduct.dto';
 import type { ResolvedProvider } from '../config/gateway-config';
 import { UpstreamFailure } from './provider-adapter';
 import { SSE_LINE_CAP, SseEvent } from './sse';
@@ -20,8 +21,8 @@ const DRAIN_LIMIT = 64 * 1024;
 const DRAIN_TIMEOUT_MS = 2000;
 /** A 2xx JSON reply larger than this is refused (read no further, socket dropped): a provider failure. */
 export const UPSTREAM_JSON_CAP = 16 * 1024 * 1024;
-/** Default longest silence of an upstream body once its headers came (`stream_idle_timeout_ms`). */
-export const DEFAULT_STREAM_IDLE_MS = 60000;
+/** Default longest silence of an upstream body once its headers came (`stream_idle_timeout_ms`, decisions §3). */
+export const DEFAULT_STREAM_IDLE_MS = CONDUCT_DEFAULTS.streamIdleTimeoutMs;
 /** Default longest a streamed upstream body may take from its headers (`stream_total_timeout_ms`), as OpenAI's SDKs allow a call. */
 export const DEFAULT_STREAM_TOTAL_MS = 600000;
 
@@ -34,7 +35,7 @@ export interface UpstreamClientOptions {
   streamTotalTimeoutMs?: number;
   /** Idle keep-alive time; undici's default (4 s, or the server's Keep-Alive hint) when unset. */
   keepAliveTimeoutMs?: number;
-  /** Longest wait for the next body bytes once the headers came (default 60 s); a paused (back-pressured) body does not count. */
+  /** Longest wait for the next body bytes once the headers came (default 20 s); a paused (back-pressured) body does not count. */
   streamIdleTimeoutMs?: number;
 }
 
@@ -106,6 +107,17 @@ function headersOf(call: UpstreamCall): Record<string, string> {
   return trace ? { ...call.headers, ...trace } : call.headers;
 }
 
+/**
+ * A step's own stream_idle_timeout_ms, noted on its signal by the failover core (else the pool's bodyTimeout). An SSE
+ * reading (`events`) waits for its first data event under undici's timer too: it gets the longer of the idle and
+ * first-token bounds and keeps the idle one itself (SseReading).
+ */
+function idleBound(signal: CallSignal, events = false): { bodyTimeout?: number } {
+  if (!(signal instanceof CallAbort)) return {};
+  const ms = events ? signal.bodyTimeoutMs : signal.streamIdleMs;
+  return ms > 0 ? { bodyTimeout: ms } : {};
+}
+
 /** A dispatch handler of this client's own (TextReading, SseReading): it says when it ends. */
 type Reading = SignalledDispatch & Dispatcher.DispatchHandler & { onError(err: Error): void };
 
@@ -147,6 +159,7 @@ export class UpstreamClient {
         headers: headersOf(call),
         body: call.body,
         signal: call.signal,
+        ...idleBound(call.signal),
       });
     } catch (err) {
       this.shares.release(tenant);
@@ -163,7 +176,8 @@ export class UpstreamClient {
     });
     if (ok) return response;
     const text = await readCapped(response.body, ERROR_BODY_CAP).catch(() => '');
-    throw httpFailure(response.statusCode, text);
+    const retryAfter = response.headers['retry-after'];
+    throw httpFailure(response.statusCode, text, Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
   }
 
   /** A 2xx JSON object of at most `cap` bytes. */
@@ -227,7 +241,13 @@ export class UpstreamClient {
   private send(call: UpstreamCall, handler: Reading, tenant: string): void {
     handler.holdSocket(this.shares, tenant);
     this.pool.dispatch(
-      { method: call.method, path: this.prefix + call.path, headers: headersOf(call), body: call.body },
+      {
+        method: call.method,
+        path: this.prefix + call.path,
+        headers: headersOf(call),
+        body: call.body,
+        ...idleBound(call.signal, handler instanceof SseReading),
+      },
       handler,
     );
   }

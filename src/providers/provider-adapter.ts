@@ -23,13 +23,14 @@ export class UpstreamFailure extends Error {
 export type UpstreamOutcome =
   | { kind: 'ok' }
   /** `error`: the fields of the upstream's error body, when it had them (relayed to the client, decisions §3). */
-  | { kind: 'http'; status: number; message?: string; error?: UpstreamErrorFields }
+  /** `retryAfterMs`: the upstream's `Retry-After` (seconds or an HTTP date), in ms from when it answered. */
+  | { kind: 'http'; status: number; message?: string; error?: UpstreamErrorFields; retryAfterMs?: number }
   /**
    * `afterMs`: the part of the deadline the provider had (the core's deadline less the call's wait for a free
    * upstream socket; a transport's own timeout carries none). `local`: it ran out while the call still waited for
    * a socket in the gateway (decisions §11): the provider never had the call.
    */
-  | { kind: 'timeout'; afterMs?: number; local?: true }
+  | { kind: 'timeout'; afterMs?: number; local?: true; phase?: 'first_token' }
   | { kind: 'connection'; code?: string; message?: string }
   /** `requestFault`: the provider's code blames the request (e.g. MiniMax's sensitive-content refusal), not its own health. */
   | { kind: 'provider_error'; code: string | number; message?: string; requestFault?: boolean };
@@ -51,17 +52,25 @@ export interface CallContext {
   /**
    * Aborted on the step's timeout (reason named `TimeoutError`: report `{kind:'timeout'}`) or when
    * the client goes away (the core checks that itself and does not count it against the provider).
-   * For streams the timeout covers only the time to the first chunk.
+   * For streams `timeout_ms` covers the time to the headers, then `first_token_timeout_ms` to the first data event.
    */
   signal: CallSignal;
   requestId: string;
   /** The key the call is made for (local shared pools, like the audio workers', take keys in turn). */
   keyId?: string;
-  /**
-   * The step's timeout: `hold` while the call waits for a local resource (a worker of the audio pool), which is no
-   * provider's time; `restart` when it got one: the whole timeout starts again from there.
-   */
-  deadline?: { hold(): void; restart(): void };
+  /** The step's deadline (see StepPhases). */
+  deadline?: StepPhases;
+}
+
+/**
+ * The step's deadline as a call sees it (decisions §3): `hold` while the call waits for a local resource (a worker of
+ * the audio pool), which is no provider's time; `restart` when it got one: the phase's whole timeout starts again;
+ * `headersReceived` when a stream's headers came: `first_token_timeout_ms` runs from there to the first data event.
+ */
+export interface StepPhases {
+  hold(): void;
+  restart(): void;
+  headersReceived(): void;
 }
 
 export interface ChatMessage {

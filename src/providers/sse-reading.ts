@@ -1,8 +1,8 @@
 import type { Dispatcher } from 'undici';
-import type { CallSignal } from '../common/call-signal';
+import { CallAbort, type CallSignal } from '../common/call-signal';
 import { UpstreamFailure } from './provider-adapter';
 import { SseEvent, SseParser } from './sse';
-import { SignalledDispatch, TextReading } from './text-reading';
+import { rawHeader, SignalledDispatch, TextReading } from './text-reading';
 import { toUpstreamFailure } from './upstream-errors';
 
 /** What a stream translator makes of one SSE event: a chunk to hand out, nothing, or the end marker. */
@@ -31,8 +31,6 @@ export interface SseReadingOptions {
   complete?: () => boolean;
 }
 
-const CONTENT_TYPE = 'content-type';
-
 /** An upstream body that went on past `stream_total_timeout_ms`. */
 export const streamTooLong = (ms: number): UpstreamFailure =>
   new UpstreamFailure({
@@ -42,14 +40,8 @@ export const streamTooLong = (ms: number): UpstreamFailure =>
   });
 
 /** Whether undici's raw response headers (name, value, ...) declare a JSON body. */
-function declaresJson(raw: Buffer[]): boolean {
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = raw[i];
-    if (name.length === CONTENT_TYPE.length && name.toString('latin1').toLowerCase() === CONTENT_TYPE)
-      return raw[i + 1].toString('latin1').toLowerCase().includes('application/json');
-  }
-  return false;
-}
+const declaresJson = (raw: Buffer[]): boolean =>
+  rawHeader(raw, 'content-type')?.toLowerCase().includes('application/json') ?? false;
 
 /**
  * One streamed upstream call as an undici dispatch handler and the async iterator of its translated chunks:
@@ -79,6 +71,9 @@ export class SseReading<T> extends SignalledDispatch implements Dispatcher.Dispa
   private drained = 0;
   private drainTimer: NodeJS.Timeout | null = null;
   private totalTimer: NodeJS.Timeout | null = null;
+  /** A step's idle bound shorter than undici's body timeout (that also covers the first-token wait), kept here; 0: none. */
+  private readonly idleMs: number;
+  private idleTimer: NodeJS.Timeout | null = null;
   private waiting: { resolve: (r: IteratorResult<T>) => void; reject: (err: Error) => void } | null = null;
 
   constructor(
@@ -90,6 +85,10 @@ export class SseReading<T> extends SignalledDispatch implements Dispatcher.Dispa
   ) {
     super(signal);
     this.parser = new SseParser(options.maxLineChars);
+    this.idleMs =
+      signal instanceof CallAbort && signal.streamIdleMs > 0 && signal.streamIdleMs < signal.bodyTimeoutMs
+        ? signal.streamIdleMs
+        : 0;
   }
 
   // ---- the upstream side (undici's dispatch handler) ----
@@ -106,6 +105,8 @@ export class SseReading<T> extends SignalledDispatch implements Dispatcher.Dispa
     }
     this.resume = resume;
     this.state = 'open';
+    // the step's deadline moves on to the first data event (decisions §3)
+    if (this.signal instanceof CallAbort) this.signal.headersArrived?.();
     // one timer for the whole body, none per read: an upstream that drip-feeds under the idle bound is still cut
     if (this.options.totalTimeoutMs !== undefined)
       this.totalTimer = setTimeout(this.tooLong, this.options.totalTimeoutMs);
@@ -162,6 +163,7 @@ export class SseReading<T> extends SignalledDispatch implements Dispatcher.Dispa
     }
     this.wake();
     if (this.state === 'open' && this.queue.length - this.head >= QUEUE_HIGH) this.paused = true;
+    if (this.idleMs > 0) this.watchIdle();
     return !this.paused;
   }
 
@@ -226,6 +228,28 @@ export class SseReading<T> extends SignalledDispatch implements Dispatcher.Dispa
     );
   };
 
+  /** Restarts the idle bound after a read; none while the body is held back or over. */
+  private watchIdle(): void {
+    if (this.state !== 'open' || this.paused) {
+      if (this.idleTimer) clearTimeout(this.idleTimer);
+      this.idleTimer = null;
+    } else if (this.idleTimer) this.idleTimer.refresh();
+    else this.idleTimer = setTimeout(this.idle, this.idleMs);
+  }
+
+  private readonly idle = (): void => {
+    this.idleTimer = null;
+    if (this.state === 'open' && !this.paused)
+      this.fail(
+        new UpstreamFailure({
+          kind: 'connection',
+          code: 'STREAM_IDLE',
+          message: 'the upstream sent nothing within its stream idle timeout',
+        }),
+      );
+    this.wake();
+  };
+
   /** The body ran past its total bound: a provider fault (decisions §3), handed out after the chunks before it. */
   private readonly tooLong = (): void => {
     this.totalTimer = null;
@@ -250,13 +274,15 @@ export class SseReading<T> extends SignalledDispatch implements Dispatcher.Dispa
 
   /** The call is over on the upstream side: no more cancels or timers. */
   private settle(): void {
-    if (this.abort === null && this.drainTimer === null && this.totalTimer === null) return;
+    if (this.abort === null && this.drainTimer === null && this.totalTimer === null && this.idleTimer === null) return;
     this.abort = null;
     this.detach();
     if (this.drainTimer) clearTimeout(this.drainTimer);
     this.drainTimer = null;
     if (this.totalTimer) clearTimeout(this.totalTimer);
     this.totalTimer = null;
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
   }
 
   // ---- the consumer side (the async iterator) ----
@@ -296,6 +322,7 @@ export class SseReading<T> extends SignalledDispatch implements Dispatcher.Dispa
         this.head = 0;
         if (this.paused) {
           this.paused = false;
+          if (this.idleMs > 0) this.watchIdle();
           this.resume?.();
         }
       }

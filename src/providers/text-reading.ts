@@ -5,17 +5,18 @@ import { UpstreamFailure } from './provider-adapter';
 import { tooLarge } from './sse';
 import { ERROR_BODY_CAP, httpFailure, toUpstreamFailure } from './upstream-errors';
 
-const CONTENT_LENGTH = 'content-length';
-
-/** The declared length among undici's raw response headers (name, value, ...), or NaN. */
-function declaredLength(raw: Buffer[]): number {
+/** The first value of header `name` (lower case) among undici's raw response headers (name, value, ...). */
+export function rawHeader(raw: Buffer[], name: string): string | undefined {
   for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = raw[i];
-    if (name.length === CONTENT_LENGTH.length && name.toString('latin1').toLowerCase() === CONTENT_LENGTH)
-      return Number(raw[i + 1].toString('latin1'));
+    const header = raw[i];
+    if (header.length === name.length && header.toString('latin1').toLowerCase() === name)
+      return raw[i + 1].toString('latin1');
   }
-  return Number.NaN;
+  return undefined;
 }
+
+/** The declared length among undici's raw response headers, or NaN. */
+const declaredLength = (raw: Buffer[]): number => Number(rawHeader(raw, 'content-length') ?? Number.NaN);
 
 /**
  * The cancel of a dispatched call: undici's abort for the connection, called when the call's signal fires
@@ -69,6 +70,8 @@ export class TextReading extends SignalledDispatch implements Dispatcher.Dispatc
   private size = 0;
   private limit = 0;
   private settled = false;
+  /** A refusal's `Retry-After`, as the upstream wrote it. */
+  private retryAfter: string | undefined;
 
   constructor(
     signal: CallSignal,
@@ -84,6 +87,7 @@ export class TextReading extends SignalledDispatch implements Dispatcher.Dispatc
     this.status = statusCode;
     if (statusCode >= 300) {
       this.limit = ERROR_BODY_CAP;
+      this.retryAfter = rawHeader(rawHeaders, 'retry-after');
       return true;
     }
     this.limit = this.cap;
@@ -126,7 +130,7 @@ export class TextReading extends SignalledDispatch implements Dispatcher.Dispatc
   /** A non-2xx answer: its status and the upstream's own message; the socket is dropped when the body was cut. */
   private refuse(): void {
     const cut = this.size >= this.limit;
-    const failure = httpFailure(this.status, this.bodyText());
+    const failure = httpFailure(this.status, this.bodyText(), this.retryAfter);
     this.finish(() => this.reject(failure));
     if (cut) this.abort?.(new Error('error body cut at its cap'));
   }

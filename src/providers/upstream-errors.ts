@@ -95,9 +95,40 @@ export function upstreamErrorFields(text: string): UpstreamErrorFields | undefin
   return { ...(type ? { type } : {}), ...(code ? { code } : {}), ...(param ? { param } : {}) };
 }
 
-/** A non-2xx answer as the failure the core classifies: its status, the upstream's message and its error fields. */
-export function httpFailure(status: number, text: string): UpstreamFailure {
+/** Longest Retry-After taken as said (a day); a longer or unreadable one is no Retry-After. */
+const MAX_RETRY_AFTER_MS = 86_400_000;
+
+/**
+ * A `Retry-After` value (delay-seconds or an HTTP date, RFC 9110 §10.2.3) in ms from `now`; undefined when absent or
+ * unreadable. A date in the past is 0.
+ */
+export function parseRetryAfter(value: string | undefined, now = Date.now()): number | undefined {
+  const text = value?.trim();
+  if (!text) return undefined;
+  if (/^\d+$/.test(text)) {
+    const ms = Number(text) * 1000;
+    return ms <= MAX_RETRY_AFTER_MS ? ms : undefined;
+  }
+  // an HTTP date begins with its day's name ("Tue, 01 Dec 2026 ..."); Date.parse takes far more than that
+  const at = /^[A-Za-z]{3},/.test(text) ? Date.parse(text) : Number.NaN;
+  if (Number.isNaN(at)) return undefined;
+  const ms = Math.max(0, at - now);
+  return ms <= MAX_RETRY_AFTER_MS ? ms : undefined;
+}
+
+/**
+ * A non-2xx answer as the failure the core classifies: its status, the upstream's message and error fields, and its
+ * `Retry-After` (every HTTP adapter's refusals are built here, by UpstreamClient.request and TextReading).
+ */
+export function httpFailure(status: number, text: string, retryAfter?: string): UpstreamFailure {
   const message = upstreamErrorMessage(text);
   const error = upstreamErrorFields(text);
-  return new UpstreamFailure({ kind: 'http', status, ...(message ? { message } : {}), ...(error ? { error } : {}) });
+  const retryAfterMs = parseRetryAfter(retryAfter);
+  return new UpstreamFailure({
+    kind: 'http',
+    status,
+    ...(message ? { message } : {}),
+    ...(error ? { error } : {}),
+    ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+  });
 }

@@ -7,6 +7,9 @@ export interface AttemptRecord {
   /** `ok`, `skipped: …`, or the failure reason (`HTTP 503`, `timeout`, ...). */
   outcome: string;
   latency_ms: number | null;
+  /** A retry on the same step (decisions §3): its attempt number there (2 for the first retry). */
+  attempt?: number;
+  retry?: true;
 }
 
 /** One proxied request: who served it, how, and what it cost. Written in batches. */

@@ -16,8 +16,9 @@ export function openAiError(
   code: string | null,
   message: string,
   param: string | null = null,
+  headers: Record<string, string> = {},
 ): void {
-  sendJson(res, status, { error: { message, type, param, code } });
+  sendJson(res, status, { error: { message, type, param, code } }, headers);
 }
 
 export async function speech(x: FakeExchange<FakeOpenAiMode>, self: FakeOpenAi): Promise<void> {

@@ -35,7 +35,11 @@ export type FakeOpenAiMode =
   /** Streams that go silent after `count` (default 2) chunks of text, until the client leaves. */
   | 'stallAfter'
   /** A 400 for a request whose last message is the assistant's (a server that takes no prefill); others as `ok`. */
-  | 'noPrefill';
+  | 'noPrefill'
+  /** A stream whose headers come at once and its first data event after `delayMs` (a slow first token). */
+  | 'slowFirstToken'
+  /** A stream that falls silent for `delayMs` after its first chunk, then goes on. */
+  | 'stallAfterFirstChunk';
 
 export interface FakeOpenAiOptions {
   /** Named in every reply (`Hello from <name> ...`) and in the `x-fake-provider` header. */
@@ -153,8 +157,13 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
     if (streamOptions?.include_usage && x.mode !== 'endWithoutFinish')
       events.push(JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [], usage }));
     if (x.mode !== 'endWithoutDone' && x.mode !== 'endWithoutFinish') events.push('[DONE]');
+    if (x.mode === 'slowFirstToken') {
+      x.res.flushHeaders(); // the headers now; Node holds them back until the first write otherwise
+      if (!(await x.wait(x.settings.delayMs ?? 1000))) return;
+    }
     for (const [i, data] of events.entries()) {
       if (i > 0 && self.chunkDelayMs > 0 && !(await x.wait(self.chunkDelayMs))) return;
+      if (i === 1 && x.mode === 'stallAfterFirstChunk' && !(await x.wait(x.settings.delayMs ?? 1000))) return;
       if (!(await passesFault(x, i))) return;
       if (!(await send(null, data, i === events.length - 1))) return;
     }
@@ -178,6 +187,7 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
 
   const handler = async (x: FakeExchange<FakeOpenAiMode>): Promise<void> => {
     const { res, mode, settings, record } = x;
+    const retryAfter: Record<string, string> = settings.retryAfter ? { 'retry-after': settings.retryAfter } : {};
     switch (mode) {
       case 'error500':
         return openAiError(
@@ -186,6 +196,8 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
           'server_error',
           null,
           settings.message ?? `${name}: The server had an error while processing your request.`,
+          null,
+          retryAfter,
         );
       case 'rate429':
         return openAiError(
@@ -194,6 +206,8 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
           'requests',
           'rate_limit_exceeded',
           settings.message ?? `${name}: Rate limit reached for requests.`,
+          null,
+          retryAfter,
         );
       case 'auth401':
         return openAiError(
@@ -232,6 +246,8 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
         if (!(await x.wait(settings.delayMs ?? 1000))) return;
         break;
       case 'ok':
+      case 'slowFirstToken':
+      case 'stallAfterFirstChunk':
       case 'dropAfterFirstChunk':
       case 'endWithoutDone':
       case 'endWithoutFinish':

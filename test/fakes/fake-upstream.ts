@@ -15,6 +15,8 @@ export interface RecordedRequest {
   raw: Buffer;
   /** True once the connection closed before the fake finished its answer (the client went away). */
   closedEarly: boolean;
+  /** When the request arrived (Date.now()): the time of each attempt. */
+  at: number;
 }
 
 export interface ModeSettings {
@@ -29,6 +31,10 @@ export interface ModeSettings {
   param?: string | null;
   /** How many times the mode's fault happens in one answer (malformed stream events), or after how many chunks of text it comes (cutAfter, stallAfter). */
   count?: number;
+  /** The mode applies to this many requests, then the fake answers `ok` (a fault that happens once). */
+  times?: number;
+  /** A `Retry-After` header on the mode's error answer (seconds or an HTTP date). */
+  retryAfter?: string;
 }
 
 export interface ModeOptions extends ModeSettings {
@@ -165,7 +171,12 @@ export class FakeUpstream<Mode extends string> {
 
   private accept(socket: Socket): void {
     this.connectionsAccepted++;
-    if (this.defaultMode.mode === REFUSE && this.modelModes.size === 0) {
+    // a counted refusal resets the request, not the connection (the count is per request)
+    if (
+      this.defaultMode.mode === REFUSE &&
+      this.modelModes.size === 0 &&
+      this.defaultMode.settings.times === undefined
+    ) {
       socket.resetAndDestroy();
       return;
     }
@@ -193,12 +204,21 @@ export class FakeUpstream<Mode extends string> {
       body,
       raw,
       closedEarly: false,
+      at: Date.now(),
     };
     this.requests.push(record);
     res.once('close', () => {
       if (!res.writableFinished) record.closedEarly = true;
     });
-    const { mode, settings } = (model !== null ? this.modelModes.get(model) : undefined) ?? this.defaultMode;
+    const modes = model !== null ? this.modelModes.get(model) : undefined;
+    const chosen = modes ?? this.defaultMode;
+    let { mode } = chosen;
+    const { settings } = chosen;
+    // a fault for `times` requests: counted down, then the answer is a good one
+    if (settings.times !== undefined) {
+      if (settings.times <= 0) mode = 'ok' as Mode;
+      else settings.times -= 1;
+    }
     if (mode === REFUSE) {
       req.socket.resetAndDestroy();
       return;

@@ -6,6 +6,7 @@ export const UNSERVED_HEADERS: Readonly<Record<string, string>> = {
   'x-svc-provider-used': 'none',
   'x-svc-is-fallback': 'false',
   'x-svc-fallback-level': '0',
+  'x-svc-attempts': '0',
 };
 
 export const isProxiedPath = (url: string): boolean => {

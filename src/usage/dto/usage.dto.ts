@@ -1,4 +1,4 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, IsString, Matches } from 'class-validator';
 import { ListQueryDto } from '../../common/http/pagination.dto';
 
@@ -33,6 +33,12 @@ export class UsageAttemptDto {
   outcome!: string;
   @ApiProperty({ type: 'integer', nullable: true })
   latency_ms!: number | null;
+  /** On a retry of the same step: its attempt number on the step, 2 for the first retry. */
+  @ApiPropertyOptional({ type: 'integer', minimum: 2 })
+  attempt?: number;
+  /** Present (true) on a retry of the same step. */
+  @ApiPropertyOptional({ type: 'boolean', enum: [true] })
+  retry?: true;
 }
 
 export class UsageRecordDto {
