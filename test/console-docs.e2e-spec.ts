@@ -30,7 +30,10 @@ describe('console in a browser: the stream document', () => {
         'task_failed',
       ].map((m) => `message-${m}`),
     );
-    expect(await s.page.locator('#message-task_start').innerText()).toMatch(/voice_setting\.voice_id\s+string\s+yes/);
+    // the table's columns: a required field says yes, model does; voice_id may be left out for a timbre_weights mix
+    const startFields = await s.page.locator('#message-task_start').innerText();
+    expect(startFields).toMatch(/\nmodel\s+string\s+yes\s/);
+    expect(startFields).toMatch(/voice_setting\.voice_id\s+string\s+Built-in voice/);
     await s.screenshot('stream-api');
     await s.page.evaluate(() => document.getElementById('message-task_start')!.scrollIntoView());
     await s.screenshot('stream-api-messages');

@@ -256,8 +256,18 @@ describe('console in a browser', () => {
     await s.page.click('#usage-newer');
     await s.page.waitForFunction(() => document.getElementById('usage-page')!.textContent === 'page 1');
 
-    // the provider recovers: the probe after the cooldown succeeds and the page says so
+    // the provider recovers: once the cooldown is over, the next real request is the breaker's trial (decisions
+    // §3); its success makes the provider healthy, and the page says so
     s.flaky.setMode('ok');
+    const trialBy = Date.now() + COOLDOWN_MS + 10_000;
+    for (;;) {
+      const res = await s.t.http
+        .post(CHAT_PATH)
+        .set('Authorization', `Bearer ${s.key.secret}`)
+        .send(chatBody('gpt-console'));
+      if (res.headers['x-svc-provider-used'] === 'console-flaky' || Date.now() > trialBy) break;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
     await s.page.waitForFunction(
       () =>
         document.querySelector('#health-list tr[data-provider="console-flaky"] td:nth-child(2)')?.textContent ===

@@ -40,11 +40,11 @@ describe('attempts on a step and deadlines', () => {
   });
 
   /** A two-step key over fresh providers; `first` overrides the entry step's conduct settings. */
-  const twoSteps = async (label: string, first: Partial<ChainStepDto> = {}) => {
+  const twoSteps = async (label: string, first: Partial<ChainStepDto> = {}, second: Partial<ChainStepDto> = {}) => {
     const [a, b] = pool.take(2);
     const key = await t.createKey(label, [
       { provider: a.name, model: 'm-a', ...first },
-      { provider: b.name, model: 'm-b' },
+      { provider: b.name, model: 'm-b', ...second },
     ]);
     return { a, b, key };
   };
@@ -175,8 +175,9 @@ describe('attempts on a step and deadlines', () => {
     expect(entryOf(await health(t, key.secret), a.name)).toMatchObject({ consecutive_failures: 0 });
   });
 
+  // a later step that can continue it does (test/failover-continuation.e2e-spec.ts): this one cannot
   it('breaks a stream that stalls past stream_idle_timeout_ms after its first byte with the error event', async () => {
-    const { a, key } = await twoSteps('stall', { stream_idle_timeout_ms: 700 });
+    const { a, key } = await twoSteps('stall', { stream_idle_timeout_ms: 700 }, { continuation: ['none'] });
     a.fake.setMode('stallAfterFirstChunk', { delayMs: 3000 });
 
     const res = await streamChat(t, key.secret, chatBody('m-a'));

@@ -77,6 +77,12 @@ describe('MiniMax-native surface (the official minimax-mcp-js client, host chang
   let mcp: McpPackage;
   let dir: string;
 
+  /** The MiniMax answers of an SSE response, in order. */
+  const sseEvents = async (res: Response): Promise<MiniMaxAnswer[]> =>
+    (await res.text())
+      .split('\n\n')
+      .filter((e) => e.startsWith('data: '))
+      .map((e) => JSON.parse(e.slice(6)) as MiniMaxAnswer);
   const post = (path: string, body: unknown, key = secret): Promise<Response> =>
     fetch(`${t.url}${path}`, {
       method: 'POST',
@@ -307,7 +313,7 @@ describe('MiniMax-native surface (the official minimax-mcp-js client, host chang
     }
   });
 
-  it('ends an SSE stream whose provider fails after the first audio with an error event (base_resp 1000) and no final event', async () => {
+  it('continues an SSE stream whose provider fails after the first audio on the next step, to its final event', async () => {
     minimax.setMode('midStreamBaseRespError');
     const res = await post('/v1/t2a_v2', {
       model: MODEL,
@@ -315,10 +321,24 @@ describe('MiniMax-native surface (the official minimax-mcp-js client, host chang
       stream: true,
       voice_setting: { voice_id: 'male-qn-qingse' },
     });
-    const events = (await res.text())
-      .split('\n\n')
-      .filter((e) => e.startsWith('data: '))
-      .map((e) => JSON.parse(e.slice(6)) as MiniMaxAnswer);
+    const events = await sseEvents(res);
+    minimax.setMode('ok');
+    expect(events[0].data?.status).toBe(1);
+    // the rest of the text from the next step (decisions §7): one answer, no error event
+    expect(events.every((e) => e.base_resp.status_code === 0)).toBe(true);
+    expect(events[events.length - 1].data?.status).toBe(2);
+  });
+
+  it('ends an SSE stream whose provider fails after the first audio with an error event (base_resp 1000) and no final event when no later step can speak', async () => {
+    const { secret: alone } = await t.createKey('minimax alone', [{ provider: MINIMAX, model: MODEL }]);
+    minimax.setMode('midStreamBaseRespError');
+    const res = await post(
+      '/v1/t2a_v2',
+      { model: MODEL, text: 'This stream will break.', stream: true, voice_setting: { voice_id: 'male-qn-qingse' } },
+      alone,
+    );
+    const events = await sseEvents(res);
+    minimax.setMode('ok');
     expect(events[0].data?.status).toBe(1);
     expect(events.some((e) => e.data?.status === 2)).toBe(false);
     expect(events[events.length - 1].base_resp.status_code).toBe(1000);

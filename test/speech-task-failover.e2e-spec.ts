@@ -81,8 +81,9 @@ describe('async speech task failover', () => {
       'the usage records of the chunks',
     );
     expect(chunkCalls.every((r) => r.fallback_level === 1)).toBe(true);
-    // only the first chunk walked the chain: the second went to the task's pinned voice, espeak, at once
-    expect(minimax.count('/v1/t2a_v2')).toBe(1);
+    // only the first chunk walked the chain (its 500 retried once on the step, decisions §3): the second went to
+    // the task's pinned voice, espeak, at once
+    expect(minimax.count('/v1/t2a_v2')).toBe(2);
     const events = await db.query<Array<{ data: Record<string, unknown> }>>(
       `SELECT data FROM gateway_events WHERE key_id = $1 AND type = 'failover'`,
       [key.id],

@@ -33,7 +33,9 @@ describe('async speech task voice pin', () => {
     database = await isolatedDatabase('voice_pin');
     t = await startApp({
       gateway: pinGateway(a, b),
-      env: { DATABASE_URL: database.url, SVC_TASK_PIN_WAIT_MS: String(PIN_WAIT_MS) },
+      // the pin's own waits are under test, not the breaker: a chunk failing for the whole wait (each attempt and
+      // its same-step retry, decisions §3) would otherwise open mm-a's circuit and the next test's first chunk skip it
+      env: { DATABASE_URL: database.url, SVC_TASK_PIN_WAIT_MS: String(PIN_WAIT_MS), SVC_BREAKER_THRESHOLD: '1000' },
     });
   });
   afterAll(async () => {

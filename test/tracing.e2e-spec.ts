@@ -99,7 +99,8 @@ describe.each(['http/protobuf', 'http/json'])('traces exported over OTLP %s', (p
       },
     });
     expect(server.resource['service.name']).toBe('svc-gateway');
-    const [first, second] = await clientSpansOf(server, 2);
+    // the failing step's 500 is retried once on it (decisions §3), then the next step serves
+    const [first, retried, second] = await clientSpansOf(server, 3);
     expect(first).toMatchObject({
       traceId: client.traceId,
       name: 'chat m-a',
@@ -114,6 +115,11 @@ describe.each(['http/protobuf', 'http/json'])('traces exported over OTLP %s', (p
         'error.type': '500',
       },
     });
+    expect(retried).toMatchObject({
+      name: 'chat m-a',
+      statusCode: 2,
+      attributes: { 'svc.provider': a.name, 'svc.attempt': 2, 'svc.retry': 1, 'error.type': '500' },
+    });
     expect(second).toMatchObject({
       name: 'chat m-b',
       attributes: {
@@ -123,21 +129,20 @@ describe.each(['http/protobuf', 'http/json'])('traces exported over OTLP %s', (p
         'gen_ai.response.model': 'm-b',
         'svc.provider': b.name,
         'svc.fallback_level': 1,
-        'svc.attempt': 2,
+        'svc.attempt': 3,
+        'svc.retry': 0,
       },
     });
     expect(second.attributes['error.type']).toBeUndefined();
     expect(second.attributes['gen_ai.usage.input_tokens']).toEqual(res.body.usage.prompt_tokens);
     expect(second.attributes['gen_ai.usage.output_tokens']).toEqual(res.body.usage.completion_tokens);
     // each upstream got the traceparent of its own attempt's span, in the client's trace
-    expect(parseTraceparent(a.fake.requests[0].headers.traceparent)).toEqual({
-      traceId: client.traceId,
-      spanId: first.spanId,
-    });
-    expect(parseTraceparent(b.fake.requests[0].headers.traceparent)).toEqual({
-      traceId: client.traceId,
-      spanId: second.spanId,
-    });
+    const upstreamParents = [a.fake.requests[0], a.fake.requests[1], b.fake.requests[0]].map((r) =>
+      parseTraceparent(r.headers.traceparent),
+    );
+    expect(upstreamParents).toEqual(
+      [first, retried, second].map((span) => ({ traceId: client.traceId, spanId: span.spanId })),
+    );
     expect([...receiver.contentTypes]).toEqual([
       protocol === 'http/json' ? 'application/json' : 'application/x-protobuf',
     ]);

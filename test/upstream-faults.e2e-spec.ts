@@ -159,16 +159,17 @@ describe('upstream faults under concurrent load', () => {
     expect([...alone].sort()).toEqual([200, 502, 503]);
     expect([...flippingStatuses]).toContain('down');
 
-    // healthy for good: the circuit's probe closes it
+    // healthy for good: once the cooldown is over, the next real request is the breaker's trial (decisions §3),
+    // and its success closes the circuit
     await enterPhase(flipping.fake, 'ok');
-    await eventually(
-      () => health(t, withFallback),
-      (h) => h.overall === 'operational',
+    const served = await eventually(
+      () => chat('withFallback'),
+      (o) => o.status === 200 && (o.body as { provider?: string }).provider === flipping.name,
       COOLDOWN_MS * 2 + 10_000,
-      'the flipping provider healthy after its probe',
+      'a request served by the flipping provider, its trial',
     );
-    const served = await chat('withFallback');
     expect(served).toMatchObject({ status: 200, body: { provider: flipping.name } });
+    expect((await health(t, withFallback)).overall).toBe('operational');
 
     // idle keep-alive sockets time out within seconds; hung, reset or refused calls must leave none behind
     await eventually(

@@ -252,6 +252,9 @@ describe('webhook deliveries', () => {
 
     for (let i = 0; i < 5; i++) expect((await chat(owner.secret, 'm-f')).headers['x-svc-provider-used']).toBe('echo');
     flaky.setMode('ok');
+    // the cooldown over, the next real request is the breaker's trial (decisions §3): its success is the recovery
+    await sleep(1500);
+    expect((await chat(owner.secret, 'm-f')).headers['x-svc-provider-used']).toBe(flaky.name);
 
     const [toOwner] = await receiver.waitFor('/rec-owner', 1, 15000);
     const [toLater] = await receiver.waitFor('/rec-later', 1, 5000);
