@@ -3,15 +3,28 @@ import { isErrorType } from '../common/errors/error-codes';
 import type { UpstreamFailure } from '../providers/provider-adapter';
 import { retryAfterHeader } from './attempt-policy';
 import type { PlannedStep } from './chain';
-import { exhaustedHeaders, servedHeaders } from './failover-headers';
+import { exhaustedHeaders, servedHeaders, type ServedBy } from './failover-headers';
 import type { FailoverScope } from './failover-scope';
 import { upstreamMessage } from './step-attempt';
+import type { AttemptTrace } from '../tracing/request-trace';
 
 /** A step that failed (or was skipped) on the way, as the alert and the final error name it. */
 export interface StepFailure {
   provider: string;
   reason: string;
   level: number;
+}
+
+/** Who answers: `step`, after `attempts` upstream attempts, past the last of `failures` (the exhausted provider). */
+export function servedBy(step: PlannedStep, failures: StepFailure[], attempts: number): ServedBy {
+  const exhausted = failures[failures.length - 1] ?? null;
+  return {
+    provider: step.provider,
+    model: step.model,
+    level: step.level,
+    exhausted: exhausted && { provider: exhausted.provider, reason: exhausted.reason },
+    attempts,
+  };
 }
 
 /** An upstream's refusal of the client's request, relayed with its status and, in OpenAI's shape, its own fields. */
@@ -24,14 +37,7 @@ export function relayedError(
 ): DomainError {
   const outcome = failure.outcome;
   const status = outcome.kind === 'http' ? outcome.status : 400;
-  const exhausted = failures[failures.length - 1] ?? null;
-  scope.served = {
-    provider: step.provider,
-    model: step.model,
-    level: step.level,
-    exhausted: exhausted && { provider: exhausted.provider, reason: exhausted.reason },
-    attempts,
-  };
+  scope.served = servedBy(step, failures, attempts);
   const fields = outcome.kind === 'http' ? outcome.error : undefined;
   // only a body with a `code` is in OpenAI's shape: a client reads it as the provider wrote it (decisions §3)
   const relayed = fields?.code
@@ -81,4 +87,19 @@ export function exhaustedError(
     `Every provider failed: ${failures.map((f) => `${f.provider} (${f.reason})`).join(', ')}.${why}`,
     { headers },
   );
+}
+
+/** One failed attempt on a step, as the step loop hands it to `failed`. */
+export interface FailedAttempt {
+  scope: FailoverScope;
+  planned: PlannedStep[];
+  step: PlannedStep;
+  failures: StepFailure[];
+  /** Attempts sent by the request so far, this one included. */
+  attempted: number;
+  /** This attempt's number on its step (1: the first, 2: its retry...). */
+  number: number;
+  started: number;
+  /** Its CLIENT span, while traces are on. */
+  traced?: AttemptTrace;
 }

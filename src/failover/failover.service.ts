@@ -14,28 +14,12 @@ import type { UpstreamFailure } from '../providers/provider-adapter';
 import { CircuitRegistry } from './circuit-registry';
 import { EventsService } from './events.service';
 import { retryAfterOf, retryWait, waitUnlessGone } from './attempt-policy';
-import { exhaustedError, relayedError, type StepFailure } from './failover-errors';
+import { exhaustedError, type FailedAttempt, relayedError, servedBy, type StepFailure } from './failover-errors';
 import { FailoverScope, ScopeResult } from './failover-scope';
 import { StepQuotas } from '../quotas/step-quotas.service';
 import { secondsLeftInWindow } from '../quotas/window-counter';
 import { Attempt, attemptRecord, attemptWithTimeout, toFailure, upstreamMessage } from './step-attempt';
 import { describeUnconfigured, UnconfiguredStep, unconfiguredSteps } from './unconfigured-steps';
-import type { AttemptTrace } from '../tracing/request-trace';
-
-/** One failed attempt on a step, as the step loop hands it to `failed`. */
-interface FailedAttempt {
-  scope: FailoverScope;
-  planned: PlannedStep[];
-  step: PlannedStep;
-  failures: StepFailure[];
-  /** Attempts sent by the request so far, this one included. */
-  attempted: number;
-  /** This attempt's number on its step (1: the first, 2: its retry...). */
-  number: number;
-  started: number;
-  /** Its CLIENT span, while traces are on. */
-  traced?: AttemptTrace;
-}
 
 /**
  * The failover core, the same for chat, speech, async speech and the speech stream: walk the
@@ -196,14 +180,8 @@ export class FailoverService {
     scope.attempts.push(attemptRecord(step, 'ok', latency, number));
     this.metrics.upstreamAttempt(step.provider, true, latency);
     this.circuits.recordSuccess(step.provider, scope.requestId);
-    const exhausted = failures[failures.length - 1] ?? null;
-    scope.served = {
-      provider: step.provider,
-      model: step.model,
-      level: step.level,
-      exhausted: exhausted && { provider: exhausted.provider, reason: exhausted.reason },
-      attempts: attempted,
-    };
+    scope.served = servedBy(step, failures, attempted);
+    const exhausted = scope.served.exhausted;
     // a failover is this call moving past a step that failed or was skipped; a pinned fallback step
     // (the later sentences of a speech stream) serves at its level without failing over again
     if (step.level > 0 && exhausted) {
