@@ -230,10 +230,12 @@ export class ChatFastPath {
       let body: unknown = req.body;
       for (const pipe of this.app.getGlobalPipes()) body = (await pipe.transform(body, BODY_METADATA)) as unknown;
       await this.chat.respond(call, parseChatRequest(body), res);
-      call.succeeded();
     } catch (err) {
-      call.failed(err);
+      // the call's one owner (as the FailoverInterceptor is on the Nest route): recorded, then the error rendered
+      call.endWithError(err);
       renderError(err, req, res, this.logger);
+      return;
     }
+    call.end();
   }
 }

@@ -31,7 +31,6 @@ export class ChatService {
     );
     call.bill({ usage: completion.usage });
     sendJsonText(res, 200, jsonWithProvider(completion, call.scope.served?.provider ?? ''));
-    call.succeeded();
   }
 
   /**

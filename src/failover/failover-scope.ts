@@ -31,7 +31,6 @@ export class FailoverScope {
   midStream = false;
   /** The request's spans (decisions §12); null while traces are off or for a scope nobody traces. */
   trace: RequestTrace | null = null;
-  private finished = false;
   /** Made only when something asks for `signal` (streams): an AbortController per request is not free. */
   private clientGone: AbortController | null = null;
   private goneReason: Error | null = null;
@@ -84,10 +83,8 @@ export class FailoverScope {
     return true;
   }
 
-  /** Records the request's usage once, whatever path it ended on. */
+  /** Records the request's usage: called once, by its ProxiedCall's end. */
   finish(result: ScopeResult): void {
-    if (this.finished) return;
-    this.finished = true;
     this.onFinish(this, result);
     // tracing hook: the request's spans end with its usage record
     this.trace?.end(result, this.served?.level ?? null);

@@ -10,7 +10,7 @@ import {
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { Response } from 'express';
-import { catchError, Observable, tap, throwError } from 'rxjs';
+import { Observable, tap } from 'rxjs';
 import type { KeyedRequest } from '../auth/auth.decorators';
 import type { Capability } from '../config/provider-kinds';
 import { FailoverService } from './failover.service';
@@ -25,7 +25,7 @@ interface CallRequest extends KeyedRequest {
 /**
  * Around every proxied Nest route: resolves the route's capability, opens its ProxiedCall (the one life of a
  * proxied request, cancelled when the client leaves) for the handler to run the chain through, and ends it:
- * the x-svc-* headers on the answer, errors included, and its usage recorded once. The chat fast path opens
+ * the x-svc-* headers on the answer, errors included, and its usage recorded once (it is the call's one owner). The chat fast path opens
  * the same call for the requests it takes.
  */
 @Injectable()
@@ -42,13 +42,8 @@ export class FailoverInterceptor implements NestInterceptor {
     if (!request.proxyKey) throw new Error('FailoverInterceptor on a route without bearer authentication');
     const call = openHttpCall(this.failover, request, response, request.proxyKey, capability);
     request.proxiedCall = call;
-    return next.handle().pipe(
-      tap(() => call.succeeded()),
-      catchError((err: unknown) => {
-        call.failed(err);
-        return throwError(() => err);
-      }),
-    );
+    // the call's one owner: it ends it once the handler's promise settles (the handler only runs it)
+    return next.handle().pipe(tap({ complete: () => call.end(), error: (err: unknown) => call.endWithError(err) }));
   }
 }
 

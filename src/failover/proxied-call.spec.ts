@@ -5,7 +5,7 @@ import type { AuthenticatedKey } from '../keys/key-directory';
 import { FailoverScope, type ScopeResult } from './failover-scope';
 import type { FailoverService } from './failover.service';
 import type { Attempt } from './step-attempt';
-import { ChunkSink, openCall, Primed, ProxiedCall } from './proxied-call';
+import { ChunkSink, openCall, Primed, ProxiedCall, withCall } from './proxied-call';
 
 const key = { id: 'pk_test', chain: [] } as unknown as AuthenticatedKey;
 
@@ -92,9 +92,12 @@ describe('ProxiedCall', () => {
     expect(JSON.parse(res.headers['x-svc-fallback-alert'])).toMatchObject({ exhausted_provider: 'p1' });
     expect(finished).toEqual([]);
     call.bill({ usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 } });
-    call.succeeded();
-    call.succeeded();
+    call.end();
     expect(finished).toEqual([{ status: 200, usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 } }]);
+    // one owner ends a call, once: a second end is a bug, never a second record
+    expect(() => call.end()).toThrow(/ended twice/);
+    expect(() => call.endWithError(new Error('late'))).toThrow(/ended twice/);
+    expect(finished).toHaveLength(1);
   });
 
   it("records a failure before the answer with the error's status, or 499 when the client had left", async () => {
@@ -102,14 +105,17 @@ describe('ProxiedCall', () => {
     const { core, finished } = fakeCore({ fails: refused });
     const call = new ProxiedCall(core, core.openScope('req_1', key, 'chat'), fakeResponse());
     await expect(call.run('m', () => Promise.resolve(1))).rejects.toBe(refused);
-    // the interceptor's catch says it again: still one record
-    call.failed(refused);
+    // running it records nothing: its owner ends it
+    expect(finished).toEqual([]);
+    call.endWithError(refused);
     expect(finished).toEqual([{ status: 503 }]);
 
     const gone = fakeCore({ fails: new Error('aborted') });
     const left = new ProxiedCall(gone.core, gone.core.openScope('req_2', key, 'chat'), null);
     left.scope.abort();
-    await expect(left.run('m', () => Promise.resolve(1))).rejects.toThrow('aborted');
+    const err = await left.run('m', () => Promise.resolve(1)).catch((e: unknown) => e);
+    expect(err).toEqual(new Error('aborted'));
+    left.endWithError(err);
     expect(gone.finished).toEqual([{ status: 499 }]);
   });
 
@@ -121,6 +127,8 @@ describe('ProxiedCall', () => {
     call.bill({ characters: 42 });
     await call.stream('m', attempt, sink);
     expect(log).toEqual(['open', 'write a', 'write b', 'write c', 'end']);
+    expect(finished).toEqual([]);
+    call.end();
     expect(finished).toEqual([{ status: 200, characters: 42 }]);
     expect(state.returned).toBe(true);
   });
@@ -132,6 +140,7 @@ describe('ProxiedCall', () => {
     const { sink, log } = recordingSink();
     await call.stream('m', attempt, sink);
     expect(log).toEqual(['open', 'write a', 'write b']);
+    call.end();
     expect(finished).toEqual([{ status: 499 }]);
     expect(state.returned).toBe(true);
     expect(brokeStreams).toEqual([]);
@@ -146,6 +155,8 @@ describe('ProxiedCall', () => {
     await call.stream('m', attempt, sink);
     expect(log).toEqual(['open', 'write a', 'broke connection error 502']);
     expect(brokeStreams).toEqual([cut]);
+    // the stream's verdict is kept: the route returned normally, and its owner's end records the break
+    call.end();
     expect(finished).toEqual([{ status: 502 }]);
   });
 
@@ -166,6 +177,7 @@ describe('ProxiedCall', () => {
     expect(log).toEqual(['open', 'write a', 'write b', 'write c', 'end']);
     expect(reasons).toEqual(['connection error']);
     expect(brokeStreams).toEqual([cut]);
+    call.end();
     expect(finished).toEqual([{ status: 200 }]);
     expect([broken.state.returned, continuing.state.returned]).toEqual([true, true]);
   });
@@ -178,6 +190,7 @@ describe('ProxiedCall', () => {
     sink.continueAfter = () => Promise.resolve(null);
     await call.stream('m', attempt, sink);
     expect(log).toEqual(['open', 'write a', 'broke connection error 502']);
+    call.end();
     expect(finished).toEqual([{ status: 502 }]);
   });
 
@@ -188,7 +201,20 @@ describe('ProxiedCall', () => {
     const { attempt } = upstream(['a', tooLong]);
     const { sink } = recordingSink(false);
     await expect(call.stream('m', attempt, sink)).rejects.toBe(tooLong);
+    call.endWithError(tooLong);
     expect(finished).toEqual([{ status: 413 }]);
+  });
+
+  it("withCall ends the call it runs once, with the error it throws or the stream's verdict", async () => {
+    const { core, finished } = fakeCore();
+    const refused = new DomainError('no_provider_available', 'none');
+    const refusing = fakeCore({ fails: refused });
+    const failing = openCall(refusing.core, 'req_0', key, 'speech', new AbortController().signal);
+    await expect(withCall(failing, (c) => c.run('m', () => Promise.resolve(1)))).rejects.toBe(refused);
+    expect(refusing.finished).toEqual([{ status: 503 }]);
+    const call = openCall(core, 'req_1', key, 'speech', new AbortController().signal);
+    await withCall(call, (c) => c.stream('m', upstream(['a', new Error('cut')]).attempt, recordingSink().sink));
+    expect(finished).toEqual([{ status: 502 }]);
   });
 
   it('openCall: the signal cancels the call, and its listener is removed once the call is recorded', async () => {
@@ -196,7 +222,7 @@ describe('ProxiedCall', () => {
     const controller = new AbortController();
     const call = openCall(core, 'req_1', key, 'speech', controller.signal);
     const { attempt } = upstream(['a']);
-    await call.stream('m', attempt, recordingSink().sink);
+    await withCall(call, (c) => c.stream('m', attempt, recordingSink().sink));
     expect(finished).toEqual([{ status: 200 }]);
     controller.abort();
     expect(call.aborted).toBe(false);

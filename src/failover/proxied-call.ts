@@ -60,9 +60,17 @@ const logger = new Logger('ProxiedCall');
  * first chunk, the x-svc-* headers on the HTTP answer, every chunk to a sink, a failure after the first byte (the
  * breaker learns; a sink that can continues the answer on a later step, else ends it), and its usage recorded once:
  * 200, the error's status, 499 when the client left, 502 when the stream broke.
+ *
+ * One owner ends it: the layer that opened it (the FailoverInterceptor for Nest routes, the chat fast path for the
+ * requests it takes, `withCall` for a stream's turn or a task's chunk) calls `end` or `endWithError`, once, after
+ * everything else is done; the layers in between (services, sinks) only run it. A stream's own verdict (200, 499,
+ * 502) is kept for that end. A second end is a bug and throws.
  */
 export class ProxiedCall {
   private readonly billing: Billing = {};
+  /** A stream's verdict, kept for the owner's end: how it ended is known only here. */
+  private outcome: number | null = null;
+  private ended = false;
   /** The steps `stream` was given, when not the key's whole chain (a continuation walks the later ones). */
   private planned: PlannedStep[] | undefined;
 
@@ -98,17 +106,12 @@ export class ProxiedCall {
 
   /** The chain until a step gives a value (`planned`: only these steps); the HTTP answer gets the x-svc-* headers. */
   async run<T>(model: string, attempt: Attempt<T>, planned?: PlannedStep[]): Promise<T> {
-    try {
-      const value = await this.failover.execute(this.scope, model, attempt, planned);
-      this.putHeaders();
-      return value;
-    } catch (err) {
-      this.failed(err);
-      throw err;
-    }
+    const value = await this.failover.execute(this.scope, model, attempt, planned);
+    this.putHeaders();
+    return value;
   }
 
-  /** The chain until a step's first chunk, then every chunk to `sink`; the call is recorded however it ends. */
+  /** The chain until a step's first chunk, then every chunk to `sink`; how it ended is kept for the owner's end. */
   async stream<C, P extends Primed<C>>(
     model: string,
     attempt: Attempt<P>,
@@ -140,12 +143,12 @@ export class ProxiedCall {
             if (wait) await wait;
           }
           // an upstream may end early without an error when the client leaves (the offline engine does)
-          if (this.aborted) return this.finish(CLIENT_CLOSED_REQUEST);
+          if (this.aborted) return this.verdict(CLIENT_CLOSED_REQUEST);
           await sink.end?.();
-          return this.finish(200);
+          return this.verdict(200);
         } catch (err) {
           // the client left: nobody to tell, and no fault of the provider's
-          if (this.aborted) return this.finish(CLIENT_CLOSED_REQUEST);
+          if (this.aborted) return this.verdict(CLIENT_CLOSED_REQUEST);
           const reason = this.failover.streamFailed(this.scope, err);
           const status = err instanceof DomainError ? err.status : 502;
           logger.warn(
@@ -155,13 +158,13 @@ export class ProxiedCall {
           // the gateway's own verdict (a DomainError) is not a provider's fault another step could mend
           const next =
             sink.continueAfter && !(err instanceof DomainError) ? await sink.continueAfter(err, reason) : null;
-          if (this.aborted) return this.finish(CLIENT_CLOSED_REQUEST);
+          if (this.aborted) return this.verdict(CLIENT_CLOSED_REQUEST);
           if (next) {
             await current.rest.return?.().catch(() => undefined);
             current = next;
             continue;
           }
-          this.finish(status);
+          this.verdict(status);
           if (!sink.broke) throw err;
           return sink.broke(reason, status, err);
         }
@@ -225,16 +228,29 @@ export class ProxiedCall {
     );
   }
 
-  /** The answer was written whole by its route (a stream records itself as it ends). */
-  succeeded(): void {
+  /**
+   * The owner's end of a call whose route returned (its answer written whole, or a stream that kept its verdict):
+   * its usage recorded, once.
+   */
+  end(): void {
+    if (this.outcome !== null) return this.finish(this.outcome);
     this.putHeaders();
     this.finish(this.res?.statusCode ?? 200);
   }
 
-  /** The call failed before its answer (the caller renders the error): 499 when the client had left. */
-  failed(err: unknown): void {
+  /**
+   * The owner's end of a call whose route threw (the owner renders the error): the error's status, 499 when the
+   * client had left, or the verdict of a stream that broke.
+   */
+  endWithError(err: unknown): void {
+    if (this.outcome !== null) return this.finish(this.outcome);
     this.putHeaders();
     this.finish(this.aborted ? CLIENT_CLOSED_REQUEST : (toDomainError(err)?.status ?? 500));
+  }
+
+  /** How a stream ended, for the owner's end (the first verdict holds: a continuation's faults are caught inside). */
+  private verdict(status: number): void {
+    this.outcome ??= status;
   }
 
   /** The x-svc-* headers of the serving step, while the answer's headers are not sent. */
@@ -245,6 +261,9 @@ export class ProxiedCall {
   }
 
   private finish(status: number): void {
+    if (this.ended)
+      throw new Error(`the call ${this.requestId} was ended twice: only the layer that opened it ends it`);
+    this.ended = true;
     const result: ScopeResult = { status, ...this.billing };
     this.scope.finish(result);
     this.release();
@@ -269,7 +288,20 @@ export function openHttpCall(
   return new ProxiedCall(failover, scope, res);
 }
 
-/** A call without an HTTP answer of its own (a stream's turn, a task's chunk): cancelled by `signal`. */
+/** Runs `body` on `call`, which the caller opened, and ends the call once however `body` ends (its one owner). */
+export async function withCall<T>(call: ProxiedCall, body: (call: ProxiedCall) => Promise<T>): Promise<T> {
+  let value: T;
+  try {
+    value = await body(call);
+  } catch (err) {
+    call.endWithError(err);
+    throw err;
+  }
+  call.end();
+  return value;
+}
+
+/** A call without an HTTP answer of its own (a stream's turn, a task's chunk): cancelled by `signal`; see `withCall`. */
 export function openCall(
   failover: FailoverService,
   requestId: string,

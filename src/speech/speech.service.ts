@@ -113,14 +113,8 @@ export class SpeechService {
     options: SynthesisOptions = {},
   ): Promise<void> {
     call.bill({ characters: characterCount(job.text) });
-    let plan: VoicePlan;
-    try {
-      // a plan made earlier still has to hold: a voice deleted since does not speak again
-      plan = options.plan ? await this.voices.confirm(call.key, options.plan) : await this.plan(call.key, job);
-    } catch (err) {
-      call.failed(err);
-      throw err;
-    }
+    // a plan made earlier still has to hold: a voice deleted since does not speak again
+    const plan = options.plan ? await this.voices.confirm(call.key, options.plan) : await this.plan(call.key, job);
     const { heard, maxSeconds } = options;
     /** The text the serving attempt speaks: the job's, or the rest of it once a later step took over. */
     let speaking = job.text;

@@ -2,7 +2,7 @@ import type { WebSocket } from 'ws';
 import { DomainError, toDomainError } from '../../common/errors/domain-error';
 import type { PlannedStep } from '../../failover/chain';
 import type { FailoverService } from '../../failover/failover.service';
-import { openCall } from '../../failover/proxied-call';
+import { openCall, withCall } from '../../failover/proxied-call';
 import type { TraceOrigin } from '../../tracing/request-trace';
 import type { AuthenticatedKey } from '../../keys/key-directory';
 import { audioTooLong, minimumAudioSeconds } from '../audio-cap';
@@ -210,31 +210,33 @@ export class SpeechStreamSession {
       this.step = plan.steps.find((s) => s.level === call.scope.served?.level) ?? this.step;
       this.audio.served = this.step;
     };
-    // a failure throws back here (the session closes with it): the call has recorded it
-    await this.speech.synthesize(
-      call,
-      job,
-      {
-        open: servedBy,
-        write: emit,
-        // no later step could speak the rest: named, as the SSE paths name it (never internal_error)
-        broke: (reason, _status, err) => {
-          if (err instanceof DomainError) throw err;
-          const provider = call.scope.served?.provider ?? 'the provider';
-          throw new DomainError('upstream_stream_failed', `The upstream stream from ${provider} failed: ${reason}.`);
-        },
-      },
-      {
-        plan: steps,
-        maxSeconds,
-        heard: {
-          seconds: () => heardSeconds,
-          continued: (next) => {
-            servedBy(next);
-            heardSeconds = 0;
+    // a failure throws back here (the session closes with it), once the call has recorded it
+    await withCall(call, () =>
+      this.speech.synthesize(
+        call,
+        job,
+        {
+          open: servedBy,
+          write: emit,
+          // no later step could speak the rest: named, as the SSE paths name it (never internal_error)
+          broke: (reason, _status, err) => {
+            if (err instanceof DomainError) throw err;
+            const provider = call.scope.served?.provider ?? 'the provider';
+            throw new DomainError('upstream_stream_failed', `The upstream stream from ${provider} failed: ${reason}.`);
           },
         },
-      },
+        {
+          plan: steps,
+          maxSeconds,
+          heard: {
+            seconds: () => heardSeconds,
+            continued: (next) => {
+              servedBy(next);
+              heardSeconds = 0;
+            },
+          },
+        },
+      ),
     );
   }
 

@@ -4,7 +4,7 @@ import { DomainError } from '../../common/errors/domain-error';
 import { EnvironmentVariables } from '../../config/env.schema';
 import type { PlannedStep } from '../../failover/chain';
 import { FailoverService } from '../../failover/failover.service';
-import { openCall, type ProxiedCall } from '../../failover/proxied-call';
+import { openCall, type ProxiedCall, withCall } from '../../failover/proxied-call';
 import type { AuthenticatedKey } from '../../keys/key-directory';
 import type { VoicePlan } from '../../voices/voice-plan';
 import type { SpeechJob } from '../speech-job';
@@ -184,14 +184,16 @@ export class ChunkSpeaker {
     const call = openCall(this.failover, chunkRequestId(run.task.id, idx), run.key, 'speech', run.signal, origin);
     call.scope.failoversAnnounced = run.announced;
     const job: SpeechJob = { ...run.job, text: run.task.plan[idx].text };
-    const pcm = await this.collect(call, job, idx, plan, run.signal);
-    const served = call.scope.served;
-    const step = served && plan.steps.find((s) => s.provider === served.provider && s.level === served.level);
-    if (!served || !step) throw new Error(`chunk ${idx} of task ${run.task.id} has audio but no serving step`);
-    return {
-      pcm,
-      pin: { provider: served.provider, model: served.model, voice: plan.at(step).voiceId, level: served.level },
-    };
+    return withCall(call, async () => {
+      const pcm = await this.collect(call, job, idx, plan, run.signal);
+      const served = call.scope.served;
+      const step = served && plan.steps.find((s) => s.provider === served.provider && s.level === served.level);
+      if (!served || !step) throw new Error(`chunk ${idx} of task ${run.task.id} has audio but no serving step`);
+      return {
+        pcm,
+        pin: { provider: served.provider, model: served.model, voice: plan.at(step).voiceId, level: served.level },
+      };
+    });
   }
 
   /** The chunk's raw s16le, whole frames only; an upstream that breaks off mid-chunk fails the chunk (it is redone). */
