@@ -105,9 +105,12 @@ export class FailoverService {
     let skipped: Array<{ step: PlannedStep; skip: string | null }> | null = null;
     for (const step of planned) {
       const adapter = this.adapters.get(step.provider);
+      // a closed circuit admits at once: the await (a microtask) only for a half-open trial's claim
+      let admitted = adapter ? this.circuits.admit(step.provider, scope.requestId) : false;
+      if (typeof admitted !== 'boolean') admitted = await admitted;
       const skip = !adapter
         ? 'no adapter'
-        : !(await this.circuits.admit(step.provider, scope.requestId))
+        : !admitted
           ? 'circuit open'
           : step.step.usage_cap && !this.caps.tryConsume(scope.key.id, step.chainIndex, step.step.usage_cap)
             ? 'usage cap reached'
@@ -134,7 +137,8 @@ export class FailoverService {
         const traced = scope.trace?.startAttempt(step, adapter.kind, attempted, number - 1, scope.midStream);
         try {
           const value = await attemptWithTimeout(scope, adapter, step, attempt, trace);
-          await this.served(scope, step, failures, attempted, number, Date.now() - started);
+          const announced = this.served(scope, step, failures, attempted, number, Date.now() - started);
+          if (announced) await announced;
           if (traced) scope.trace?.servedBy(traced, value); // tracing hook
           return value;
         } catch (err) {
@@ -166,15 +170,18 @@ export class FailoverService {
     );
   }
 
-  /** A step served: its record, the breaker's success, who served, and the failover event when it was one. */
-  private async served(
+  /**
+   * A step served: its record, the breaker's success, who served, and the failover event when it was one (its store,
+   * to be awaited; null, and no microtask, when there is none).
+   */
+  private served(
     scope: FailoverScope,
     step: PlannedStep,
     failures: StepFailure[],
     attempted: number,
     number: number,
     latency: number,
-  ): Promise<void> {
+  ): Promise<void> | null {
     // a retry that served: the step's own earlier failure is no failover (the last failure is that step's)
     if (number > 1) failures.pop();
     scope.attempts.push(attemptRecord(step, 'ok', latency, number));
@@ -187,9 +194,9 @@ export class FailoverService {
     if (step.level > 0 && exhausted) {
       this.metrics.failover(exhausted.provider, step.provider);
       // only the first of a coalescing window is waited for (a counted one returns nothing to await)
-      const stored = scope.announceFailover(step.provider) ? this.storeFailoverEvent(scope, latency) : null;
-      if (stored) await stored;
+      return scope.announceFailover(step.provider) ? this.storeFailoverEvent(scope, latency) : null;
     }
+    return null;
   }
 
   /**
