@@ -108,14 +108,15 @@ function headersOf(call: UpstreamCall): Record<string, string> {
 }
 
 /**
- * A step's own stream_idle_timeout_ms, noted on its signal by the failover core (else the pool's bodyTimeout). An SSE
- * reading (`events`) waits for its first data event under undici's timer too: it gets the longer of the idle and
- * first-token bounds and keeps the idle one itself (SseReading).
+ * A step's own stream_idle_timeout_ms, noted on its signal by the failover core, when it is not the pool's bodyTimeout
+ * (`poolMs`) already. An SSE reading (`events`) waits for its first data event under undici's timer too: it gets the
+ * longer of the idle and first-token bounds and keeps the idle one itself (SseReading). Left out when it is the
+ * pool's: a request's own bodyTimeout cost about 15 % of one-step chat throughput at c=20 (bench:chat-ab).
  */
-function idleBound(signal: CallSignal, events = false): { bodyTimeout?: number } {
-  if (!(signal instanceof CallAbort)) return {};
+function idleBound(signal: CallSignal, poolMs: number, events = false): { bodyTimeout?: number } | null {
+  if (!(signal instanceof CallAbort)) return null;
   const ms = events ? signal.bodyTimeoutMs : signal.streamIdleMs;
-  return ms > 0 ? { bodyTimeout: ms } : {};
+  return ms > 0 && ms !== poolMs ? { bodyTimeout: ms } : null;
 }
 
 /** A dispatch handler of this client's own (TextReading, SseReading): it says when it ends. */
@@ -131,6 +132,8 @@ export class UpstreamClient {
   private readonly prefix: string;
   readonly shares: SocketShares;
   private readonly streamTotalMs: number;
+  /** The pool's bodyTimeout: a call whose step asks for this one passes none of its own. */
+  private readonly bodyTimeoutMs: number;
 
   constructor(baseUrl: string, options: UpstreamClientOptions = {}) {
     const url = new URL(baseUrl);
@@ -138,10 +141,11 @@ export class UpstreamClient {
     const connections = options.connections ?? DEFAULT_UPSTREAM_CONNECTIONS;
     this.shares = SocketShares.of(connections, options.keyShare ?? DEFAULT_KEY_SHARE);
     this.streamTotalMs = options.streamTotalTimeoutMs ?? DEFAULT_STREAM_TOTAL_MS;
+    this.bodyTimeoutMs = options.streamIdleTimeoutMs ?? DEFAULT_STREAM_IDLE_MS;
     this.pool = new Pool(url.origin, {
       connections,
       // undici times the gap between body chunks, paused while our side applies back-pressure
-      bodyTimeout: options.streamIdleTimeoutMs ?? DEFAULT_STREAM_IDLE_MS,
+      bodyTimeout: this.bodyTimeoutMs,
       ...(options.keepAliveTimeoutMs ? { keepAliveTimeout: options.keepAliveTimeoutMs } : {}),
     });
   }
@@ -159,7 +163,7 @@ export class UpstreamClient {
         headers: headersOf(call),
         body: call.body,
         signal: call.signal,
-        ...idleBound(call.signal),
+        ...idleBound(call.signal, this.bodyTimeoutMs),
       });
     } catch (err) {
       this.shares.release(tenant);
@@ -246,7 +250,7 @@ export class UpstreamClient {
         path: this.prefix + call.path,
         headers: headersOf(call),
         body: call.body,
-        ...idleBound(call.signal, handler instanceof SseReading),
+        ...idleBound(call.signal, this.bodyTimeoutMs, handler instanceof SseReading),
       },
       handler,
     );
