@@ -119,7 +119,7 @@ function idleBound(signal: CallSignal, events = false): { bodyTimeout?: number }
 }
 
 /** A dispatch handler of this client's own (TextReading, SseReading): it says when it ends. */
-type Reading = SignalledDispatch & Dispatcher.DispatchHandler & { onError(err: Error): void };
+type Reading = SignalledDispatch & Dispatcher.DispatchHandler & { onResponseError(controller: null, err: Error): void };
 
 /**
  * One keep-alive pool per provider origin. Every call first takes a socket of its key's share (SocketShares: a call
@@ -234,7 +234,7 @@ export class UpstreamClient {
         tenant,
         call.signal,
         () => this.send(call, handler, tenant),
-        (failure) => handler.onError(failure),
+        (failure) => handler.onResponseError(null, failure),
       );
   }
 
