@@ -81,6 +81,24 @@ export async function readCapped(body: AsyncIterable<Buffer>, cap: number): Prom
   return Buffer.concat(parts).subarray(0, cap).toString('utf8');
 }
 
+const ignore = (): void => undefined;
+
+/**
+ * A 2xx body from `request` (audio) as it arrives: a fault mid-way becomes an UpstreamFailure, an early exit closes
+ * the upstream socket. Shared by the adapters that relay a body as it comes (OpenAI, ElevenLabs).
+ */
+export async function* relayBody(body: UpstreamBody, signal: CallSignal): AsyncGenerator<Buffer> {
+  let complete = false;
+  try {
+    for await (const chunk of body) yield chunk as Buffer;
+    complete = true;
+  } catch (err) {
+    throw toUpstreamFailure(err, signal);
+  } finally {
+    if (!complete) body.on('error', ignore).destroy(); // destroying emits an abort error nobody else listens to
+  }
+}
+
 export function parseJsonBody(text: string): Record<string, unknown> {
   let parsed: unknown;
   try {
