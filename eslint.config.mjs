@@ -20,6 +20,21 @@ export default tseslint.config(
     },
   },
   {
+    // undici 7 marks these dispatch-handler callbacks @deprecated: handlers use onRequestStart, onResponseStart,
+    // onResponseData, onResponseEnd and onResponseError, pausing and aborting through the controller
+    files: ['src/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        ...['MethodDefinition', 'PropertyDefinition', 'Property'].map((node) => ({
+          selector: `${node}[key.name=/^(onConnect|onHeaders|onData|onComplete|onUpgrade|onBodySent|onResponseStarted)$/]`,
+          message:
+            "undici's deprecated dispatch callback: use onRequestStart/onResponseStart/onResponseData/onResponseEnd/onResponseError",
+        })),
+      ],
+    },
+  },
+  {
     files: ['test/**/*.ts', 'src/**/*.spec.ts', 'bench/**/*.ts'],
     rules: {
       // supertest bodies are untyped JSON; tests assert on them directly

@@ -3,8 +3,7 @@ import type { ResolvedProvider } from '../config/gateway-config';
 import { jobOwner, transcodeStream } from '../audio/pool/pool-jobs';
 import { outputShape } from '../audio/transcoder';
 import { AudioStream, CallContext, ProviderAdapter, SpeechCall, VoiceInfo, VoiceOrigin } from './provider-adapter';
-import { UpstreamClientOptions } from './http';
-import { relayBody } from './openai.adapter';
+import { relayBody, UpstreamClientOptions } from './http';
 
 /** The raw PCM rates ElevenLabs streams (`output_format=pcm_<rate>`, S16LE mono); 44100 needs a Pro plan. */
 export const ELEVENLABS_PCM_RATES = [16000, 22050, 24000, 44100] as const;

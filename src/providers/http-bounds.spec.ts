@@ -118,6 +118,23 @@ describe('UpstreamClient.text: a reply read through a dispatch handler', () => {
     );
   });
 
+  it("carries a refusal's Retry-After, the first of two", async () => {
+    await withServer(
+      (_req, res) => {
+        res.setHeader('retry-after', ['7', '30']);
+        res.writeHead(503, { 'content-type': 'application/json' }).end('{"error":{"message":"busy"}}');
+      },
+      async (client) => {
+        expect(await outcomeOf(client.text(call()))).toEqual({
+          kind: 'http',
+          status: 503,
+          message: 'busy',
+          retryAfterMs: 7000,
+        });
+      },
+    );
+  });
+
   it('keeps only the start of a long error body and drops its socket', async () => {
     await withServer(
       (_req, res) => {

@@ -81,6 +81,24 @@ export async function readCapped(body: AsyncIterable<Buffer>, cap: number): Prom
   return Buffer.concat(parts).subarray(0, cap).toString('utf8');
 }
 
+const ignore = (): void => undefined;
+
+/**
+ * A 2xx body from `request` (audio) as it arrives: a fault mid-way becomes an UpstreamFailure, an early exit closes
+ * the upstream socket. Shared by the adapters that relay a body as it comes (OpenAI, ElevenLabs).
+ */
+export async function* relayBody(body: UpstreamBody, signal: CallSignal): AsyncGenerator<Buffer> {
+  let complete = false;
+  try {
+    for await (const chunk of body) yield chunk as Buffer;
+    complete = true;
+  } catch (err) {
+    throw toUpstreamFailure(err, signal);
+  } finally {
+    if (!complete) body.on('error', ignore).destroy(); // destroying emits an abort error nobody else listens to
+  }
+}
+
 export function parseJsonBody(text: string): Record<string, unknown> {
   let parsed: unknown;
   try {
@@ -120,7 +138,7 @@ function idleBound(signal: CallSignal, poolMs: number, events = false): { bodyTi
 }
 
 /** A dispatch handler of this client's own (TextReading, SseReading): it says when it ends. */
-type Reading = SignalledDispatch & Dispatcher.DispatchHandler & { onError(err: Error): void };
+type Reading = SignalledDispatch & Dispatcher.DispatchHandler & { onResponseError(controller: null, err: Error): void };
 
 /**
  * One keep-alive pool per provider origin. Every call first takes a socket of its key's share (SocketShares: a call
@@ -238,7 +256,7 @@ export class UpstreamClient {
         tenant,
         call.signal,
         () => this.send(call, handler, tenant),
-        (failure) => handler.onError(failure),
+        (failure) => handler.onResponseError(null, failure),
       );
   }
 

@@ -1,4 +1,3 @@
-import type { CallSignal } from '../common/call-signal';
 import { adapterFactory, HttpProviderAdapter } from './http-adapter';
 import type { ResolvedProvider } from '../config/gateway-config';
 import { jobOwner, transcodeStream } from '../audio/pool/pool-jobs';
@@ -26,11 +25,10 @@ import { withRawJson } from '../common/http/sse-frame';
 import {
   isRecord,
   parseJsonBody,
+  relayBody,
   requireBaseUrl,
   SseEvent,
   StreamStep,
-  toUpstreamFailure,
-  UpstreamBody,
   UpstreamClientOptions,
 } from './http';
 
@@ -66,21 +64,6 @@ const createdId = (reply: Record<string, unknown>, what: string): string => {
     message: `OpenAI did not return the ${what}'s id`,
   });
 };
-
-const ignore = (): void => undefined;
-
-/** An audio body as it arrives: a fault mid-way becomes an UpstreamFailure, an early exit closes the upstream socket. */
-export async function* relayBody(body: UpstreamBody, signal: CallSignal): AsyncGenerator<Buffer> {
-  let complete = false;
-  try {
-    for await (const chunk of body) yield chunk as Buffer;
-    complete = true;
-  } catch (err) {
-    throw toUpstreamFailure(err, signal);
-  } finally {
-    if (!complete) body.on('error', ignore).destroy(); // destroying emits an abort error nobody else listens to
-  }
-}
 
 /** A chunk stream's `data: {"error": {...}}` (vLLM, LiteLLM, OpenRouter do this mid-stream). */
 function streamError(chunk: Record<string, unknown>): UpstreamFailure | undefined {

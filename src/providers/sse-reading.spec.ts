@@ -120,6 +120,20 @@ describe('UpstreamClient.events: a server-sent-events answer through a dispatch 
     );
   });
 
+  it("carries a refused stream's Retry-After", async () => {
+    await withServer(
+      (_req, res) => res.writeHead(429, { 'retry-after': '2' }).end('{"error":{"message":"slow down"}}'),
+      async (client) => {
+        expect(await outcomeOf(() => client.events(call(), translate))).toEqual({
+          kind: 'http',
+          status: 429,
+          message: 'slow down',
+          retryAfterMs: 2000,
+        });
+      },
+    );
+  });
+
   it('ends with the signal: a cancel mid-stream fails the next read as ABORTED and drops the socket', async () => {
     await withServer(
       (_req, res) => reads(res, ['data: a\n\n', ...Array.from({ length: 50 }, () => 'data: more\n\n')], false),

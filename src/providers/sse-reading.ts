@@ -2,7 +2,7 @@ import type { Dispatcher } from 'undici';
 import { CallAbort, type CallSignal } from '../common/call-signal';
 import { UpstreamFailure } from './provider-adapter';
 import { SseEvent, SseParser } from './sse';
-import { rawHeader, SignalledDispatch, TextReading } from './text-reading';
+import { headerValue, SignalledDispatch, TextReading } from './text-reading';
 import { toUpstreamFailure } from './upstream-errors';
 
 /** What a stream translator makes of one SSE event: a chunk to hand out, nothing, or the end marker. */
@@ -39,9 +39,12 @@ export const streamTooLong = (ms: number): UpstreamFailure =>
     message: `the upstream body ran past its stream_total_timeout_ms (${ms} ms)`,
   });
 
-/** Whether undici's raw response headers (name, value, ...) declare a JSON body. */
-const declaresJson = (raw: Buffer[]): boolean =>
-  rawHeader(raw, 'content-type')?.toLowerCase().includes('application/json') ?? false;
+type Controller = Dispatcher.DispatchController;
+type ResponseHeaders = Record<string, string | string[] | undefined>;
+
+/** Whether undici's response headers declare a JSON body. */
+const declaresJson = (headers: ResponseHeaders): boolean =>
+  headerValue(headers, 'content-type')?.toLowerCase().includes('application/json') ?? false;
 
 /**
  * One streamed upstream call as an undici dispatch handler and the async iterator of its translated chunks:
@@ -57,7 +60,8 @@ const declaresJson = (raw: Buffer[]): boolean =>
  * `wholeJsonCap`, a 2xx JSON answer is one event (see SseReadingOptions).
  */
 export class SseReading<T> extends SignalledDispatch implements Dispatcher.DispatchHandler, AsyncIterableIterator<T> {
-  private resume: (() => void) | null = null;
+  /** The controller a paused body is resumed through; kept after `settle` (which drops the one aborts go through). */
+  private flow: Controller | null = null;
   private paused = false;
   /** A non-2xx answer's body, read for its message; or a 2xx JSON answer's, read whole (wholeJsonCap). */
   private errorBody: TextReading | null = null;
@@ -93,26 +97,26 @@ export class SseReading<T> extends SignalledDispatch implements Dispatcher.Dispa
 
   // ---- the upstream side (undici's dispatch handler) ----
 
-  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
-    if (statusCode < 200) return true; // 1xx: the answer is still to come
+  onResponseStart(controller: Controller, statusCode: number, headers: ResponseHeaders): void {
+    if (statusCode < 200) return; // 1xx: the answer is still to come
     if (statusCode >= 300) {
       // the error body is read for its message as a JSON call's is; the call is refused with it
       this.detach();
       this.state = 'closed';
       this.errorBody = new TextReading(this.signal, 0, () => undefined, this.refused);
-      if (this.abort) this.errorBody.onConnect(this.abort);
-      return this.errorBody.onHeaders(statusCode, rawHeaders);
+      if (this.controller) this.errorBody.onRequestStart(this.controller);
+      return this.errorBody.onResponseStart(controller, statusCode, headers);
     }
-    this.resume = resume;
+    this.flow = controller;
     this.state = 'open';
     // the step's deadline moves on to the first data event (decisions §3)
     if (this.signal instanceof CallAbort) this.signal.headersArrived?.();
     // one timer for the whole body, none per read: an upstream that drip-feeds under the idle bound is still cut
     if (this.options.totalTimeoutMs !== undefined)
       this.totalTimer = setTimeout(this.tooLong, this.options.totalTimeoutMs);
-    if (this.options.wholeJsonCap !== undefined && declaresJson(rawHeaders)) this.readWhole(this.options.wholeJsonCap);
+    if (this.options.wholeJsonCap !== undefined && declaresJson(headers)) this.readWhole(this.options.wholeJsonCap);
     this.opened(this);
-    return this.wholeBody ? this.wholeBody.onHeaders(statusCode, rawHeaders) : true;
+    this.wholeBody?.onResponseStart(controller, statusCode, headers);
   }
 
   /**
@@ -144,33 +148,35 @@ export class SseReading<T> extends SignalledDispatch implements Dispatcher.Dispa
       },
       (err) => done(err instanceof Error ? err : new Error(String(err))),
     );
-    if (this.abort) this.wholeBody.onConnect(this.abort);
+    if (this.controller) this.wholeBody.onRequestStart(this.controller);
   }
 
-  onData(chunk: Buffer): boolean {
-    if (this.errorBody) return this.errorBody.onData(chunk);
-    if (this.wholeBody) return this.wholeBody.onData(chunk);
+  onResponseData(controller: Controller, chunk: Buffer): void {
+    if (this.errorBody) return this.errorBody.onResponseData(controller, chunk);
+    if (this.wholeBody) return this.wholeBody.onResponseData(controller, chunk);
     if (this.state === 'ended') {
       this.drained += chunk.length;
       if (this.drained > this.options.drainLimit) this.drop(new Error('the rest of the stream is not worth reading'));
-      return true;
+      return;
     }
-    if (this.state !== 'open') return true;
+    if (this.state !== 'open') return;
     try {
       this.take(this.parser.push(chunk));
     } catch (err) {
       this.fail(toUpstreamFailure(err, this.signal));
     }
     this.wake();
-    if (this.state === 'open' && this.queue.length - this.head >= QUEUE_HIGH) this.paused = true;
+    if (this.state === 'open' && this.queue.length - this.head >= QUEUE_HIGH) {
+      this.paused = true;
+      controller.pause(); // undici reads no more until `ready` resumes it
+    }
     if (this.idleMs > 0) this.watchIdle();
-    return !this.paused;
   }
 
-  onComplete(): void {
+  onResponseEnd(controller: Controller, trailers: ResponseHeaders): void {
     this.ended();
-    if (this.errorBody) return this.errorBody.onComplete();
-    if (this.wholeBody) return this.wholeBody.onComplete();
+    if (this.errorBody) return this.errorBody.onResponseEnd(controller, trailers);
+    if (this.wholeBody) return this.wholeBody.onResponseEnd(controller, trailers);
     if (this.state === 'open') {
       try {
         this.take(this.parser.rest());
@@ -191,10 +197,11 @@ export class SseReading<T> extends SignalledDispatch implements Dispatcher.Dispa
     this.wake();
   }
 
-  onError(err: Error): void {
+  /** Also called with no controller: by undici for a call it never sent, by the client for one refused a socket. */
+  onResponseError(controller: Controller | null | undefined, err: Error): void {
     this.ended();
-    if (this.errorBody) return this.errorBody.onError(err);
-    if (this.wholeBody) return this.wholeBody.onError(err);
+    if (this.errorBody) return this.errorBody.onResponseError(controller, err);
+    if (this.wholeBody) return this.wholeBody.onResponseError(controller, err);
     if (this.state === 'headers') {
       this.settle();
       this.refused(toUpstreamFailure(err, this.signal));
@@ -221,7 +228,7 @@ export class SseReading<T> extends SignalledDispatch implements Dispatcher.Dispa
   }
 
   private readonly startDrainTimer = (): void => {
-    if (this.state !== 'ended' || this.abort === null) return;
+    if (this.state !== 'ended' || this.controller === null) return;
     this.drainTimer = setTimeout(
       () => this.drop(new Error('the rest of the stream took too long')),
       this.options.drainTimeoutMs,
@@ -265,17 +272,18 @@ export class SseReading<T> extends SignalledDispatch implements Dispatcher.Dispa
     this.drop(failure);
   }
 
-  /** Cuts the connection (once); the dispatch then ends with onError, which finds nothing left to do. */
+  /** Cuts the connection (once); the dispatch then ends with onResponseError, which finds nothing left to do. */
   private drop(reason: Error): void {
-    const abort = this.abort;
+    const controller = this.controller;
     this.settle();
-    abort?.(reason);
+    controller?.abort(reason);
   }
 
   /** The call is over on the upstream side: no more cancels or timers. */
   private settle(): void {
-    if (this.abort === null && this.drainTimer === null && this.totalTimer === null && this.idleTimer === null) return;
-    this.abort = null;
+    if (this.controller === null && this.drainTimer === null && this.totalTimer === null && this.idleTimer === null)
+      return;
+    this.controller = null;
     this.detach();
     if (this.drainTimer) clearTimeout(this.drainTimer);
     this.drainTimer = null;
@@ -323,7 +331,7 @@ export class SseReading<T> extends SignalledDispatch implements Dispatcher.Dispa
         if (this.paused) {
           this.paused = false;
           if (this.idleMs > 0) this.watchIdle();
-          this.resume?.();
+          this.flow?.resume();
         }
       }
       return { done: false, value };

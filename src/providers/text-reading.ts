@@ -5,40 +5,41 @@ import { UpstreamFailure } from './provider-adapter';
 import { tooLarge } from './sse';
 import { ERROR_BODY_CAP, httpFailure, toUpstreamFailure } from './upstream-errors';
 
-/** The first value of header `name` (lower case) among undici's raw response headers (name, value, ...). */
-export function rawHeader(raw: Buffer[], name: string): string | undefined {
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const header = raw[i];
-    if (header.length === name.length && header.toString('latin1').toLowerCase() === name)
-      return raw[i + 1].toString('latin1');
-  }
-  return undefined;
+type Controller = Dispatcher.DispatchController;
+type ResponseHeaders = Record<string, string | string[] | undefined>;
+
+/** The first value of header `name` (lower case) among undici's parsed response headers. */
+export function headerValue(headers: ResponseHeaders, name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
 }
 
-/** The declared length among undici's raw response headers, or NaN. */
-const declaredLength = (raw: Buffer[]): number => Number(rawHeader(raw, 'content-length') ?? Number.NaN);
+/** The declared length among undici's response headers, or NaN. */
+const declaredLength = (headers: ResponseHeaders): number =>
+  Number(headerValue(headers, 'content-length') ?? Number.NaN);
 
 /**
- * The cancel of a dispatched call: undici's abort for the connection, called when the call's signal fires
- * (or at once, for a signal that fired before the call was sent). `detach` when the call no longer needs it.
+ * The cancel of a dispatched call: undici's controller, aborted when the call's signal fires (or at once, for
+ * a signal that fired before the call was sent). `detach` when the call no longer needs it. Handlers use
+ * undici 7's onRequestStart/onResponse* API; Pool.dispatch wraps them in its UnwrapHandler.
  */
 export abstract class SignalledDispatch {
-  protected abort: ((reason?: Error) => void) | null = null;
+  protected controller: Controller | null = null;
   /** The socket share this dispatch holds, given back once when it ends (completed or failed); no closure per call. */
   private shares: SocketShares | null = null;
   private tenant = '';
   private readonly onAbort = (): void => {
-    this.abort?.(abortReason(this.signal.reason));
+    this.controller?.abort(abortReason(this.signal.reason));
   };
 
   protected constructor(protected readonly signal: CallSignal) {}
 
-  onConnect(abort: (reason?: Error) => void): void {
+  onRequestStart(controller: Controller, _context?: unknown): void {
     if (this.signal.aborted) {
-      abort(abortReason(this.signal.reason));
+      controller.abort(abortReason(this.signal.reason));
       return;
     }
-    this.abort = abort;
+    this.controller = controller;
     this.signal.addEventListener('abort', this.onAbort);
   }
 
@@ -46,7 +47,7 @@ export abstract class SignalledDispatch {
     this.signal.removeEventListener('abort', this.onAbort);
   }
 
-  /** This dispatch holds a socket of `tenant`'s share: it goes back once undici ends it (onComplete or onError). */
+  /** This dispatch holds a socket of `tenant`'s share: it goes back once undici ends it (onResponseEnd or onResponseError). */
   holdSocket(shares: SocketShares, tenant: string): void {
     this.shares = shares;
     this.tenant = tenant;
@@ -82,26 +83,25 @@ export class TextReading extends SignalledDispatch implements Dispatcher.Dispatc
     super(signal);
   }
 
-  onHeaders(statusCode: number, rawHeaders: Buffer[]): boolean {
-    if (statusCode < 200) return true; // 1xx: the answer is still to come
+  onResponseStart(_controller: Controller, statusCode: number, headers: ResponseHeaders): void {
+    if (statusCode < 200) return; // 1xx: the answer is still to come
     this.status = statusCode;
     if (statusCode >= 300) {
       this.limit = ERROR_BODY_CAP;
-      this.retryAfter = rawHeader(rawHeaders, 'retry-after');
-      return true;
+      this.retryAfter = headerValue(headers, 'retry-after');
+      return;
     }
     this.limit = this.cap;
-    if (declaredLength(rawHeaders) > this.cap) this.fail(tooLarge('JSON reply', this.cap));
-    return true;
+    if (declaredLength(headers) > this.cap) this.fail(tooLarge('JSON reply', this.cap));
   }
 
-  onData(chunk: Buffer): boolean {
-    if (this.settled) return true;
+  onResponseData(_controller: Controller, chunk: Buffer): void {
+    if (this.settled) return;
     const room = this.limit - this.size;
     if (chunk.length <= room) {
       this.parts.push(chunk);
       this.size += chunk.length;
-      return true;
+      return;
     }
     if (this.status >= 300) {
       // an error body is only read for its message: what fits is enough, the rest of the socket is not worth keeping
@@ -109,16 +109,16 @@ export class TextReading extends SignalledDispatch implements Dispatcher.Dispatc
       this.size = this.limit;
       this.refuse();
     } else this.fail(tooLarge('JSON reply', this.cap));
-    return true;
   }
 
-  onComplete(): void {
+  onResponseEnd(_controller: Controller, _trailers?: ResponseHeaders): void {
     this.ended();
     if (this.status >= 300) this.refuse();
     else this.finish(() => this.resolve(this.bodyText()));
   }
 
-  onError(err: Error): void {
+  /** Also called with no controller: by undici for a call it never sent, by the client for one refused a socket. */
+  onResponseError(_controller: Controller | null | undefined, err: Error): void {
     this.ended();
     this.finish(() => this.reject(toUpstreamFailure(err, this.signal)));
   }
@@ -132,12 +132,12 @@ export class TextReading extends SignalledDispatch implements Dispatcher.Dispatc
     const cut = this.size >= this.limit;
     const failure = httpFailure(this.status, this.bodyText(), this.retryAfter);
     this.finish(() => this.reject(failure));
-    if (cut) this.abort?.(new Error('error body cut at its cap'));
+    if (cut) this.controller?.abort(new Error('error body cut at its cap'));
   }
 
   private fail(failure: UpstreamFailure): void {
     this.finish(() => this.reject(failure));
-    this.abort?.(failure);
+    this.controller?.abort(failure);
   }
 
   private finish(settle: () => void): void {
