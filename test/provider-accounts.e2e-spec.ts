@@ -217,7 +217,8 @@ providers:
   it('shows no account key in any answer, header, /metrics or log line', async () => {
     const metrics = await get(t!, '/metrics', ADMIN_TOKEN);
     expect(metrics.status).toBe(200);
-    expect(metrics.text).toContain('svc_circuit_state');
+    expect(metrics.text).toContain('svc_account_circuit_state{provider="pooled",account="alpha",state="down"} 1');
+    expect(metrics.text).toContain('svc_account_in_flight{provider="pooled",account="beta"} 0');
     await replica!.close();
     await t!.close();
     [replica, t] = [undefined, undefined];
