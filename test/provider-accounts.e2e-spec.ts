@@ -6,7 +6,7 @@ import { UsageWriter } from '../src/usage/usage.writer';
 import { FakeOpenAi, startFakeOpenAi } from './fakes/fake-openai';
 import { FakeUpstream, sendJson } from './fakes/fake-upstream';
 import { ADMIN_TOKEN, startApp, TestApp } from './support/app';
-import { eventually, sleep } from './support/failover';
+import { eventually, sleep, storedEvents } from './support/failover';
 import { LogCapture } from './support/log-capture';
 
 const KEYS = {
@@ -15,6 +15,7 @@ const KEYS = {
 };
 const BACKUP_KEY = `sk-backup-${randomBytes(12).toString('hex')}`;
 const QUEUE_TIMEOUT_MS = 300;
+const COOLDOWN_MS = 1500;
 const messages = [{ role: 'user' as const, content: 'Say hello.' }];
 
 /** An OpenAI-compatible upstream that knows each account's key: its calls in flight, the most at once, its faults. */
@@ -70,10 +71,10 @@ describe('provider accounts', () => {
 
   beforeAll(async () => {
     await upstream.fake.listen('/v1');
-    backup = await startFakeOpenAi({ name: 'backup' });
+    backup = await startFakeOpenAi({ name: 'acct-backup' });
     const yaml = `
 providers:
-  - name: pooled
+  - name: acct-pooled
     kind: openai
     base_url: "${upstream.fake.url}"
     retries: 0
@@ -82,19 +83,20 @@ providers:
       - { name: alpha, api_key: "\${ALPHA_KEY}", max_concurrency: 1 }
       - { name: beta, api_key: "\${BETA_KEY}", max_concurrency: 1 }
       - { name: gamma, api_key: "\${GAMMA_KEY}" }
-  - name: backup
+  - name: acct-backup
     kind: openai
     base_url: "${backup.url}"
     api_key: "${BACKUP_KEY}"
 `;
     const gateway = parseGatewayConfig(yaml, 'accounts test', { ALPHA_KEY: KEYS.alpha, BETA_KEY: KEYS.beta });
-    expect(gateway.warnings).toEqual(["account 'gamma' of provider 'pooled' left out: its api_key is empty"]);
+    expect(gateway.warnings).toEqual(["account 'gamma' of provider 'acct-pooled' left out: its api_key is empty"]);
+    const env = { LOG_LEVEL: 'trace', SVC_BREAKER_COOLDOWN_MS: String(COOLDOWN_MS) };
     logs.start();
-    t = await startApp({ gateway, env: { LOG_LEVEL: 'trace' } });
-    replica = await startApp({ gateway, env: { LOG_LEVEL: 'trace' } });
+    t = await startApp({ gateway, env });
+    replica = await startApp({ gateway, env });
     ({ secret } = await t.createKey('accounts', [
-      { provider: 'pooled', model: 'm-pool' },
-      { provider: 'backup', model: 'm-backup' },
+      { provider: 'acct-pooled', model: 'm-pool' },
+      { provider: 'acct-backup', model: 'm-backup' },
     ]));
     client = new OpenAI({ apiKey: secret, baseURL: `${t.url}/v1`, maxRetries: 0 });
   });
@@ -129,37 +131,37 @@ providers:
   };
   const pooledEntry = async (app: TestApp) =>
     ((await get(app, '/v1/providers/health')).body as { providers: Array<Record<string, unknown>> }).providers.find(
-      (p) => p.provider === 'pooled',
+      (p) => p.provider === 'acct-pooled',
     );
 
   it('spreads two concurrent calls over both accounts, each sending its own key, never two in flight on one', async () => {
     upstream.reset();
     upstream.holdMs = 400;
     const served = await Promise.all([ask(), ask()]);
-    expect(served.map((s) => s.provider)).toEqual(['pooled', 'pooled']);
+    expect(served.map((s) => s.provider)).toEqual(['acct-pooled', 'acct-pooled']);
     expect([...upstream.seen].sort()).toEqual(['alpha', 'beta']);
     expect(Object.fromEntries(upstream.mostInFlight)).toEqual({ alpha: 1, beta: 1 });
     expect(served.map((s) => s.content).sort()).toEqual(['from alpha', 'from beta']);
     // the usage record names the account that served (never its key)
     const records = await Promise.all(served.map((s) => usageOf(s.requestId)));
     expect(records.map((r) => r.attempts[0].account).sort()).toEqual(['alpha', 'beta']);
-    expect(records[0].attempts[0]).toMatchObject({ provider: 'pooled', outcome: 'ok' });
+    expect(records[0].attempts[0]).toMatchObject({ provider: 'acct-pooled', outcome: 'ok' });
   });
 
   it('sends a third concurrent call to the next step after queue_timeout_ms, with no breaker failure', async () => {
     upstream.reset();
     upstream.holdMs = 2500;
     const served = await Promise.all([ask(), ask(), ask()]);
-    const third = served.filter((s) => s.provider === 'backup');
+    const third = served.filter((s) => s.provider === 'acct-backup');
     expect(third).toHaveLength(1);
-    expect(served.filter((s) => s.provider === 'pooled')).toHaveLength(2);
+    expect(served.filter((s) => s.provider === 'acct-pooled')).toHaveLength(2);
     // it waited for a slot for queue_timeout_ms, then moved on at once (the slots stayed busy far longer)
     expect(third[0].ms).toBeGreaterThanOrEqual(QUEUE_TIMEOUT_MS - 20);
     expect(third[0].ms).toBeLessThan(QUEUE_TIMEOUT_MS + 900);
     expect(Object.fromEntries(upstream.mostInFlight)).toEqual({ alpha: 1, beta: 1 });
     const record = await usageOf(third[0].requestId);
-    expect(record.attempts[0]).toMatchObject({ provider: 'pooled', outcome: 'skipped: no free account slot' });
-    expect(record.attempts[1]).toMatchObject({ provider: 'backup', outcome: 'ok' });
+    expect(record.attempts[0]).toMatchObject({ provider: 'acct-pooled', outcome: 'skipped: no free account slot' });
+    expect(record.attempts[1]).toMatchObject({ provider: 'acct-backup', outcome: 'ok' });
     expect(await pooledEntry(t!)).toMatchObject({
       status: 'healthy',
       consecutive_failures: 0,
@@ -174,7 +176,7 @@ providers:
     upstream.reset();
     upstream.holdMs = 120;
     const served = await Promise.all([ask(), ask(), ask()]);
-    expect(served.map((s) => s.provider)).toEqual(['pooled', 'pooled', 'pooled']);
+    expect(served.map((s) => s.provider)).toEqual(['acct-pooled', 'acct-pooled', 'acct-pooled']);
     expect(upstream.seen).toHaveLength(3);
     expect(Object.fromEntries(upstream.mostInFlight)).toMatchObject({ alpha: 1, beta: 1 });
   });
@@ -186,7 +188,7 @@ providers:
     for (let i = 0; i < 80 && upstream.seen.filter((a) => a === 'alpha').length < 5; i++) {
       const { provider, content } = await ask();
       // a failed account's call goes on to the next step: the client still gets an answer
-      expect(provider === 'backup' || content === 'from beta').toBe(true);
+      expect(provider === 'acct-backup' || content === 'from beta').toBe(true);
     }
     expect(upstream.seen.filter((a) => a === 'alpha')).toHaveLength(5);
     await t!.app.get(CircuitRegistry).flushAll();
@@ -198,6 +200,11 @@ providers:
       ],
     };
     expect(await pooledEntry(t!)).toMatchObject(down);
+    const metrics = await get(t!, '/metrics', ADMIN_TOKEN);
+    expect(metrics.text).toContain('svc_account_circuit_state{provider="acct-pooled",account="alpha",state="down"} 1');
+    expect(metrics.text).toContain(
+      'svc_account_circuit_state{provider="acct-pooled",account="beta",state="healthy"} 1',
+    );
     // the account's circuit is shared through PostgreSQL, as a provider's is
     const seen = await eventually(
       () => pooledEntry(replica!),
@@ -209,23 +216,44 @@ providers:
     upstream.reset();
     const after = [];
     for (let i = 0; i < 6; i++) after.push(await ask());
-    expect(after.map((s) => s.provider)).toEqual(Array(6).fill('pooled'));
+    expect(after.map((s) => s.provider)).toEqual(Array(6).fill('acct-pooled'));
     expect(upstream.seen).toEqual(Array(6).fill('beta'));
+  });
+
+  it("heals the account with its own trial once its cooldown is over, as the provider's recovery", async () => {
     upstream.failing.clear();
+    await sleep(COOLDOWN_MS + 100);
+    upstream.reset();
+    // the next call is the trial of the cooled-down account, though the other has room
+    expect((await ask()).content).toBe('from alpha');
+    await t!.app.get(CircuitRegistry).flushAll();
+    expect(await pooledEntry(t!)).toMatchObject({
+      status: 'healthy',
+      accounts: [
+        { name: 'alpha', status: 'healthy', consecutive_failures: 0 },
+        { name: 'beta', status: 'healthy', consecutive_failures: 0 },
+      ],
+    });
+    const recovered = await storedEvents(
+      t!,
+      "type = 'provider_recovered' AND provider = $1 AND created_at > now() - interval '1 minute'",
+      ['acct-pooled'],
+      'the recovery event',
+    );
+    expect(recovered).toHaveLength(1);
   });
 
   it('shows no account key in any answer, header, /metrics or log line', async () => {
     const metrics = await get(t!, '/metrics', ADMIN_TOKEN);
     expect(metrics.status).toBe(200);
-    expect(metrics.text).toContain('svc_account_circuit_state{provider="pooled",account="alpha",state="down"} 1');
-    expect(metrics.text).toContain('svc_account_in_flight{provider="pooled",account="beta"} 0');
+    expect(metrics.text).toContain('svc_account_in_flight{provider="acct-pooled",account="beta"} 0');
     await replica!.close();
     await t!.close();
     [replica, t] = [undefined, undefined];
     await sleep(200);
     const logText = logs.text;
     // the capture holds the service's lines: the account's circuit opening is among them
-    expect(logText).toContain('circuit of pooled/alpha opened');
+    expect(logText).toContain('circuit of acct-pooled/alpha opened');
     for (const key of [...Object.values(KEYS), BACKUP_KEY]) {
       for (const answer of answers) expect(answer).not.toContain(key);
       expect(logText).not.toContain(key);

@@ -50,6 +50,12 @@ export interface ResolvedAccount {
 /** The circuit (and adapter) of one account: `provider/account` (names cannot hold a `/`, so none is a provider's). */
 export const accountCircuit = (provider: string, account: string): string => `${provider}/${account}`;
 
+/** The provider a circuit belongs to: itself, or the provider of an account's `provider/account`. */
+export const providerOfCircuit = (circuit: string): string => {
+  const slash = circuit.indexOf('/');
+  return slash < 0 ? circuit : circuit.slice(0, slash);
+};
+
 /**
  * A provider's accounts with their keys interpolated: those whose key is empty are left out (a warning each);
  * `fail` on a duplicate name. An empty result means the provider itself is left out.

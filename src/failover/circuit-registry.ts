@@ -1,6 +1,7 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import { newRequestId } from '../common/ids';
+import { providerOfCircuit } from '../config/accounts';
 import { EnvironmentVariables } from '../config/env.schema';
 import { requestFields } from '../config/logging';
 import { PgChangeFeed } from '../database/pg-change-feed';
@@ -251,7 +252,8 @@ export class CircuitRegistry implements OnApplicationBootstrap, OnApplicationShu
             `${cheap ? 'cheap probe' : 'trial request'} of ${provider} ${verdict === 'success' ? 'succeeded' : 'failed'}: circuit ${written.state.status} (${requestId})`,
           );
         // the only record of the recovery: EventsService keeps it in memory and retries until it is stored
-        if (recovered) this.events.recordRecovered(provider, requestId, latencyMs);
+        // an account's recovery is its provider's (the keys' chains and the webhooks name providers, decisions §7)
+        if (recovered) this.events.recordRecovered(providerOfCircuit(provider), requestId, latencyMs);
         await this.feed.notify(CIRCUITS_CHANNEL, provider).catch(() => undefined);
       });
     this.probesInFlight.add(run);

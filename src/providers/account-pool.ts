@@ -37,6 +37,11 @@ export class AccountSlot {
     return this;
   }
 
+  /** Undoes a `take` that did not become a call (its trial was not admitted): nobody is woken. */
+  untake(): void {
+    this.inFlight -= 1;
+  }
+
   /** Gives one slot back: the first call waiting for one of the provider's accounts tries again. */
   release(): void {
     this.inFlight -= 1;
