@@ -11,6 +11,7 @@ export const CONDUCT_DEFAULTS: Readonly<{
   streamIdleTimeoutMs: number;
   retries: number;
   retryAfterMaxMs: number;
+  queueTimeoutMs: number;
 }> = {
   /** To the response headers for a stream, to the whole body otherwise. */
   timeoutMs: 30000,
@@ -22,6 +23,8 @@ export const CONDUCT_DEFAULTS: Readonly<{
   retries: 1,
   /** A 429 is retried on the same step only when its Retry-After is at most this. */
   retryAfterMaxMs: 5000,
+  /** A provider with accounts: how long a call waits for a free account slot before the next step (§7). */
+  queueTimeoutMs: 250,
 };
 
 export const MAX_RETRIES = 5;
@@ -67,6 +70,14 @@ export class ConductSettings {
   @Min(0)
   @Max(60000)
   retry_after_max_ms?: number;
+
+  /** A provider with accounts: how long a call waits for a free account slot, then the next step (0 to 60000). Default 250. */
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, maximum: 60000 })
+  @IsOptional()
+  @IsInt({ message: 'queue_timeout_ms must be a whole number of milliseconds' })
+  @Min(0)
+  @Max(60000)
+  queue_timeout_ms?: number;
 }
 
 const CONDUCT_FIELDS = [
@@ -75,6 +86,7 @@ const CONDUCT_FIELDS = [
   'stream_idle_timeout_ms',
   'retries',
   'retry_after_max_ms',
+  'queue_timeout_ms',
 ] as const satisfies ReadonlyArray<keyof ConductSettings>;
 
 /** The conduct settings `settings` sets, as plain JSON (a stored chain step keeps only those). */

@@ -18,6 +18,7 @@ import {
   validateSync,
 } from 'class-validator';
 import { readFileSync } from 'node:fs';
+import { AccountConfig, resolveAccounts, type ResolvedAccount } from './accounts';
 import { CHAIN_NOT_EMPTY, ChainStepDto } from './chain-step.dto';
 import { ContinuationMode, IsContinuation } from './continuation';
 import { ConductSettings } from './conduct.dto';
@@ -75,6 +76,14 @@ export class ProviderConfig extends ConductSettings {
   @IsOptional()
   @IsContinuation()
   continuation?: ContinuationMode[];
+
+  /** Several credentials behind this provider (decisions §7); instead of `api_key`. */
+  @IsOptional()
+  @IsArray()
+  @ArrayMinSize(1, { message: 'accounts must list at least one account (or be left out)' })
+  @ValidateNested({ each: true })
+  @Type(() => AccountConfig)
+  accounts?: AccountConfig[];
 
   /** Restricts what the provider is used for (default: everything its kind can do). */
   @IsOptional()
@@ -136,6 +145,10 @@ export interface ResolvedProvider {
   allowedVoiceIds?: string[];
   /** `continuation` when the YAML sets it; the kind's default (src/config/continuation.ts) otherwise. */
   continuation?: ContinuationMode[];
+  /** `queue_timeout_ms` when the YAML sets it; CONDUCT_DEFAULTS otherwise. */
+  queueTimeoutMs?: number;
+  /** The accounts whose key is set (decisions §7); absent for a provider with one `api_key`. */
+  accounts?: ResolvedAccount[];
 }
 
 /** A provider the file declares but the gateway left out (its api_key interpolated to nothing). */
@@ -205,7 +218,19 @@ export function parseGatewayConfig(text: string, source: string, env: NodeJS.Pro
     seen.add(p.name);
     const traits = KIND_TRAITS[p.kind];
     const apiKey = p.api_key?.trim() ? p.api_key.trim() : null;
-    if (traits.needsApiKey && !apiKey) {
+    const groupId = p.group_id?.trim() ? p.group_id.trim() : null;
+    let accounts: ResolvedAccount[] | undefined;
+    if (p.accounts) {
+      if (!traits.needsApiKey) fail(`providers[${i}].accounts: kind ${p.kind} takes no credentials, so no accounts`);
+      if (p.api_key !== undefined)
+        fail(`providers[${i}]: set either api_key or accounts, not both (an account has its own api_key)`);
+      accounts = resolveAccounts(p.accounts, { name: p.name, groupId }, `providers[${i}]`, warnings, fail);
+      if (accounts.length === 0) {
+        warnings.push(`provider '${p.name}' (${p.kind}) left out: the api_key of every account is empty`);
+        leftOut.push({ name: p.name, kind: p.kind, reason: 'the api_key of every account is empty' });
+        return;
+      }
+    } else if (traits.needsApiKey && !apiKey) {
       warnings.push(`provider '${p.name}' (${p.kind}) left out: its api_key is empty`);
       leftOut.push({ name: p.name, kind: p.kind, reason: 'its api_key is empty' });
       return;
@@ -218,7 +243,7 @@ export function parseGatewayConfig(text: string, source: string, env: NodeJS.Pro
       kind: p.kind,
       baseUrl: (p.base_url ?? traits.defaultBaseUrl)?.replace(/\/+$/, '') ?? null,
       apiKey,
-      groupId: p.group_id?.trim() ? p.group_id.trim() : null,
+      groupId,
       timeoutMs: p.timeout_ms ?? null,
       capabilities: p.capabilities ?? traits.capabilities,
       ...(p.stream_idle_timeout_ms !== undefined ? { streamIdleTimeoutMs: p.stream_idle_timeout_ms } : {}),
@@ -228,6 +253,8 @@ export function parseGatewayConfig(text: string, source: string, env: NodeJS.Pro
       ...(p.stream_total_timeout_ms !== undefined ? { streamTotalTimeoutMs: p.stream_total_timeout_ms } : {}),
       ...(p.allowed_voice_ids ? { allowedVoiceIds: p.allowed_voice_ids } : {}),
       ...(p.continuation ? { continuation: p.continuation } : {}),
+      ...(p.queue_timeout_ms !== undefined ? { queueTimeoutMs: p.queue_timeout_ms } : {}),
+      ...(accounts ? { accounts } : {}),
     });
   });
   const declared = new Set(file.providers.map((p) => p.name));

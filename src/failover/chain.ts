@@ -27,6 +27,8 @@ export interface PlannedStep {
   retries: number;
   /** A 429 whose Retry-After is longer than this is not retried on this step. */
   retryAfterMaxMs: number;
+  /** A provider with accounts: how long a call waits for a free account slot before the next step (§7). */
+  queueTimeoutMs: number;
   step: ChainStepDto;
 }
 
@@ -38,6 +40,7 @@ export interface ProviderFacts {
   streamIdleTimeoutMs?: number;
   retries?: number;
   retryAfterMaxMs?: number;
+  queueTimeoutMs?: number;
 }
 
 /** Entry step, then the later steps with the capability; null means 400 model_not_supported. */
@@ -74,6 +77,7 @@ export function planRoute(
         step.stream_idle_timeout_ms ?? provider.streamIdleTimeoutMs ?? CONDUCT_DEFAULTS.streamIdleTimeoutMs,
       retries: step.retries ?? provider.retries ?? CONDUCT_DEFAULTS.retries,
       retryAfterMaxMs: step.retry_after_max_ms ?? provider.retryAfterMaxMs ?? CONDUCT_DEFAULTS.retryAfterMaxMs,
+      queueTimeoutMs: step.queue_timeout_ms ?? provider.queueTimeoutMs ?? CONDUCT_DEFAULTS.queueTimeoutMs,
       step,
     });
   }

@@ -1,4 +1,4 @@
-import { BreakerState, CHEAP_PROBE_AFTER_MS, CircuitBreaker, overallStatus } from './circuit-breaker';
+import { BreakerState, CHEAP_PROBE_AFTER_MS, CircuitBreaker, combinedView, overallStatus } from './circuit-breaker';
 
 const T0 = 1_700_000_000_000;
 const breaker = new CircuitBreaker();
@@ -261,5 +261,21 @@ describe('overallStatus', () => {
     expect(overallStatus(['healthy', 'down'])).toBe('degraded');
     expect(overallStatus(['recovering'])).toBe('degraded');
     expect(overallStatus(['down', 'recovering'])).toBe('degraded');
+  });
+});
+
+describe('the combined view of a provider with accounts (decisions §7)', () => {
+  const healthy = { status: 'healthy' as const, consecutive_failures: 0, cooldown_remaining_secs: 0 };
+  const down = (secs: number) => ({ status: 'down' as const, consecutive_failures: 5, cooldown_remaining_secs: secs });
+  const recovering = { status: 'recovering' as const, consecutive_failures: 5, cooldown_remaining_secs: 0 };
+
+  it('is down only when every account is, with the soonest cooldown', () => {
+    expect(combinedView([down(20), down(7)])).toEqual(down(7));
+    expect(combinedView([down(20), healthy])).toEqual({ ...healthy, status: 'degraded' });
+  });
+
+  it('is healthy when every account is, recovering when none serves but one is on trial', () => {
+    expect(combinedView([healthy, healthy])).toEqual(healthy);
+    expect(combinedView([down(20), recovering])).toEqual({ ...recovering, status: 'recovering' });
   });
 });

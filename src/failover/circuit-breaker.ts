@@ -125,3 +125,23 @@ export function overallStatus(statuses: BreakerStatus[]): OverallStatus {
   if (statuses.every((s) => s === 'down')) return 'down';
   return 'degraded';
 }
+
+/**
+ * A provider with several accounts, each with its own circuit (decisions §7): `down` only when every account is (its
+ * cooldown the soonest to end), `healthy` when every one is, `recovering` when none serves but one is on trial,
+ * otherwise `degraded`; its count is the smallest of the accounts' (what its next call may still meet).
+ */
+export function combinedView(accounts: BreakerView[]): BreakerView {
+  const consecutive_failures = Math.min(...accounts.map((a) => a.consecutive_failures));
+  const statuses = accounts.map((a) => a.status);
+  if (statuses.every((s) => s === 'down'))
+    return {
+      status: 'down',
+      consecutive_failures,
+      cooldown_remaining_secs: Math.min(...accounts.map((a) => a.cooldown_remaining_secs)),
+    };
+  if (statuses.every((s) => s === 'healthy'))
+    return { status: 'healthy', consecutive_failures, cooldown_remaining_secs: 0 };
+  const status = statuses.every((s) => s === 'down' || s === 'recovering') ? 'recovering' : 'degraded';
+  return { status, consecutive_failures, cooldown_remaining_secs: 0 };
+}

@@ -43,5 +43,31 @@ export class CircuitMetrics implements OnModuleInit {
         for (const provider of providers) this.set({ provider }, circuits.view(provider, now).consecutive_failures);
       },
     });
+    // providers with accounts (decisions §7): each account by name, never by key
+    const pooled = providers.filter((provider) => circuits.accounts(provider) !== undefined);
+    if (pooled.length === 0) return;
+    new Gauge({
+      name: 'svc_account_circuit_state',
+      help: "Each provider account's own circuit breaker as this replica sees it: 1 for its current state, 0 for the others.",
+      labelNames: ['provider', 'account', 'state'],
+      registers,
+      collect() {
+        const now = Date.now();
+        for (const provider of pooled)
+          for (const { name, status } of circuits.accounts(provider, now) ?? [])
+            for (const state of BREAKER_STATES) this.set({ provider, account: name, state }, state === status ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'svc_account_in_flight',
+      help: 'Calls in flight on each provider account, counted by this replica (max_concurrency is per replica).',
+      labelNames: ['provider', 'account'],
+      registers,
+      collect() {
+        for (const provider of pooled)
+          for (const { name, in_flight } of circuits.accounts(provider) ?? [])
+            this.set({ provider, account: name }, in_flight);
+      },
+    });
   }
 }

@@ -49,7 +49,7 @@ describe('CircuitRegistry writes', () => {
     registry = new CircuitRegistry(
       store as unknown as BreakerStore,
       feed,
-      {} as AdapterRegistry,
+      { pool: () => undefined } as unknown as AdapterRegistry,
       {} as EventsService,
       env,
     );
@@ -102,7 +102,7 @@ describe('CircuitRegistry half-open trial', () => {
     return new CircuitRegistry(
       store as unknown as BreakerStore,
       feed,
-      {} as AdapterRegistry,
+      { pool: () => undefined } as unknown as AdapterRegistry,
       events as unknown as EventsService,
       env,
     );

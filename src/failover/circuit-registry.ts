@@ -1,12 +1,13 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import { newRequestId } from '../common/ids';
+import { providerOfCircuit } from '../config/accounts';
 import { EnvironmentVariables } from '../config/env.schema';
 import { requestFields } from '../config/logging';
 import { PgChangeFeed } from '../database/pg-change-feed';
 import { AdapterRegistry } from '../providers/adapter-registry';
 import { BreakerStore } from './breaker.store';
-import { BreakerState, BreakerView, CircuitBreaker } from './circuit-breaker';
+import { BreakerState, BreakerView, CircuitBreaker, combinedView } from './circuit-breaker';
 import { CIRCUITS_CHANNEL, CircuitMirrors } from './circuit-mirrors';
 import { EventsService } from './events.service';
 
@@ -72,8 +73,13 @@ export class CircuitRegistry implements OnApplicationBootstrap, OnApplicationShu
     this.mirrors.stop();
   }
 
-  /** Whether regular traffic may use the provider now (a read: claims nothing). */
+  /**
+   * Whether regular traffic may use the provider (or one account's circuit, `provider/account`) now (a read: claims
+   * nothing). A provider with accounts is available while one of its accounts is.
+   */
   isAvailable(provider: string, now = Date.now()): boolean {
+    const pool = this.adapters.pool(provider);
+    if (pool) return pool.slots.some((slot) => this.breaker.isAvailable(this.mirrors.get(slot.circuit).state, now));
     return this.breaker.isAvailable(this.mirrors.get(provider).state, now);
   }
 
@@ -92,8 +98,24 @@ export class CircuitRegistry implements OnApplicationBootstrap, OnApplicationShu
     return this.claim(provider, requestId, hold, (state, at) => this.breaker.trialOpen(state, at));
   }
 
+  /** A circuit's health entry; a provider with accounts: their combined view (decisions §7). */
   view(provider: string, now = Date.now()): BreakerView {
+    const pool = this.adapters.pool(provider);
+    if (pool) return combinedView(pool.slots.map((slot) => this.view(slot.circuit, now)));
     return this.breaker.view(this.mirrors.get(provider).state, now);
+  }
+
+  /** Each account's entry of a provider with accounts (never its key); undefined for one without. */
+  accounts(
+    provider: string,
+    now = Date.now(),
+  ):
+    | Array<{ name: string; status: BreakerView['status']; in_flight: number; consecutive_failures: number }>
+    | undefined {
+    return this.adapters.pool(provider)?.slots.map((slot) => {
+      const { status, consecutive_failures } = this.view(slot.circuit, now);
+      return { name: slot.name, status, in_flight: slot.inFlight, consecutive_failures };
+    });
   }
 
   /** A success of `provider` for request `requestId`: closes the circuit when that request was its trial. */
@@ -230,7 +252,8 @@ export class CircuitRegistry implements OnApplicationBootstrap, OnApplicationShu
             `${cheap ? 'cheap probe' : 'trial request'} of ${provider} ${verdict === 'success' ? 'succeeded' : 'failed'}: circuit ${written.state.status} (${requestId})`,
           );
         // the only record of the recovery: EventsService keeps it in memory and retries until it is stored
-        if (recovered) this.events.recordRecovered(provider, requestId, latencyMs);
+        // an account's recovery is its provider's (the keys' chains and the webhooks name providers, decisions §7)
+        if (recovered) this.events.recordRecovered(providerOfCircuit(provider), requestId, latencyMs);
         await this.feed.notify(CIRCUITS_CHANNEL, provider).catch(() => undefined);
       });
     this.probesInFlight.add(run);

@@ -102,4 +102,8 @@ export interface FailedAttempt {
   started: number;
   /** Its CLIENT span, while traces are on. */
   traced?: AttemptTrace;
+  /** The circuit the attempt counts against: its account's (`provider/account`, decisions §7), else its provider's. */
+  circuit: string;
+  /** The account it used, for a provider with accounts. */
+  accountName?: string;
 }

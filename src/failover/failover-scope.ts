@@ -1,6 +1,8 @@
 import type { Capability } from '../config/provider-kinds';
 import type { AuthenticatedKey } from '../keys/key-directory';
 import type { AttemptRecord } from '../usage/usage-record.entity';
+import type { AccountSlot } from '../providers/account-pool';
+import type { NewUsageRecord } from '../usage/usage.writer';
 import type { TokenUsage } from '../providers/provider-adapter';
 import type { ServedBy } from './failover-headers';
 import type { RequestTrace } from '../tracing/request-trace';
@@ -31,6 +33,8 @@ export class FailoverScope {
   midStream = false;
   /** The request's spans (decisions §12); null while traces are off or for a scope nobody traces. */
   trace: RequestTrace | null = null;
+  /** The account whose slot the serving call holds (decisions §7), given back when the call ends or its stream breaks. */
+  account: AccountSlot | null = null;
   /** Made only when something asks for `signal` (streams): an AbortController per request is not free. */
   private clientGone: AbortController | null = null;
   private goneReason: Error | null = null;
@@ -89,4 +93,24 @@ export class FailoverScope {
     // tracing hook: the request's spans end with its usage record
     this.trace?.end(result, this.served?.level ?? null);
   }
+}
+
+/** The usage record of a finished scope (written in a batch by the UsageWriter). */
+export function usageOf(scope: FailoverScope, result: ScopeResult): NewUsageRecord {
+  return {
+    requestId: scope.requestId,
+    keyId: scope.key.id,
+    capability: scope.capability,
+    requestedModel: scope.requestedModel,
+    provider: scope.served?.provider ?? null,
+    model: scope.served?.model ?? null,
+    fallbackLevel: scope.served?.level ?? null,
+    status: result.status,
+    latencyMs: Date.now() - scope.startedAt,
+    attempts: scope.attempts,
+    promptTokens: result.usage?.prompt_tokens ?? null,
+    completionTokens: result.usage?.completion_tokens ?? null,
+    totalTokens: result.usage?.total_tokens ?? null,
+    characters: result.characters ?? null,
+  };
 }

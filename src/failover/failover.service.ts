@@ -15,9 +15,11 @@ import { CircuitRegistry } from './circuit-registry';
 import { EventsService } from './events.service';
 import { retryAfterOf, retryWait, waitUnlessGone } from './attempt-policy';
 import { exhaustedError, type FailedAttempt, relayedError, servedBy, type StepFailure } from './failover-errors';
-import { FailoverScope, ScopeResult } from './failover-scope';
+import { FailoverScope, usageOf } from './failover-scope';
 import { StepQuotas } from '../quotas/step-quotas.service';
 import { secondsLeftInWindow } from '../quotas/window-counter';
+import { CIRCUIT_OPEN, NO_FREE_ACCOUNT, takeAccount } from './account-choice';
+import type { AccountSlot } from '../providers/account-pool';
 import { Attempt, attemptRecord, attemptWithTimeout, toFailure, upstreamMessage } from './step-attempt';
 import { describeUnconfigured, UnconfiguredStep, unconfiguredSteps } from './unconfigured-steps';
 
@@ -52,7 +54,11 @@ export class FailoverService {
   openScope(requestId: string, key: AuthenticatedKey, capability: Capability): FailoverScope {
     return new FailoverScope(requestId, key, capability, (scope, result) => {
       this.circuits.requestEnded(scope.requestId);
-      this.recordUsage(scope, result);
+      // the serving account's slot is held to the end of the call (a stream's last chunk included)
+      const account = scope.account;
+      scope.account = null;
+      account?.release();
+      this.usage.add(usageOf(scope, result));
     });
   }
 
@@ -104,17 +110,23 @@ export class FailoverService {
     /** The steps skipped, for the Retry-After of a 503 when no step was tried (worked out only then). */
     let skipped: Array<{ step: PlannedStep; skip: string | null }> | null = null;
     for (const step of planned) {
-      const adapter = this.adapters.get(step.provider);
+      const pool = this.adapters.pool(step.provider);
+      // a provider with accounts: the chosen account's slot, adapter and circuit (decisions §7)
+      let account: AccountSlot | null = null;
+      let adapter = this.adapters.get(step.provider);
       // a closed circuit admits at once: the await (a microtask) only for a half-open trial's claim
-      let admitted = adapter ? this.circuits.admit(step.provider, scope.requestId) : false;
+      let admitted = !adapter || pool !== undefined || this.circuits.admit(step.provider, scope.requestId);
       if (typeof admitted !== 'boolean') admitted = await admitted;
-      const skip = !adapter
-        ? 'no adapter'
-        : !admitted
-          ? 'circuit open'
-          : step.step.usage_cap && !this.caps.tryConsume(scope.key.id, step.chainIndex, step.step.usage_cap)
-            ? 'usage cap reached'
-            : null;
+      let skip = !adapter ? 'no adapter' : admitted ? null : CIRCUIT_OPEN;
+      if (!skip && pool) {
+        const taken = await takeAccount(pool, step, scope, this.circuits);
+        if (typeof taken === 'string') skip = taken;
+        else [account, adapter] = [taken, taken.adapter];
+      }
+      if (!skip && step.step.usage_cap && !this.caps.tryConsume(scope.key.id, step.chainIndex, step.step.usage_cap)) {
+        skip = 'usage cap reached';
+        account?.release();
+      }
       if (skip || !adapter) {
         (skipped ??= []).push({ step, skip });
         scope.attempts.push({
@@ -128,34 +140,44 @@ export class FailoverService {
         failures.push({ provider: step.provider, reason: skip ?? 'skipped', level: step.level });
         continue;
       }
+      const circuit = account ? account.circuit : step.provider;
+      const accountName = account ? account.name : undefined;
       // the step's attempts: the first, then a retry after each transient fault while its retries last (§3)
-      for (let number = 1; ; number++) {
-        attempted += 1;
-        const trace = { afterHeaders: false };
-        const started = Date.now();
-        // tracing hook: the attempt's CLIENT span (its retry number, and whether it continues a broken stream)
-        const traced = scope.trace?.startAttempt(step, adapter.kind, attempted, number - 1, scope.midStream);
-        try {
-          const value = await attemptWithTimeout(scope, adapter, step, attempt, trace);
-          const announced = this.served(scope, step, failures, attempted, number, Date.now() - started);
-          if (announced) await announced;
-          if (traced) scope.trace?.servedBy(traced, value); // tracing hook
-          return value;
-        } catch (err) {
-          const failed = { scope, planned, step, failures, attempted, number, started, traced };
-          const { failure, reason } = this.failed(failed, err);
-          const said = retryAfterOf(failure.outcome);
-          if (said !== undefined) retryAfterMs = Math.min(retryAfterMs ?? said, said);
-          const wait = retryWait(failure.outcome, { number, afterHeaders: trace.afterHeaders }, step);
-          // a retry only while the circuit still lets the provider be tried, and someone waits for it
-          const again = wait !== null && this.circuits.isAvailable(step.provider);
-          this.logger.warn(
-            requestFields(scope.requestId),
-            `${step.provider} failed for ${scope.requestId} (${reason}); ${again ? `trying it again in ${wait} ms` : 'trying the next step'}`,
-          );
-          if (!again) break;
-          if (!(await waitUnlessGone(scope, wait))) throw err;
+      try {
+        for (let number = 1; ; number++) {
+          attempted += 1;
+          const trace = { afterHeaders: false };
+          const started = Date.now();
+          // tracing hook: the attempt's CLIENT span (its retry number, and whether it continues a broken stream)
+          const traced = scope.trace?.startAttempt(step, adapter.kind, attempted, number - 1, scope.midStream);
+          try {
+            const value = await attemptWithTimeout(scope, adapter, step, attempt, trace);
+            // the account's slot is held until the call ends (or its stream breaks)
+            if (account) [scope.account, account] = [account, null];
+            const latency = Date.now() - started;
+            const announced = this.served(scope, step, failures, attempted, number, latency, circuit, accountName);
+            if (announced) await announced;
+            if (traced) scope.trace?.servedBy(traced, value); // tracing hook
+            return value;
+          } catch (err) {
+            const failed = { scope, planned, step, failures, attempted, number, started, traced, circuit, accountName };
+            const { failure, reason } = this.failed(failed, err);
+            const said = retryAfterOf(failure.outcome);
+            if (said !== undefined) retryAfterMs = Math.min(retryAfterMs ?? said, said);
+            const wait = retryWait(failure.outcome, { number, afterHeaders: trace.afterHeaders }, step);
+            // a retry only while the circuit still lets the provider be tried, and someone waits for it
+            const again = wait !== null && this.circuits.isAvailable(circuit);
+            this.logger.warn(
+              requestFields(scope.requestId),
+              `${step.provider} failed for ${scope.requestId} (${reason}); ${again ? `trying it again in ${wait} ms` : 'trying the next step'}`,
+            );
+            if (!again) break;
+            if (!(await waitUnlessGone(scope, wait))) throw err;
+          }
         }
+      } finally {
+        // the step failed (or threw): its account's slot is free for the next call
+        account?.release();
       }
     }
     // the steps this request would have tried but for their provider not being configured: fallbacks, and earlier entries of the model
@@ -181,12 +203,14 @@ export class FailoverService {
     attempted: number,
     number: number,
     latency: number,
+    circuit: string,
+    account: string | undefined,
   ): Promise<void> | null {
     // a retry that served: the step's own earlier failure is no failover (the last failure is that step's)
     if (number > 1) failures.pop();
-    scope.attempts.push(attemptRecord(step, 'ok', latency, number));
+    scope.attempts.push(attemptRecord(step, 'ok', latency, number, account));
     this.metrics.upstreamAttempt(step.provider, true, latency);
-    this.circuits.recordSuccess(step.provider, scope.requestId);
+    this.circuits.recordSuccess(circuit, scope.requestId);
     scope.served = servedBy(step, failures, attempted);
     const exhausted = scope.served.exhausted;
     // a failover is this call moving past a step that failed or was skipped; a pinned fallback step
@@ -204,23 +228,23 @@ export class FailoverService {
    * gateway's own verdict, the client's error) or returned for the loop to retry the step or move past it.
    */
   private failed(attempt: FailedAttempt, err: unknown): { failure: UpstreamFailure; reason: string } {
-    const { scope, planned, step, failures, attempted, number, started, traced } = attempt;
+    const { scope, planned, step, failures, attempted, number, started, traced, circuit, accountName } = attempt;
     const latency = Date.now() - started;
     // the client left: not the provider's fault, and nobody is waiting for another step
     if (scope.aborted) {
-      scope.attempts.push(attemptRecord(step, 'client disconnected', latency, number));
+      scope.attempts.push(attemptRecord(step, 'client disconnected', latency, number, accountName));
       if (traced) scope.trace?.attemptFailed(traced, 'cancelled'); // tracing hook
       throw err;
     }
     // the gateway's own verdict on the request (e.g. audio_too_long), not the provider's fault: no other step would do better
     if (err instanceof DomainError) {
-      scope.attempts.push(attemptRecord(step, err.code, latency, number));
+      scope.attempts.push(attemptRecord(step, err.code, latency, number, accountName));
       if (traced) scope.trace?.attemptFailed(traced, err.code); // tracing hook
       throw err;
     }
     const failure = toFailure(err, scope.requestId);
     const verdict = classify(failure.outcome, step.providerTimeoutMs, step.providerFirstTokenTimeoutMs);
-    scope.attempts.push(attemptRecord(step, verdict.reason, latency, number));
+    scope.attempts.push(attemptRecord(step, verdict.reason, latency, number, accountName));
     if (traced) scope.trace?.attemptFailed(traced, failure.outcome); // tracing hook
     this.metrics.upstreamAttempt(step.provider, false, latency);
     if (verdict.verdict === 'misconfigured_step' && verdict.misfit) {
@@ -229,7 +253,7 @@ export class FailoverService {
       if (step === planned[planned.length - 1]) throw relayedError(scope, step, failures, failure, attempted);
     }
     if (verdict.verdict === 'client_error') throw relayedError(scope, step, failures, failure, attempted);
-    if (verdict.breakerFailure) this.circuits.recordFailure(step.provider, scope.requestId);
+    if (verdict.breakerFailure) this.circuits.recordFailure(circuit, scope.requestId);
     // a step is in the alert once, with its last attempt's reason
     const last = failures[failures.length - 1];
     if (last && number > 1 && last.provider === step.provider && last.level === step.level) failures.pop();
@@ -257,7 +281,8 @@ export class FailoverService {
 
   /** A skipped step's wait: the rest of its circuit's cooldown (1 s while its probe runs), or of its cap's window. */
   private secondsUntilServed(step: PlannedStep, skip: string | null): number {
-    if (skip === 'circuit open') return Math.max(1, this.circuits.view(step.provider).cooldown_remaining_secs);
+    if (skip === NO_FREE_ACCOUNT) return 1;
+    if (skip === CIRCUIT_OPEN) return Math.max(1, this.circuits.view(step.provider).cooldown_remaining_secs);
     if (skip === 'usage cap reached' && step.step.usage_cap)
       return secondsLeftInWindow(step.step.usage_cap.per, Date.now());
     return Infinity;
@@ -269,13 +294,18 @@ export class FailoverService {
     const failure = toFailure(err, scope.requestId);
     const verdict = classify(failure.outcome);
     const provider = scope.served?.provider;
-    if (provider && verdict.breakerFailure) this.circuits.recordFailure(provider, scope.requestId);
+    // the account that served it: its circuit learns the break, its slot is free for the continuing call
+    const account = scope.account;
+    scope.account = null;
+    account?.release();
+    if (provider && verdict.breakerFailure) this.circuits.recordFailure(account?.circuit ?? provider, scope.requestId);
     scope.attempts.push({
       provider: provider ?? '',
       model: scope.served?.model ?? '',
       level: scope.served?.level ?? 0,
       outcome: `stream broke: ${verdict.reason}`,
       latency_ms: Date.now() - scope.startedAt,
+      ...(account && { account: account.name }),
     });
     scope.trace?.streamBroke(failure.outcome); // tracing hook
     return verdict.reason;
@@ -325,25 +355,6 @@ export class FailoverService {
       latencyMs,
       requestId: scope.requestId,
       ...(scope.midStream && { midStream: true }),
-    });
-  }
-
-  private recordUsage(scope: FailoverScope, result: ScopeResult): void {
-    this.usage.add({
-      requestId: scope.requestId,
-      keyId: scope.key.id,
-      capability: scope.capability,
-      requestedModel: scope.requestedModel,
-      provider: scope.served?.provider ?? null,
-      model: scope.served?.model ?? null,
-      fallbackLevel: scope.served?.level ?? null,
-      status: result.status,
-      latencyMs: Date.now() - scope.startedAt,
-      attempts: scope.attempts,
-      promptTokens: result.usage?.prompt_tokens ?? null,
-      completionTokens: result.usage?.completion_tokens ?? null,
-      totalTokens: result.usage?.total_tokens ?? null,
-      characters: result.characters ?? null,
     });
   }
 }

@@ -29,19 +29,30 @@ class StepTimeout extends Error {
   }
 }
 
-/** One attempt's line of the usage record; a retry on the same step is marked with its number (decisions §3). */
-export const attemptRecord = (step: PlannedStep, outcome: string, latency: number, number: number): AttemptRecord =>
-  number > 1
-    ? {
-        provider: step.provider,
-        model: step.model,
-        level: step.level,
-        outcome,
-        latency_ms: latency,
-        attempt: number,
-        retry: true,
-      }
-    : { provider: step.provider, model: step.model, level: step.level, outcome, latency_ms: latency };
+/**
+ * One attempt's line of the usage record; a retry on the same step is marked with its number (decisions §3), and an
+ * attempt on one of a provider's accounts names it (§7).
+ */
+export const attemptRecord = (
+  step: PlannedStep,
+  outcome: string,
+  latency: number,
+  number: number,
+  account?: string,
+): AttemptRecord =>
+  account !== undefined
+    ? { ...attemptRecord(step, outcome, latency, number), account }
+    : number > 1
+      ? {
+          provider: step.provider,
+          model: step.model,
+          level: step.level,
+          outcome,
+          latency_ms: latency,
+          attempt: number,
+          retry: true,
+        }
+      : { provider: step.provider, model: step.model, level: step.level, outcome, latency_ms: latency };
 
 /** What the provider said, for the message of a relayed client error. */
 export const upstreamMessage = (err: UpstreamFailure): string =>

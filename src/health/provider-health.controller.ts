@@ -25,11 +25,18 @@ export class ProviderHealthController {
   @Get()
   health(@CurrentKey() key: AuthenticatedKey): ProviderHealthDto {
     const now = Date.now();
-    const providers = [...new Set(key.chain.map((step) => step.provider))].map((provider) =>
-      this.gateway.provider(provider)
-        ? { provider, ...this.circuits.view(provider, now), configured: true }
-        : { provider, status: 'down' as const, consecutive_failures: 0, cooldown_remaining_secs: 0, configured: false },
-    );
+    const providers = [...new Set(key.chain.map((step) => step.provider))].map((provider) => {
+      if (!this.gateway.provider(provider))
+        return {
+          provider,
+          status: 'down' as const,
+          consecutive_failures: 0,
+          cooldown_remaining_secs: 0,
+          configured: false,
+        };
+      const accounts = this.circuits.accounts(provider, now);
+      return { provider, ...this.circuits.view(provider, now), configured: true, ...(accounts && { accounts }) };
+    });
     return { overall: overallStatus(providers.map((p) => p.status)), providers };
   }
 }

@@ -10,6 +10,8 @@ export interface AttemptRecord {
   /** A retry on the same step (decisions §3): its attempt number there (2 for the first retry). */
   attempt?: number;
   retry?: true;
+  /** The provider's account the attempt used, for a provider with accounts (decisions §7); never its key. */
+  account?: string;
 }
 
 /** One proxied request: who served it, how, and what it cost. Written in batches. */

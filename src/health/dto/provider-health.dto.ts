@@ -1,4 +1,17 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+
+/** One account of a provider with several (decisions §7): its own circuit, and its calls in flight on this replica. */
+export class ProviderAccountHealthDto {
+  /** Account name (never its key). */
+  name!: string;
+  @ApiProperty({ enum: ['healthy', 'degraded', 'recovering', 'down'] })
+  status!: 'healthy' | 'degraded' | 'recovering' | 'down';
+  /** Calls in flight on the account, counted by the replica that answers. */
+  @ApiProperty({ type: 'integer' })
+  in_flight!: number;
+  @ApiProperty({ type: 'integer' })
+  consecutive_failures!: number;
+}
 
 export class ProviderHealthEntryDto {
   /** Provider name. */
@@ -13,6 +26,9 @@ export class ProviderHealthEntryDto {
   cooldown_remaining_secs!: number;
   /** False when the chain names a provider this gateway does not have configured (e.g. its api_key is unset): it is then `down`. */
   configured!: boolean;
+  /** A provider with several accounts: each one; the provider is `down` only when every account is. */
+  @ApiPropertyOptional({ type: [ProviderAccountHealthDto] })
+  accounts?: ProviderAccountHealthDto[];
 }
 
 export class ProviderHealthDto {

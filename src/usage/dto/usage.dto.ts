@@ -39,6 +39,8 @@ export class UsageAttemptDto {
   /** Present (true) on a retry of the same step. */
   @ApiPropertyOptional({ type: 'boolean', enum: [true] })
   retry?: true;
+  /** The account of the provider the attempt used, when the provider has several (its name, never its key). */
+  account?: string;
 }
 
 export class UsageRecordDto {
