@@ -12,6 +12,7 @@ import { WebhookLanes1796083236000 } from './1796083236000-webhook-lanes';
 import { VoiceRemovals1796085361000 } from './1796085361000-voice-removals';
 import { TaskTraceparent1796086000000 } from './1796086000000-task-traceparent';
 import { TaskVoicePin1796090000000 } from './1796090000000-task-voice-pin';
+import { EventTraceparent1796095000000 } from './1796095000000-event-traceparent';
 
 /** Every migration in order; `npm run migration:generate` writes a file, add its class here. */
 export const MIGRATIONS = [
@@ -29,4 +30,5 @@ export const MIGRATIONS = [
   VoiceRemovals1796085361000,
   TaskTraceparent1796086000000,
   TaskVoicePin1796090000000,
+  EventTraceparent1796095000000,
 ];

@@ -228,7 +228,7 @@ describe.each(['http/protobuf', 'http/json'])('traces exported over OTLP %s', (p
     expect(parseTraceparent(g.fake.requests[0].headers.traceparent)?.traceId).toBe(client.traceId);
   });
 
-  it("gives an async task's chunk its own span, linked to the traceparent of the request that created it", async () => {
+  it("gives an async task's chunk its own span, linked to the span of the request that created it", async () => {
     const [f] = pool.take(1);
     const key = await t.createKey('traced task', [{ provider: f.name, model: TTS_MODEL, voice_map: { '*': 'alloy' } }]);
     const client = clientTraceparent();
@@ -240,6 +240,13 @@ describe.each(['http/protobuf', 'http/json'])('traces exported over OTLP %s', (p
       .send({ model: TTS_MODEL, text: TEXT, voice_setting: { voice_id: 'narrator' } });
 
     expect(res.status).toBe(202);
+    // the POST's own SERVER span joins the client's trace, and the task keeps its traceparent
+    const post = await serverSpanOf(res.headers['x-svc-request-id']);
+    expect(post).toMatchObject({
+      traceId: client.traceId,
+      parentSpanId: client.spanId,
+      name: 'POST /v1/audio/speech/async',
+    });
     const [chunk] = await receiver.waitFor(
       (s) => s.kind === SPAN_KIND.server && s.attributes['svc.request_id'] === `req_${res.body.id}_0`,
       1,
@@ -247,7 +254,7 @@ describe.each(['http/protobuf', 'http/json'])('traces exported over OTLP %s', (p
     );
     expect(chunk.name).toBe('speech_task chunk');
     expect(chunk.traceId).not.toBe(client.traceId);
-    expect(chunk.links).toEqual([{ traceId: client.traceId, spanId: client.spanId }]);
+    expect(chunk.links).toEqual([{ traceId: client.traceId, spanId: post.spanId }]);
     const [attempt] = await clientSpansOf(chunk, 1);
     expect(attempt.attributes['gen_ai.operation.name']).toBe('text_to_speech');
   });

@@ -95,19 +95,26 @@ describe('the log lines with traces on (decisions §12)', () => {
   beforeAll(() => expect(tracing.start({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' })).toBe(true));
   afterAll(() => tracing.shutdown());
 
-  it("name the request's trace: its request line, and the lines written while serving it", async () => {
+  it("name the request's trace and span: its request line, and the lines written while serving it", async () => {
     const traceId = 'a'.repeat(32);
     let fields: ReturnType<typeof requestFields> | null = null;
+    let spanId = '';
     const line = await logLine(
       '/v1/chat/completions',
       { traceparent: `00-${traceId}-${'b'.repeat(16)}-01` },
       (res) => res.end(),
       (req) => {
-        tracing.request('req_test', 'key_1', 'chat', tracing.httpOrigin(req));
+        spanId = tracing.request('req_test', 'key_1', 'chat', tracing.httpOrigin(req)).spanId;
         fields = requestFields('req_test');
       },
     );
-    expect(fields).toEqual({ request_id: 'req_test', trace_id: traceId });
-    expect(line).toMatchObject({ req: expect.objectContaining({ id: 'req_test' }), trace_id: traceId });
+    expect(spanId).toMatch(/^[0-9a-f]{16}$/);
+    expect(spanId).not.toBe('b'.repeat(16));
+    expect(fields).toEqual({ request_id: 'req_test', trace_id: traceId, span_id: spanId });
+    expect(line).toMatchObject({
+      req: expect.objectContaining({ id: 'req_test' }),
+      trace_id: traceId,
+      span_id: spanId,
+    });
   });
 });

@@ -43,10 +43,10 @@ export function loggerParams(env: EnvironmentVariables): Params {
 
 /**
  * The field that ties a log line to the request it was written for (the request line has it as `req.id`), and
- * while traces are on, the id of the request's trace (decisions §12).
+ * while traces are on, the ids of the request's trace and SERVER span when it is sampled (decisions §12).
  */
-export const requestFields = (requestId: string): { request_id: string; trace_id?: string } =>
-  tracing.on ? { request_id: requestId, trace_id: tracing.traceIdOf(requestId) } : { request_id: requestId };
+export const requestFields = (requestId: string): { request_id: string; trace_id?: string; span_id?: string } =>
+  tracing.on ? { request_id: requestId, ...tracing.logFieldsOf(requestId) } : { request_id: requestId };
 
 /** pino-http on nestjs-pino's root logger, made on first use (the root exists once LoggerModule is configured). */
 export function requestLineWriter(env: EnvironmentVariables): () => HttpLogger {
@@ -103,19 +103,19 @@ export function httpLoggerOptions(env: EnvironmentVariables): Options {
     },
     customLogLevel: (_req, res, err) =>
       err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info',
-    // only while traces are on (tracing starts before the application): the line names the request's trace
+    // only while traces are on (tracing starts before the application): the line names the request's trace and span
     ...(tracing.on ? traceIdOnRequestLine : {}),
   };
 }
 
-/** The request line's `trace_id` (decisions §12): pino-http's own objects, plus the field. */
+/** The request line's `trace_id` and `span_id` (decisions §12): pino-http's own objects, plus the fields. */
 const traceIdOnRequestLine: Pick<Options, 'customSuccessObject' | 'customErrorObject'> = {
   customSuccessObject: (req: IncomingMessage, _res: ServerResponse, value: Record<string, unknown>) => ({
     ...value,
-    trace_id: tracing.traceIdOfRequest(req),
+    ...tracing.logFieldsOfRequest(req),
   }),
   customErrorObject: (req: IncomingMessage, _res: ServerResponse, _err: Error, value: Record<string, unknown>) => ({
     ...value,
-    trace_id: tracing.traceIdOfRequest(req),
+    ...tracing.logFieldsOfRequest(req),
   }),
 };

@@ -4,6 +4,7 @@ import { newRequestId } from '../common/ids';
 import { providerOfCircuit } from '../config/accounts';
 import { EnvironmentVariables } from '../config/env.schema';
 import { requestFields } from '../config/logging';
+import { tracing } from '../tracing/tracing';
 import { PgChangeFeed } from '../database/pg-change-feed';
 import { AdapterRegistry } from '../providers/adapter-registry';
 import { BreakerStore } from './breaker.store';
@@ -241,6 +242,8 @@ export class CircuitRegistry implements OnApplicationBootstrap, OnApplicationShu
     mirror.state = transform(mirror.state, Date.now()) ?? mirror.state;
     const latencyMs = Date.now() - trial.started;
     const requestId = trial.requestId ?? newRequestId();
+    // tracing hook: a recovery's deliveries link to the trial request's span (read now, while it is open)
+    const traceparent = tracing.on && trial.requestId ? tracing.traceparentOf(trial.requestId) : null;
     const run = this.mirrors
       .apply(provider, (state, now) => transform(state, now))
       .catch(() => null)
@@ -253,7 +256,7 @@ export class CircuitRegistry implements OnApplicationBootstrap, OnApplicationShu
           );
         // the only record of the recovery: EventsService keeps it in memory and retries until it is stored
         // an account's recovery is its provider's (the keys' chains and the webhooks name providers, decisions §7)
-        if (recovered) this.events.recordRecovered(providerOfCircuit(provider), requestId, latencyMs);
+        if (recovered) this.events.recordRecovered(providerOfCircuit(provider), requestId, latencyMs, traceparent);
         await this.feed.notify(CIRCUITS_CHANNEL, provider).catch(() => undefined);
       });
     this.probesInFlight.add(run);

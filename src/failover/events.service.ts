@@ -43,6 +43,7 @@ const failoverRow = (
   type: 'failover',
   keyId: c.keyId,
   provider: c.activeProvider,
+  traceparent: s.traceparent ?? null,
   data: {
     proxy_key: c.keyId,
     model: c.model,
@@ -129,7 +130,12 @@ export class EventsService implements OnApplicationShutdown {
       activeProvider: e.activeProvider,
       ...(e.midStream && { midStream: true }),
     };
-    const sample: FailoverSample = { fallbackLevel: e.fallbackLevel, latencyMs: e.latencyMs, requestId: e.requestId };
+    const sample: FailoverSample = {
+      fallbackLevel: e.fallbackLevel,
+      latencyMs: e.latencyMs,
+      requestId: e.requestId,
+      traceparent: e.traceparent ?? null,
+    };
     if (this.coalescer.observe(condition, sample, Date.now()) === 'counted') return null;
     this.armWindowTimer();
     return new Promise<void>((resolve) => {
@@ -142,14 +148,18 @@ export class EventsService implements OnApplicationShutdown {
     });
   }
 
-  /** Queues a `provider_recovered` event (stored in the background, retried until stored). `data.proxy_key` and `data.model` are filled in at fan-out. */
-  recordRecovered(provider: string, requestId: string, latencyMs: number): void {
+  /**
+   * Queues a `provider_recovered` event (stored in the background, retried until stored). `data.proxy_key` and
+   * `data.model` are filled in at fan-out; `traceparent` names the trial request's span (null: none, or traces off).
+   */
+  recordRecovered(provider: string, requestId: string, latencyMs: number, traceparent: string | null = null): void {
     this.enqueue({
       row: {
         id: `evt_${randomUUID()}`,
         type: 'provider_recovered',
         keyId: null,
         provider,
+        traceparent,
         data: {
           exhausted_provider: null,
           active_provider: provider,

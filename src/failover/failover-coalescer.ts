@@ -13,6 +13,8 @@ export interface FailoverSample {
   fallbackLevel: number;
   latencyMs: number;
   requestId: string;
+  /** The W3C traceparent of the request's SERVER span (decisions §12); absent or null while traces are off. */
+  traceparent?: string | null;
 }
 
 /** The end of a window in which later failovers were only counted. */

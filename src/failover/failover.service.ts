@@ -354,6 +354,8 @@ export class FailoverService {
       fallbackLevel: served.level,
       latencyMs,
       requestId: scope.requestId,
+      // tracing hook: the event's deliveries link to this request's span
+      ...(scope.trace && { traceparent: scope.trace.traceparent }),
       ...(scope.midStream && { midStream: true }),
     });
   }

@@ -26,6 +26,10 @@ export class GatewayEventEntity {
   @Column({ type: 'jsonb' })
   data!: Record<string, unknown>;
 
+  /** The W3C traceparent of the request that caused it (its deliveries' spans link to it); null while traces are off. */
+  @Column({ type: 'text', nullable: true })
+  traceparent!: string | null;
+
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt!: Date;
 

@@ -5,7 +5,7 @@ import { BatchOutcome, BulkColumn, bulkInsert, insertBatch } from '../database/b
 import { pgPoolOf } from '../database/pg-pool';
 import type { GatewayEventEntity } from './gateway-event.entity';
 
-export type NewEvent = Pick<GatewayEventEntity, 'id' | 'type' | 'keyId' | 'provider' | 'data'>;
+export type NewEvent = Pick<GatewayEventEntity, 'id' | 'type' | 'keyId' | 'provider' | 'data' | 'traceparent'>;
 
 const EVENT_COLUMNS: readonly BulkColumn[] = [
   { name: 'id', type: 'text' },
@@ -13,6 +13,7 @@ const EVENT_COLUMNS: readonly BulkColumn[] = [
   { name: 'key_id', type: 'text' },
   { name: 'provider', type: 'text' },
   { name: 'data', type: 'jsonb' },
+  { name: 'traceparent', type: 'text' },
 ];
 const INSERT = bulkInsert('gateway_events', EVENT_COLUMNS);
 
@@ -27,7 +28,7 @@ export class GatewayEventsRepository {
     return insertBatch(
       (query) => pool.query(query),
       INSERT,
-      rows.map((row) => [row.id, row.type, row.keyId, row.provider, row.data]),
+      rows.map((row) => [row.id, row.type, row.keyId, row.provider, row.data, row.traceparent]),
     );
   }
 }

@@ -279,9 +279,9 @@ export function openHttpCall(
   capability: Capability,
 ): ProxiedCall {
   const scope = failover.openScope(requestIdOf(req), key, capability);
-  // tracing hook: the request's SERVER span, from its arrival (decisions §12)
+  // tracing hook: the request's SERVER span, from its arrival, named by the answer's traceresponse (decisions §12)
   if (tracing.on)
-    scope.trace = tracing.request(scope.requestId, key.id, capability, tracing.httpOrigin(req, res[startTime]));
+    scope.trace = tracing.request(scope.requestId, key.id, capability, tracing.httpOrigin(req, res[startTime], res));
   res.on('close', () => {
     if (!res.writableFinished) scope.abort();
   });

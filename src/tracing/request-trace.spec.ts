@@ -83,6 +83,14 @@ describe('RequestTrace (decisions §12)', () => {
     expect(exporter.getFinishedSpans()).toEqual([]);
   });
 
+  it('names its SERVER span in a traceparent for later work when sampled, and gives none when not', () => {
+    const { trace } = traced();
+    expect(trace.traceparent).toBe(`00-${trace.traceId}-${trace.spanId}-01`);
+    expect(trace.spanId).toBe(trace.span.spanContext().spanId);
+    // nothing was exported to link to
+    expect(traced(new AlwaysOffSampler()).trace.traceparent).toBeNull();
+  });
+
   it('names an error by its kind, never its message', () => {
     expect(errorType({ kind: 'timeout' })).toBe('timeout');
     expect(errorType({ kind: 'provider_error', code: 1002 })).toBe('provider_error');

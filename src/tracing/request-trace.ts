@@ -6,7 +6,7 @@ import {
   ATTR_HTTP_RESPONSE_STATUS_CODE,
   ATTR_HTTP_ROUTE,
 } from '@opentelemetry/semantic-conventions';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 
 /** A chain step as the spans name it (the failover core's PlannedStep is one). */
 export interface TracedStep {
@@ -26,6 +26,8 @@ export interface TraceOrigin {
   /** The route template; when absent, read from `req.route` as the call ends (Express sets it once routed). */
   route?: string;
   req?: IncomingMessage;
+  /** The response that names the span in its `traceresponse` header (set when the span starts, if sampled). */
+  res?: ServerResponse;
   /** The context an incoming `traceparent` names (ROOT_CONTEXT without one). */
   parent: Context;
   /** Epoch ms the request arrived. */
@@ -104,6 +106,8 @@ export class AttemptTrace {
  */
 export class RequestTrace {
   readonly traceId: string;
+  /** The SERVER span's id (a log line's `span_id`). */
+  readonly spanId: string;
   /** The attempt running now (the chain's steps are tried one at a time): its headers go upstream. */
   current: AttemptTrace | null = null;
   private served: AttemptTrace | null = null;
@@ -118,12 +122,20 @@ export class RequestTrace {
     private readonly origin: TraceOrigin,
     private readonly onEnd: (trace: RequestTrace) => void,
   ) {
-    this.traceId = span.spanContext().traceId;
+    ({ traceId: this.traceId, spanId: this.spanId } = span.spanContext());
     this.operation = OPERATIONS[capability] ?? capability;
   }
 
   get sampled(): boolean {
     return this.span.isRecording();
+  }
+
+  /**
+   * The W3C `traceparent` naming the SERVER span: what a job this request causes stores for its worker's span link,
+   * and the response's `traceresponse`. Null when not sampled (nothing was exported to link to).
+   */
+  get traceparent(): string | null {
+    return this.sampled ? `00-${this.traceId}-${this.spanId}-01` : null;
   }
 
   /** The headers of the attempt running now; empty between attempts. */

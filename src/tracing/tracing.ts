@@ -1,23 +1,33 @@
 import { defaultTextMapGetter, ROOT_CONTEXT, SpanKind, trace } from '@opentelemetry/api';
-import type { Tracer } from '@opentelemetry/api';
+import type { Attributes, Span, Tracer } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as OtlpProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { startTime } from 'pino-http';
 import { RequestTrace, type TraceOrigin } from './request-trace';
 import { tracingSettings } from './tracing-settings';
 
 /** service.name unless OTEL_SERVICE_NAME (or OTEL_RESOURCE_ATTRIBUTES) names it. */
 const SERVICE_NAME = 'svc-gateway';
-/** Where an HTTP request keeps its trace id for its request line (written after the request's spans end). */
-const TRACE_ID = Symbol('trace id');
-type WithTraceId = IncomingMessage & { [TRACE_ID]?: string };
+/** Where an HTTP request keeps its spans for its request line (written after the request's spans end). */
+const REQUEST_TRACE = Symbol('request trace');
+type WithTrace = IncomingMessage & { [REQUEST_TRACE]?: RequestTrace };
 
-/** Open requests whose trace id the log lines can name; a bound in case a scope were never finished. */
-const TRACE_IDS_BOUND = 100_000;
+/** Open requests whose trace the log lines can name; a bound in case a scope were never finished. */
+const OPEN_TRACES_BOUND = 100_000;
+
+/** The response header naming the request's SERVER span (W3C Trace Context Level 2), when sampled. */
+export const TRACE_RESPONSE_HEADER = 'traceresponse';
+
+/** A log line's fields naming a sampled request's SERVER span (decisions §12). */
+export interface TraceLogFields {
+  trace_id: string;
+  span_id: string;
+}
 
 interface Started {
   provider: NodeTracerProvider;
@@ -34,7 +44,8 @@ export class Tracing {
   on = false;
   private started: Started | null = null;
   private readonly propagator = new W3CTraceContextPropagator();
-  private readonly traceIds = new Map<string, string>();
+  /** Sampled requests in flight, by request id. */
+  private readonly open = new Map<string, RequestTrace>();
 
   /** Starts the SDK when an OTLP endpoint is set; throws on an OTEL_* value it cannot honour. Returns whether it is on. */
   start(env: Record<string, string | undefined> = process.env): boolean {
@@ -59,19 +70,34 @@ export class Tracing {
     if (!started) return;
     this.started = null;
     this.on = false;
-    this.traceIds.clear();
+    this.open.clear();
     await started.provider.shutdown();
   }
 
-  /** An HTTP request's origin: its method, its route once routed, its arrival, an incoming `traceparent`. */
-  httpOrigin(req: IncomingMessage, arrivedAt?: number): TraceOrigin {
+  /**
+   * An HTTP request's origin: its method, its route once routed, its arrival, an incoming `traceparent`, and the
+   * response that gets the `traceresponse` header.
+   */
+  httpOrigin(req: IncomingMessage, arrivedAt?: number, res?: ServerResponse): TraceOrigin {
     return {
       name: req.method ?? 'HTTP',
       method: req.method,
       req,
+      res,
       parent: this.propagator.extract(ROOT_CONTEXT, req.headers, defaultTextMapGetter),
       startTime: arrivedAt,
     };
+  }
+
+  /**
+   * The SERVER span of an HTTP request that is not proxied but causes later work (an async task's POST): it
+   * ends when the response does, with its status (call only when `on`).
+   */
+  httpRequest(req: IncomingMessage, res: ServerResponse, requestId: string, keyId: string): RequestTrace {
+    // from its arrival, as the request line counts it
+    const requestTrace = this.request(requestId, keyId, 'http', this.httpOrigin(req, res[startTime], res));
+    res.once('close', () => requestTrace.end({ status: res.statusCode }, null));
+    return requestTrace;
   }
 
   /** A WebSocket turn's origin: the stream's route and the upgrade request's `traceparent`. */
@@ -91,6 +117,21 @@ export class Tracing {
     return origin;
   }
 
+  /**
+   * A worker's span of its own (a new trace), with a link to the span a stored `traceparent` names (call only
+   * when `on`); the caller ends it.
+   */
+  linkedSpan(name: string, kind: SpanKind, traceparent: string | null, attributes: Attributes): Span {
+    const started = this.started;
+    if (!started) throw new Error('tracing is off');
+    const linked = traceparent ? trace.getSpanContext(this.extract(traceparent)) : undefined;
+    return started.tracer.startSpan(
+      name,
+      { kind, attributes, links: linked ? [{ context: linked }] : undefined, root: true },
+      ROOT_CONTEXT,
+    );
+  }
+
   /** The SERVER span of one proxied request (call only when `on`). */
   request(requestId: string, keyId: string, capability: string, origin: TraceOrigin): RequestTrace {
     const started = this.started;
@@ -105,12 +146,14 @@ export class Tracing {
       },
       origin.parent,
     );
-    const requestTrace = new RequestTrace(started.tracer, span, capability, origin, () =>
-      this.traceIds.delete(requestId),
-    );
-    if (requestTrace.sampled) {
-      if (this.traceIds.size < TRACE_IDS_BOUND) this.traceIds.set(requestId, requestTrace.traceId);
-      if (origin.req) (origin.req as WithTraceId)[TRACE_ID] = requestTrace.traceId;
+    const requestTrace = new RequestTrace(started.tracer, span, capability, origin, (ended) => {
+      if (this.open.get(requestId) === ended) this.open.delete(requestId);
+    });
+    const traceparent = requestTrace.traceparent;
+    if (traceparent) {
+      if (this.open.size < OPEN_TRACES_BOUND) this.open.set(requestId, requestTrace);
+      if (origin.req) (origin.req as WithTrace)[REQUEST_TRACE] = requestTrace;
+      if (origin.res && !origin.res.headersSent) origin.res.setHeader(TRACE_RESPONSE_HEADER, traceparent);
     }
     return requestTrace;
   }
@@ -122,14 +165,21 @@ export class Tracing {
     return context ? `00-${context.traceId}-${context.spanId}-0${context.traceFlags & 1}` : null;
   }
 
-  /** The trace id of an open request, for its log lines; undefined when off or not sampled. */
-  traceIdOf(requestId: string): string | undefined {
-    return this.traceIds.get(requestId);
+  /** The `trace_id` and `span_id` of an open request, for its log lines; undefined when off or not sampled. */
+  logFieldsOf(requestId: string): TraceLogFields | undefined {
+    const open = this.open.get(requestId);
+    return open && { trace_id: open.traceId, span_id: open.spanId };
   }
 
-  /** The trace id of an HTTP request's spans, for its request line; undefined when off or not sampled. */
-  traceIdOfRequest(req: IncomingMessage): string | undefined {
-    return (req as WithTraceId)[TRACE_ID];
+  /** The same of an HTTP request's spans, for its request line (written after they end). */
+  logFieldsOfRequest(req: IncomingMessage): TraceLogFields | undefined {
+    const requestTrace = (req as WithTrace)[REQUEST_TRACE];
+    return requestTrace && { trace_id: requestTrace.traceId, span_id: requestTrace.spanId };
+  }
+
+  /** The `traceparent` of an open request's SERVER span (what a job it causes stores); null when off or not sampled. */
+  traceparentOf(requestId: string): string | null {
+    return this.open.get(requestId)?.traceparent ?? null;
   }
 
   private extract(traceparent: string) {

@@ -21,6 +21,8 @@ export interface ClaimedDelivery {
   url: string;
   secret: string;
   enabled: boolean;
+  /** The W3C traceparent of the request that caused the event (the attempt's span links to it); null while traces are off. */
+  traceparent: string | null;
 }
 
 export type AttemptRecord = Pick<
@@ -44,6 +46,7 @@ interface EventRow {
   data: Record<string, unknown>;
   created_at: Date;
   txid: string;
+  traceparent: string | null;
 }
 
 interface TargetRow {
@@ -86,14 +89,14 @@ export class DeliveriesRepository {
       );
       if (claimed.length === 0) return null;
       const events: EventRow[] = await m.query(
-        `SELECT e.id, e.type, e.key_id, e.provider, e.data, e.created_at, e.txid FROM gateway_events e
+        `SELECT e.id, e.type, e.key_id, e.provider, e.data, e.created_at, e.txid, e.traceparent FROM gateway_events e
           WHERE (e.txid, e.id) > ($1::bigint, $2::text)
             AND e.txid < txid_snapshot_xmin(txid_current_snapshot())
           ORDER BY e.txid, e.id LIMIT $3`,
         [claimed[0].cursor_txid, claimed[0].cursor_id, limit],
       );
       if (events.length === 0) return 0;
-      const rows: Array<[string, string, string, string, string]> = [];
+      const rows: Array<[string, string, string, string, string, string | null]> = [];
       const targets = await this.targetsOf(m, events);
       for (const e of events) {
         if (e.type !== 'failover' && e.type !== 'provider_recovered') continue;
@@ -112,17 +115,19 @@ export class DeliveriesRepository {
             e.id,
             e.type,
             deliveryBody(event, { id: target.key_id, chain: target.chain ?? [] }),
+            e.traceparent,
           ]);
         }
       }
       if (rows.length > 0) {
-        const column = (i: number): string[] => rows.map((r) => r[i]);
+        const column = (i: number): Array<string | null> => rows.map((r) => r[i]);
         await m.query(
-          `INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event, payload, status)
-           SELECT t.id, t.endpoint_id, t.event_id, t.event, t.payload, 'pending'
-             FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS t(id, endpoint_id, event_id, event, payload)
+          `INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event, payload, status, traceparent)
+           SELECT t.id, t.endpoint_id, t.event_id, t.event, t.payload, 'pending', t.traceparent
+             FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+               AS t(id, endpoint_id, event_id, event, payload, traceparent)
            ON CONFLICT (endpoint_id, event_id) DO NOTHING`,
-          [column(0), column(1), column(2), column(3), column(4)],
+          [column(0), column(1), column(2), column(3), column(4), column(5)],
         );
       }
       const last = events[events.length - 1];
@@ -218,7 +223,8 @@ export class DeliveriesRepository {
          UPDATE webhook_deliveries d SET locked_until = now() + make_interval(secs => $2), claim = $3, updated_at = now()
            FROM locked, webhook_endpoints w
           WHERE d.id = locked.id AND w.id = d.endpoint_id
-          RETURNING d.id, d.endpoint_id, w.key_id, d.event_id, d.event, d.payload, d.attempts, w.url, w.secret, w.enabled`,
+          RETURNING d.id, d.endpoint_id, w.key_id, d.event_id, d.event, d.payload, d.attempts, w.url, w.secret, w.enabled,
+                    d.traceparent`,
         [limit, lockSeconds, claim, [...busy.keys()], [...busy.values()], share],
       ),
     );

@@ -8,6 +8,8 @@ import { endpointBackoffSeconds, TIMEOUTS_BEFORE_BACKOFF } from './endpoint-back
 import { parseRetrySchedule, waitAfterAttempt } from './retry-schedule';
 import { SecretBox } from './secret-box';
 import { AttemptResult, WebhookSender } from './webhook-sender';
+import { DeliveryTrace } from './delivery-trace';
+import { tracing } from '../tracing/tracing';
 
 /** The delivery queue's name in metrics (`svc_queue_depth{queue="webhook-deliveries"}`). */
 export const WEBHOOK_QUEUE = 'webhook-deliveries';
@@ -132,6 +134,24 @@ export class WebhookDeliveryWorker implements OnApplicationBootstrap, OnModuleDe
   }
 
   private async attempt(delivery: ClaimedDelivery, claim: string, signal: AbortSignal): Promise<void> {
+    // tracing hook: the attempt's span, linked to the request that caused the event (decisions §12)
+    const trace = tracing.on ? new DeliveryTrace(delivery, delivery.attempts + 1) : null;
+    try {
+      await this.deliver(delivery, claim, signal, trace);
+    } catch (err) {
+      trace?.failed(err instanceof ShuttingDown ? 'cancelled' : 'error');
+      throw err;
+    } finally {
+      trace?.end();
+    }
+  }
+
+  private async deliver(
+    delivery: ClaimedDelivery,
+    claim: string,
+    signal: AbortSignal,
+    trace: DeliveryTrace | null,
+  ): Promise<void> {
     const result = await this.send(delivery, signal);
     if (signal.aborted) {
       // cut short by shutdown: not an attempt; another worker or the restarted service sends it
@@ -167,6 +187,8 @@ export class WebhookDeliveryWorker implements OnApplicationBootstrap, OnModuleDe
       },
     );
     if (recorded) this.metrics.webhookAttempt(status);
+    if (recorded) trace?.attempted(result, status);
+    else trace?.failed('claim_lost');
     if (!recorded)
       this.logger.warn(
         `delivery ${delivery.id}: attempt ${attempt} was not recorded (its lock expired and another worker took it)`,
@@ -186,7 +208,14 @@ export class WebhookDeliveryWorker implements OnApplicationBootstrap, OnModuleDe
     try {
       secret = this.secrets.open(delivery.secret, delivery.endpointId);
     } catch (err) {
-      return { delivered: false, statusCode: null, latencyMs: 0, error: (err as Error).message, snippet: null };
+      return {
+        delivered: false,
+        statusCode: null,
+        latencyMs: 0,
+        error: (err as Error).message,
+        snippet: null,
+        errorType: 'secret_unreadable',
+      };
     }
     return this.sender.send(delivery.url, delivery.event, secret, delivery.payload, signal);
   }

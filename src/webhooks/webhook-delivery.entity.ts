@@ -59,6 +59,10 @@ export class WebhookDeliveryEntity {
   @Column({ type: 'text', nullable: true })
   claim!: string | null;
 
+  /** The W3C traceparent of the request that caused the event (copied from it at fan-out); null while traces are off. */
+  @Column({ type: 'text', nullable: true })
+  traceparent!: string | null;
+
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt!: Date;
 

@@ -41,6 +41,7 @@ describe('WebhookSender', () => {
     const result = await s.send(`http://localhost:${port}/hook`, 'failover', 'whsec_x', '{"id":"evt_1"}');
     await s.onApplicationShutdown();
     expect(result).toMatchObject({ delivered: true, statusCode: 200, error: null });
+    expect(result.errorType).toBeUndefined();
     expect(seen[0].body).toBe('{"id":"evt_1"}');
     expect(seen[0].headers).toMatchObject({
       'content-type': 'application/json',
@@ -57,6 +58,8 @@ describe('WebhookSender', () => {
     // one message for both, naming neither the address a name resolved to nor its range
     expect(byName).toMatchObject({ delivered: false, statusCode: null, error: DESTINATION_NOT_ALLOWED });
     expect(byLiteral).toMatchObject({ delivered: false, statusCode: null, error: DESTINATION_NOT_ALLOWED });
+    // the span's error.type (decisions §12): one kind for both, no address either
+    expect([byName.errorType, byLiteral.errorType]).toEqual(['destination_not_allowed', 'destination_not_allowed']);
     expect(byName.error).not.toMatch(/127\.0\.0\.1|::1|loopback/);
     expect(seen).toHaveLength(0);
   });
@@ -86,7 +89,8 @@ describe('WebhookSender', () => {
       statusCode: 302,
       error: 'HTTP 302 (redirects are not followed)',
     });
-    expect(failed).toMatchObject({ delivered: false, statusCode: 500, error: 'HTTP 500' });
+    expect(failed).toMatchObject({ delivered: false, statusCode: 500, error: 'HTTP 500', errorType: '500' });
+    expect(redirected.errorType).toBe('302');
     expect(failed.snippet).toHaveLength(2048);
     expect(seen).toHaveLength(2);
   });
@@ -107,7 +111,12 @@ describe('WebhookSender', () => {
     await new Promise<void>((resolve) => closed.close(() => resolve()));
     const result = await s.send(`http://127.0.0.1:${freePort}/`, 'failover', 'whsec_x', '{}');
     await s.onApplicationShutdown();
-    expect(result).toMatchObject({ delivered: false, statusCode: null, error: 'connection refused' });
+    expect(result).toMatchObject({
+      delivered: false,
+      statusCode: null,
+      error: 'connection refused',
+      errorType: 'ECONNREFUSED',
+    });
   });
 });
 

@@ -21,6 +21,8 @@ export interface AttemptResult {
   snippet: string | null;
   /** No answer within the attempt timeout: what holds a lane longest, so the endpoint's backoff counts these. */
   timedOut?: boolean;
+  /** A failed attempt's low-cardinality kind for its span's `error.type`: the HTTP status, `timeout`, a socket code. */
+  errorType?: string;
 }
 
 /** A destination webhooks may not reach; raised inside the connection's own DNS lookup. Its text names no address. */
@@ -102,6 +104,16 @@ export function isTimeout(err: unknown, timedOut: boolean): boolean {
   return false;
 }
 
+/** A failed attempt's `error.type`: `timeout`, `destination_not_allowed`, a socket or TLS code (never a message). */
+export function failureType(err: unknown, timedOut: boolean): string {
+  if (isTimeout(err, timedOut)) return 'timeout';
+  for (const e of causes(err)) {
+    if (e instanceof AddressRefused) return 'destination_not_allowed';
+    if (typeof e.code === 'string' && /^[A-Z0-9_]{1,40}$/.test(e.code)) return e.code;
+  }
+  return 'error';
+}
+
 /** A short, secret-free reason for a failed attempt. */
 export function describeFailure(err: unknown, timedOut: boolean, timeoutMs = DELIVERY_TIMEOUT_MS): string {
   const within = `${timeoutMs / 1000} s`;
@@ -170,6 +182,7 @@ export class WebhookSender implements OnApplicationShutdown {
         latencyMs: elapsed(),
         error: DESTINATION_NOT_ALLOWED,
         snippet: null,
+        errorType: 'destination_not_allowed',
       };
     const timeout = AbortSignal.timeout(this.timeoutMs);
     try {
@@ -189,6 +202,7 @@ export class WebhookSender implements OnApplicationShutdown {
         latencyMs: elapsed(),
         error: delivered ? null : `HTTP ${res.statusCode}${redirect}`,
         snippet,
+        ...(!delivered && { errorType: String(res.statusCode) }),
       };
     } catch (err) {
       return {
@@ -198,6 +212,7 @@ export class WebhookSender implements OnApplicationShutdown {
         error: describeFailure(err, timeout.aborted, this.timeoutMs),
         snippet: null,
         timedOut: isTimeout(err, timeout.aborted),
+        errorType: failureType(err, timeout.aborted),
       };
     }
   }

@@ -5,6 +5,7 @@ import { Readable } from 'node:stream';
 import { CurrentKey } from '../../auth/auth.decorators';
 import { ApiErrors } from '../../common/http/api-errors.decorator';
 import { audioAttachment } from '../../common/http/attachment';
+import { requestIdOf } from '../../common/http/request-id';
 import { ignoredFieldsHeader, IGNORED_FIELDS_HEADER } from '../../providers/speech-fields';
 import type { AuthenticatedKey } from '../../keys/key-directory';
 import { AsyncSpeechRequestDto } from '../dto/speech-request.dto';
@@ -47,8 +48,12 @@ export class SpeechTasksController {
     @Req() req: Request,
     @Res({ passthrough: true }) res: Response,
   ): Promise<SpeechTaskDto> {
-    // tracing hook: the client's traceparent is stored with the task, for its chunks' span links (decisions §12)
-    const { task, ignored } = await this.tasks.submit(key, body, tracing.incomingTraceparent(req));
+    // tracing hook: the POST's own SERVER span (or, unsampled, the client's traceparent) is stored with the task,
+    // for its chunks' span links (decisions §12)
+    const traceparent = tracing.on
+      ? (tracing.httpRequest(req, res, requestIdOf(req), key.id).traceparent ?? tracing.incomingTraceparent(req))
+      : null;
+    const { task, ignored } = await this.tasks.submit(key, body, traceparent);
     res.setHeader('Location', `/${TASKS_PATH}/${task.id}`);
     const header = ignoredFieldsHeader(ignored);
     if (header) res.setHeader(IGNORED_FIELDS_HEADER, header);
