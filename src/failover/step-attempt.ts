@@ -63,6 +63,10 @@ export const upstreamMessage = (err: UpstreamFailure): string =>
  * A step's deadline in two phases (decisions §3): `timeout_ms` to a stream's headers (a whole answer otherwise), then
  * `first_token_timeout_ms` from the headers to the first data event. A local wait (the audio pool's queue) holds it,
  * and the phase's timeout starts whole again when the wait ends.
+ *
+ * One timer, armed for the shorter of the two phases, checks the phase when it fires and waits on for what is left of
+ * it (before the headers, at most a first-token timeout at a time): the headers move no timer (a timer cleared and set again there cost about 10 % of one-step streaming throughput
+ * at c=20, bench:chat-ab).
  */
 export class StepDeadline implements StepPhases {
   private timer: NodeJS.Timeout | null = null;
@@ -70,7 +74,10 @@ export class StepDeadline implements StepPhases {
   private settled = false;
   private onTimeout: (() => void) | null = null;
   phase: 'headers' | 'first_token' = 'headers';
+  /** The running phase's timeout (what a timeout names). */
   ms: number;
+  /** When the running phase's timeout began (its start, the headers, or the end of a wait). */
+  private since = 0;
 
   constructor(
     timeoutMs: number,
@@ -84,7 +91,7 @@ export class StepDeadline implements StepPhases {
     if (this.phase === 'first_token' || this.settled) return;
     this.phase = 'first_token';
     this.ms = this.firstTokenMs;
-    if (!this.held) this.restart();
+    this.since = Date.now();
   }
 
   /** Runs the timer (unless a wait holds it); `onTimeout` fires once when it ends. */
@@ -110,8 +117,19 @@ export class StepDeadline implements StepPhases {
   }
 
   private start(): void {
-    this.timer = setTimeout(() => this.onTimeout?.(), this.ms);
+    this.since = Date.now();
+    this.timer = setTimeout(this.fire, Math.min(this.ms, this.firstTokenMs));
   }
+
+  private readonly fire = (): void => {
+    this.timer = null;
+    if (this.settled || this.held) return;
+    const left = this.since + this.ms - Date.now();
+    if (left <= 0) return this.onTimeout?.();
+    // still before the headers, which may come at any moment: look again at least each first-token timeout, so that
+    // the first-token deadline (headers + that) is never overslept
+    this.timer = setTimeout(this.fire, this.phase === 'headers' ? Math.min(left, this.firstTokenMs) : left);
+  };
 
   private stop(): void {
     if (this.timer) clearTimeout(this.timer);
