@@ -1,11 +1,16 @@
 import { DomainError } from '../common/errors/domain-error';
 import { isErrorType } from '../common/errors/error-codes';
+import type { GatewayConfig } from '../config/gateway-config';
+import type { Capability } from '../config/provider-kinds';
+import type { AuthenticatedKey } from '../keys/key-directory';
+import { modelIdsFor } from '../models/models';
 import type { UpstreamFailure } from '../providers/provider-adapter';
 import { retryAfterHeader } from './attempt-policy';
 import type { PlannedStep } from './chain';
 import { exhaustedHeaders, servedHeaders, type ServedBy } from './failover-headers';
 import type { FailoverScope } from './failover-scope';
 import { upstreamMessage } from './step-attempt';
+import { unconfiguredNote } from './unconfigured-steps';
 import type { AttemptTrace } from '../tracing/request-trace';
 
 /** A step that failed (or was skipped) on the way, as the alert and the final error name it. */
@@ -106,4 +111,25 @@ export interface FailedAttempt {
   circuit: string;
   /** The account it used, for a provider with accounts. */
   accountName?: string;
+}
+
+/**
+ * 400 model_not_supported: no step of the key's chain serves `model` for `capability`. Names the steps the key still
+ * lists whose provider is gone (never skipped in silence) and the models it does offer.
+ */
+export function modelNotSupported(
+  gateway: GatewayConfig,
+  key: AuthenticatedKey,
+  model: string,
+  capability: Capability,
+): DomainError {
+  const offered = modelIdsFor(key.chain, gateway, capability);
+  const choices =
+    offered.length > 0 ? `Its ${capability} models: ${offered.join(', ')}.` : `It has no ${capability} model.`;
+  const why = unconfiguredNote(gateway, key, capability, (step) => step.model === model);
+  return new DomainError(
+    'model_not_supported',
+    `The model '${model}' is not served by any ${capability} step of this key's chain.${why} ${choices} GET /v1/models lists them.`,
+    { param: 'model' },
+  );
 }

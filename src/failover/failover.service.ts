@@ -6,7 +6,6 @@ import { requestFields } from '../config/logging';
 import type { Capability } from '../config/provider-kinds';
 import type { AuthenticatedKey } from '../keys/key-directory';
 import { MetricsService } from '../metrics/metrics.service';
-import { modelIdsFor } from '../models/models';
 import { UsageWriter } from '../usage/usage.writer';
 import { AdapterRegistry } from '../providers/adapter-registry';
 import { classify, PlannedStep, planRoute, type StepMisfit } from './chain';
@@ -14,14 +13,15 @@ import type { UpstreamFailure } from '../providers/provider-adapter';
 import { CircuitRegistry } from './circuit-registry';
 import { EventsService } from './events.service';
 import { retryAfterOf, retryWait, waitUnlessGone } from './attempt-policy';
-import { exhaustedError, type FailedAttempt, relayedError, servedBy, type StepFailure } from './failover-errors';
+import { exhaustedError, modelNotSupported, relayedError, servedBy } from './failover-errors';
+import type { FailedAttempt, StepFailure } from './failover-errors';
 import { FailoverScope, usageOf } from './failover-scope';
 import { StepQuotas } from '../quotas/step-quotas.service';
 import { secondsLeftInWindow } from '../quotas/window-counter';
 import { CIRCUIT_OPEN, NO_FREE_ACCOUNT, takeAccount } from './account-choice';
 import type { AccountSlot } from '../providers/account-pool';
 import { Attempt, attemptRecord, attemptWithTimeout, toFailure, upstreamMessage } from './step-attempt';
-import { describeUnconfigured, UnconfiguredStep, unconfiguredSteps } from './unconfigured-steps';
+import { unconfiguredNote } from './unconfigured-steps';
 
 /**
  * The failover core, the same for chat, speech, async speech and the speech stream: walk the
@@ -65,27 +65,8 @@ export class FailoverService {
   /** The steps a request for `model` would walk; 400 model_not_supported when no step serves it. */
   plan(key: AuthenticatedKey, model: string, capability: Capability): PlannedStep[] {
     const planned = planRoute(key.chain, model, capability, (name) => this.gateway.provider(name));
-    if (!planned) {
-      const offered = modelIdsFor(key.chain, this.gateway, capability);
-      const choices =
-        offered.length > 0 ? `Its ${capability} models: ${offered.join(', ')}.` : `It has no ${capability} model.`;
-      // a step the key still lists but whose provider is gone is named, not skipped in silence (issue 17.5)
-      const unconfigured = this.unconfiguredSteps(key, capability).filter((step) => step.model === model);
-      const why = unconfigured.length > 0 ? ` ${describeUnconfigured(unconfigured)}` : '';
-      throw new DomainError(
-        'model_not_supported',
-        `The model '${model}' is not served by any ${capability} step of this key's chain.${why} ${choices} GET /v1/models lists them.`,
-        {
-          param: 'model',
-        },
-      );
-    }
+    if (!planned) throw modelNotSupported(this.gateway, key, model, capability);
     return planned;
-  }
-
-  /** The key's steps of `capability` (as far as the provider's kind tells) whose provider is not configured on this gateway. */
-  unconfiguredSteps(key: AuthenticatedKey, capability: Capability): UnconfiguredStep[] {
-    return unconfiguredSteps(this.gateway, key, capability);
   }
 
   /** The step a request would try first now: the first whose circuit is not open (what a stream announces before its first call). */
@@ -182,10 +163,12 @@ export class FailoverService {
     }
     // the steps this request would have tried but for their provider not being configured: fallbacks, and earlier entries of the model
     const entryIndex = planned[0]?.chainIndex ?? 0;
-    const unconfigured = this.unconfiguredSteps(scope.key, scope.capability).filter(
+    const why = unconfiguredNote(
+      this.gateway,
+      scope.key,
+      scope.capability,
       (step) => step.chainIndex > entryIndex || step.model === model,
     );
-    const why = unconfigured.length > 0 ? ` ${describeUnconfigured(unconfigured)}` : '';
     // when the soonest skipped step is served again (whole seconds)
     throw exhaustedError(failures, attempted, why, retryAfterMs, () =>
       Math.min(...(skipped ?? []).map(({ step, skip }) => this.secondsUntilServed(step, skip))),

@@ -34,3 +34,17 @@ export function unconfiguredSteps(
     return [{ chainIndex, provider: step.provider, model: step.model, why }];
   });
 }
+
+/**
+ * What an error adds about the key's steps of `capability` that `matters` and whose provider is not configured: a
+ * sentence for each, after a space; empty when there is none.
+ */
+export function unconfiguredNote(
+  gateway: GatewayConfig,
+  key: AuthenticatedKey,
+  capability: Capability,
+  matters: (step: UnconfiguredStep) => boolean,
+): string {
+  const steps = unconfiguredSteps(gateway, key, capability).filter(matters);
+  return steps.length > 0 ? ` ${describeUnconfigured(steps)}` : '';
+}
