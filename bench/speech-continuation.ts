@@ -24,6 +24,8 @@ const count = (name: string, fallback: number): number => Number(process.env[nam
 const SAMPLES = count('BENCH_SPEECH_CONT_SAMPLES', 20);
 const CONCURRENT = count('BENCH_SPEECH_CONT_CONCURRENCY', 50);
 const ROUNDS = count('BENCH_SPEECH_CONT_ROUNDS', 2);
+/** The concurrent streams are spread over this many keys, as many clients' are. */
+const SPEECH_KEYS = 10;
 const BURST = count('BENCH_ACCOUNTS_BURST', 10);
 const BURSTS = count('BENCH_ACCOUNTS_BURSTS', 3);
 const ACCOUNT_SECONDS = secondsFromEnv('BENCH_ACCOUNTS_SECONDS', 10);
@@ -119,22 +121,28 @@ const sseAnswer: Measure = async (url, secret, broken) => {
 
 const MEASURES: Record<Path, Measure> = { ws: wsTurn, sse: sseAnswer };
 
-/** `samples` one after another at c=1, or `rounds` of `concurrent` at once: the times seen, and how many were not. */
+/**
+ * `samples` one after another at c=1, or `rounds` of `concurrent` at once (spread over the keys, so each key's
+ * shipped stream limit holds): the times seen, and how many were not.
+ */
 async function sample(
   measure: Measure,
   url: string,
-  secret: string,
+  secrets: string[],
   broken: boolean,
   concurrent: number,
 ): Promise<{ times: number[]; missing: number }> {
   const times: number[] = [];
   let missing = 0;
   const keep = (ms: number): void => void (Number.isNaN(ms) ? (missing += 1) : times.push(ms));
+  const [secret] = secrets;
   await measure(url, secret, broken); // warm-up, not kept
   if (concurrent === 1) for (let i = 0; i < SAMPLES; i++) keep(await measure(url, secret, broken));
   else
     for (let r = 0; r < ROUNDS; r++)
-      for (const ms of await Promise.all(Array.from({ length: concurrent }, () => measure(url, secret, broken))))
+      for (const ms of await Promise.all(
+        Array.from({ length: concurrent }, (_, i) => measure(url, secrets[i % secrets.length], broken)),
+      ))
         keep(ms);
   return { times, missing };
 }
@@ -187,12 +195,14 @@ runBenchmark('speech-continuation', async (run) => {
     model,
     ...(voice ? { voice_map: { '*': voice } } : {}),
   });
+  const keys = (name: string, chain: ReturnType<typeof step>[]): Promise<string[]> =>
+    Promise.all(Array.from({ length: SPEECH_KEYS }, (_, i) => createBenchKey(gateway.url, `${name} ${i}`, chain)));
   const speechKeys = {
-    broken: await createBenchKey(gateway.url, 'speech broken', [
+    broken: await keys('speech broken', [
       step('entry', 'speech-02-hd', 'male-qn-qingse'),
       step('fallback', 'speech-02-hd', 'female-shaonv'),
     ]),
-    clean: await createBenchKey(gateway.url, 'speech clean', [step('fallback', 'speech-02-hd', 'female-shaonv')]),
+    clean: await keys('speech clean', [step('fallback', 'speech-02-hd', 'female-shaonv')]),
   };
   const rows: TargetRow[] = [];
   log(`speech-continuation: ${SAMPLES} at c=1, ${ROUNDS} rounds of ${CONCURRENT} at once, per path`);
@@ -238,7 +248,7 @@ runBenchmark('speech-continuation', async (run) => {
       `- Date: ${new Date().toISOString()}`,
       `- Cores (\`nproc\`): ${cores} (${cpu.split(' ').slice(0, 2).join(' ')})`,
       `- Node: ${process.version}`,
-      `- Speech: chain \`[entry, fallback]\` (fake MiniMax, in the bench's process); the entry sends one audio event of every answer, then a base_resp error; ${SAMPLES} streams at c=1, ${ROUNDS} rounds of ${CONCURRENT} at once, after one warm-up; pcm 16 kHz on the WebSocket, OpenAI's 24 kHz pcm SSE`,
+      `- Speech: chain \`[entry, fallback]\` (fake MiniMax, in the bench's process); the entry sends one audio event of every answer, then a base_resp error; ${SAMPLES} streams at c=1, ${ROUNDS} rounds of ${CONCURRENT} at once over ${SPEECH_KEYS} keys, after one warm-up; pcm 16 kHz on the WebSocket, OpenAI's 24 kHz pcm SSE`,
       "- Gap: from the moment the entry's fake wrote its error event and ended its answer (same process, same clock) to the client's first audio of the fallback (WebSocket: the first message with `fallback_level` 1; SSE: the second delta); own: request → first audio on a key whose chain is the fallback alone; both fakes answer at once (no first-byte delay), so the figures are the gateway's own",
       `- Accounts: an openai-kind provider with two accounts of \`max_concurrency\` 3 and \`queue_timeout_ms\` 50, an upstream answering after ${HOLD_MS} ms, ${BURSTS} bursts of ${BURST}; added latency: paired c=1 turns (bench/paired.ts, 20 a turn, 5 settling) of the same upstream behind a provider with and without accounts`,
       '',
