@@ -19,6 +19,7 @@ export const SECTIONS = [
   'realtime',
   'tracing',
   'retry',
+  'speech-continuation',
 ] as const;
 export type Section = (typeof SECTIONS)[number];
 
