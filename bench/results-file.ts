@@ -25,9 +25,7 @@ export type Section = (typeof SECTIONS)[number];
 
 const HEADER = `# Benchmark results
 
-Written by \`npm run bench\` (\`bench:chat\`, \`bench:speech\`, \`bench:event-lock\`, \`bench:availability\`, \`bench:memory\`, then \`bench:usage-write\`; \`bench:encoding\` and \`bench:continuation\` on their own); each benchmark rewrites only its own section. Do not edit by hand. Tables only: the method and the conclusions are in [docs/performance.md](../docs/performance.md).
-Written by \`npm run bench\` (\`bench:chat\`, \`bench:speech\`, \`bench:event-lock\`, \`bench:availability\`, \`bench:memory\`, \`bench:usage-write\`, then \`bench:tracing\`; \`bench:encoding\` on its own); each benchmark rewrites only its own section. Do not edit by hand. Tables only: the method and the conclusions are in [docs/performance.md](../docs/performance.md).
-Written by \`npm run bench\` (\`bench:chat\`, \`bench:speech\`, \`bench:event-lock\`, \`bench:availability\`, \`bench:memory\`, then \`bench:usage-write\` and \`bench:retry\`; \`bench:encoding\` on its own); each benchmark rewrites only its own section. Do not edit by hand. Tables only: the method and the conclusions are in [docs/performance.md](../docs/performance.md).
+Written by \`npm run bench\` (the benchmarks of its chain in package.json, in order) and by the ones run on their own (\`bench:encoding\`, \`bench:chat-ab\`, \`bench:speech-ab\`); each benchmark rewrites only its own section. Do not edit by hand. Tables only: the method and the conclusions are in [docs/performance.md](../docs/performance.md).
 `;
 
 const start = (name: string): string => `<!-- bench:${name}:start -->`;
