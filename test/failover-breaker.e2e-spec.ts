@@ -1,5 +1,7 @@
 import { DataSource } from 'typeorm';
 import { pgPoolOf } from '../src/database/pg-pool';
+import type { BreakerState } from '../src/failover/circuit-breaker';
+import { CircuitRegistry } from '../src/failover/circuit-registry';
 import { startApp, TestApp } from './support/app';
 import {
   CHAT_PATH,
@@ -68,6 +70,30 @@ describe('provider circuit breaker', () => {
       { provider: b.name, model: 'm-b', retries: 0 },
     ]);
     return { a, b, key };
+  };
+
+  /**
+   * Waits until the cheap probe's verdict is in the shared row and in the mirror of `t`, which sends the next
+   * request: health shows `recovering` while the probe still holds the trial slot too, and a request then skips
+   * the provider. The probe may run on either replica; `t` learns of it by NOTIFY.
+   */
+  const probeSettled = async (provider: string): Promise<void> => {
+    await eventually(
+      () =>
+        t.app.get(DataSource).query('SELECT status, open_until FROM provider_circuits WHERE provider = $1', [provider]),
+      (rows: Array<{ status: string; open_until: string | null }>) =>
+        rows[0]?.status === 'recovering' && rows[0].open_until === null,
+      5000,
+      `${provider}'s probe verdict in the shared row`,
+    );
+    const mirrors = (t.app.get(CircuitRegistry) as unknown as { mirrors: { get(p: string): { state: BreakerState } } })
+      .mirrors;
+    await eventually(
+      () => mirrors.get(provider).state,
+      (state) => state.status === 'recovering' && state.openUntil === null,
+      5000,
+      `${provider}'s probe verdict in the mirror of the replica that sends the trial`,
+    );
   };
 
   /** Sends `n` requests that `a` fails and `b` serves. */
@@ -412,7 +438,7 @@ describe('provider circuit breaker', () => {
       expect(a.fake.count(MODELS_PATH)).toBe(0);
 
       await a.fake.waitUntil(() => a.fake.count(MODELS_PATH) >= 1, PROBE_DEADLINE_MS);
-      await sleep(1000);
+      await probeSettled(a.name);
       // an endpoint that answers does not show that generation works: still recovering, no event
       const after = await health(t, key.secret);
       expect(after.overall).toBe('degraded');
@@ -458,12 +484,9 @@ describe('provider circuit breaker', () => {
       a.fake.setMode('error500', { model: 'm-a' });
 
       await a.fake.waitUntil(() => a.fake.count(MODELS_PATH) >= 1, PROBE_DEADLINE_MS);
-      await eventually(
-        () => health(t, key.secret),
-        (h) => entryOf(h, a.name)?.status === 'recovering' && a.fake.count(MODELS_PATH) === 1,
-        2000,
-        `${a.name} still recovering after the cheap probe`,
-      );
+      await probeSettled(a.name);
+      expect(entryOf(await health(t, key.secret), a.name)?.status).toBe('recovering');
+      expect(a.fake.count(MODELS_PATH)).toBe(1);
       const res = await post(key.secret, chatBody('m-a'));
       expect(res.headers['x-svc-provider-used']).toBe(b.name);
       expect(a.fake.count(CHAT_PATH)).toBe(6);
