@@ -42,7 +42,7 @@ describe.each(['http/protobuf', 'http/json'])('traces exported over OTLP %s', (p
 
   beforeAll(async () => {
     receiver = await OtlpReceiver.start();
-    pool = await ProviderPool.start(`tr-${protocol === 'http/json' ? 'json' : 'pb'}`, 10);
+    pool = await ProviderPool.start(`tr-${protocol === 'http/json' ? 'json' : 'pb'}`, 12);
     const env = {
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       OTEL_EXPORTER_OTLP_PROTOCOL: protocol,
@@ -146,6 +146,36 @@ describe.each(['http/protobuf', 'http/json'])('traces exported over OTLP %s', (p
     expect([...receiver.contentTypes]).toEqual([
       protocol === 'http/json' ? 'application/json' : 'application/x-protobuf',
     ]);
+  });
+
+  it("keeps a client's unsampled decision: no span exported, no traceresponse, each upstream told flag 00", async () => {
+    const [a, b] = pool.take(2);
+    a.fake.setMode('error500');
+    const key = await t.createKey('unsampled chat', [
+      { provider: a.name, model: 'm-a' },
+      { provider: b.name, model: 'm-b' },
+    ]);
+    const client = clientTraceparent();
+    const unsampled = client.header.replace(/-01$/, '-00');
+
+    const res = await t.http
+      .post(CHAT_PATH)
+      .set('Authorization', `Bearer ${key.secret}`)
+      .set('traceparent', unsampled)
+      .send(chatBody('m-a'));
+
+    expect(res.status).toBe(200);
+    expect(res.headers['x-svc-provider-used']).toBe(b.name);
+    expect(res.headers.traceresponse).toBeUndefined();
+    // every attempt (a, its retry, then b) carries the client's trace, not sampled
+    const upstream = [a.fake.requests[0], a.fake.requests[1], b.fake.requests[0]].map(
+      (r) => r.headers.traceparent as string,
+    );
+    for (const value of upstream) expect(value).toMatch(new RegExp(`^00-${client.traceId}-[0-9a-f]{16}-00$`));
+    // a sampled request after it is exported, so the receiver would have had this one's spans by now
+    const later = await t.http.post(CHAT_PATH).set('Authorization', `Bearer ${key.secret}`).send(chatBody('m-b'));
+    await serverSpanOf(later.headers['x-svc-request-id']);
+    expect(receiver.spans.filter((s) => s.traceId === client.traceId)).toEqual([]);
   });
 
   it('names a speech attempt text_to_speech, on the Nest route', async () => {

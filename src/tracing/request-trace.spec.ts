@@ -77,7 +77,14 @@ describe('RequestTrace (decisions §12)', () => {
   it('exports nothing for a request the sampler left out, yet still sends a traceparent (unsampled)', () => {
     const { trace, exporter } = traced(new AlwaysOffSampler());
     const attempt = trace.startAttempt(STEP_A, 'openai', 1);
-    expect(attempt.headers.traceparent).toMatch(/-00$/);
+    // the request's own (unsampled) context: no span, no span id of its own for an attempt
+    expect(attempt.headers.traceparent).toBe(`00-${trace.traceId}-${trace.spanId}-00`);
+    expect(trace.upstreamHeaders).toBe(attempt.headers);
+    trace.attemptFailed(attempt, { kind: 'http', status: 503 });
+    expect(trace.upstreamHeaders).toBeNull();
+    const second = trace.startAttempt(STEP_B, 'openai', 2);
+    expect(second.headers.traceparent).toBe(attempt.headers.traceparent);
+    trace.servedBy(second, { model: 'gpt-b' });
     trace.stepSkipped(STEP_B, 'usage cap reached');
     trace.end({ status: 200 }, 0);
     expect(exporter.getFinishedSpans()).toEqual([]);

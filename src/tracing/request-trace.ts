@@ -67,9 +67,12 @@ function responseModel(value: unknown): string | undefined {
 export class AttemptTrace {
   /** `traceparent` (and `tracestate`) naming this attempt's span. */
   readonly headers: Record<string, string>;
-  private ended = false;
 
-  constructor(readonly span: Span) {
+  /** `ended`: an unsampled request's handle, which has no span of its own to end (see `RequestTrace.startAttempt`). */
+  constructor(
+    readonly span: Span,
+    private ended = false,
+  ) {
     // W3C trace context, version 00, written here: the propagator's inject makes a context and a setter per call
     const { traceId, spanId, traceFlags, traceState } = span.spanContext();
     this.headers = { traceparent: `00-${traceId}-${spanId}-0${traceFlags & TraceFlags.SAMPLED}` };
@@ -113,7 +116,11 @@ export class RequestTrace {
   private served: AttemptTrace | null = null;
   private readonly operation: string;
   private childContext: Context | null = null;
+  /** An unsampled request's one attempt handle: no span, the request's own context on the upstream calls. */
+  private unsampled: AttemptTrace | null = null;
   private ended = false;
+  /** The sampler's decision, read once (every hook asks it). */
+  readonly sampled: boolean;
 
   constructor(
     private readonly tracer: Tracer,
@@ -124,10 +131,7 @@ export class RequestTrace {
   ) {
     ({ traceId: this.traceId, spanId: this.spanId } = span.spanContext());
     this.operation = OPERATIONS[capability] ?? capability;
-  }
-
-  get sampled(): boolean {
-    return this.span.isRecording();
+    this.sampled = span.isRecording();
   }
 
   /**
@@ -145,19 +149,23 @@ export class RequestTrace {
 
   /** `attempt`: the request's n-th upstream call (from 1); `retry`: the n-th retry of the same step (0 the first try). */
   startAttempt(step: TracedStep, providerKind: string, attempt: number, retry = 0, continuation = false): AttemptTrace {
+    if (!this.sampled) {
+      // a child of an unsampled span is never sampled: no span is made (nor its ids); the upstream still learns the
+      // decision (flag 00) from the request's own context, one handle for every attempt
+      this.current = this.unsampled ??= new AttemptTrace(this.span, true);
+      return this.current;
+    }
     this.childContext ??= trace.setSpan(ROOT_CONTEXT, this.span);
-    const attributes: Attributes | undefined = this.sampled
-      ? {
-          'gen_ai.operation.name': this.operation,
-          'gen_ai.provider.name': providerKind,
-          'gen_ai.request.model': step.model,
-          'svc.provider': step.provider,
-          'svc.fallback_level': step.level,
-          'svc.attempt': attempt,
-          'svc.retry': retry,
-          'svc.continuation': continuation,
-        }
-      : undefined;
+    const attributes: Attributes = {
+      'gen_ai.operation.name': this.operation,
+      'gen_ai.provider.name': providerKind,
+      'gen_ai.request.model': step.model,
+      'svc.provider': step.provider,
+      'svc.fallback_level': step.level,
+      'svc.attempt': attempt,
+      'svc.retry': retry,
+      'svc.continuation': continuation,
+    };
     const span = this.tracer.startSpan(
       `${this.operation} ${step.model}`,
       { kind: SpanKind.CLIENT, attributes },
@@ -204,7 +212,7 @@ export class RequestTrace {
     this.current?.failed('cancelled');
     this.served?.end(result.usage);
     const span = this.span;
-    if (span.isRecording()) {
+    if (this.sampled) {
       const route = this.origin.route ?? (this.origin.req as { route?: { path?: unknown } } | undefined)?.route?.path;
       if (typeof route === 'string') {
         span.setAttribute(ATTR_HTTP_ROUTE, route);

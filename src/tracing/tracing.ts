@@ -84,7 +84,11 @@ export class Tracing {
       method: req.method,
       req,
       res,
-      parent: this.propagator.extract(ROOT_CONTEXT, req.headers, defaultTextMapGetter),
+      // no traceparent (most requests): a new trace, without the propagator's work
+      parent:
+        req.headers.traceparent === undefined
+          ? ROOT_CONTEXT
+          : this.propagator.extract(ROOT_CONTEXT, req.headers, defaultTextMapGetter),
       startTime: arrivedAt,
     };
   }
@@ -136,16 +140,14 @@ export class Tracing {
   request(requestId: string, keyId: string, capability: string, origin: TraceOrigin): RequestTrace {
     const started = this.started;
     if (!started) throw new Error('tracing is off');
+    // the attributes only on a span that records: the samplers OTEL_TRACES_SAMPLER names decide by the trace id and
+    // the parent alone, and an unsampled request (most, at a low ratio) then costs no attribute object
     const span = started.tracer.startSpan(
       origin.name,
-      {
-        kind: SpanKind.SERVER,
-        attributes: RequestTrace.startAttributes(origin, requestId, keyId),
-        startTime: origin.startTime,
-        links: origin.links,
-      },
+      { kind: SpanKind.SERVER, startTime: origin.startTime, links: origin.links },
       origin.parent,
     );
+    if (span.isRecording()) span.setAttributes(RequestTrace.startAttributes(origin, requestId, keyId));
     const requestTrace = new RequestTrace(started.tracer, span, capability, origin, (ended) => {
       if (this.open.get(requestId) === ended) this.open.delete(requestId);
     });
