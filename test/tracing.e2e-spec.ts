@@ -68,20 +68,27 @@ describe.each(['http/protobuf', 'http/json'])('traces exported over OTLP %s', (p
       (x, y) => Number(x.attributes['svc.attempt']) - Number(y.attributes['svc.attempt']),
     );
 
-  it('joins the client traceparent: a SERVER span, a CLIENT span per attempt, each upstream given its own', async () => {
+  /** Two steps whose first fails (a 500): `a` is tried and retried, `b` serves. */
+  const failingThenServing = async (label: string) => {
     const [a, b] = pool.take(2);
     a.fake.setMode('error500');
-    const key = await t.createKey('traced chat', [
+    const key = await t.createKey(label, [
       { provider: a.name, model: 'm-a' },
       { provider: b.name, model: 'm-b' },
     ]);
+    return { a, b, key };
+  };
+  /** A chat request, with the client's `traceparent` when given. */
+  const chat = (secret: string, traceparent?: string) => {
+    const req = t.http.post(CHAT_PATH).set('Authorization', `Bearer ${secret}`);
+    return (traceparent ? req.set('traceparent', traceparent) : req).send(chatBody('m-a'));
+  };
+
+  it('joins the client traceparent: a SERVER span, a CLIENT span per attempt, each upstream given its own', async () => {
+    const { a, b, key } = await failingThenServing('traced chat');
     const client = clientTraceparent();
 
-    const res = await t.http
-      .post(CHAT_PATH)
-      .set('Authorization', `Bearer ${key.secret}`)
-      .set('traceparent', client.header)
-      .send(chatBody('m-a'));
+    const res = await chat(key.secret, client.header);
 
     expect(res.status).toBe(200);
     expect(res.headers['x-svc-provider-used']).toBe(b.name);
@@ -149,20 +156,11 @@ describe.each(['http/protobuf', 'http/json'])('traces exported over OTLP %s', (p
   });
 
   it("keeps a client's unsampled decision: no span exported, no traceresponse, each upstream told flag 00", async () => {
-    const [a, b] = pool.take(2);
-    a.fake.setMode('error500');
-    const key = await t.createKey('unsampled chat', [
-      { provider: a.name, model: 'm-a' },
-      { provider: b.name, model: 'm-b' },
-    ]);
+    const { a, b, key } = await failingThenServing('unsampled chat');
     const client = clientTraceparent();
     const unsampled = client.header.replace(/-01$/, '-00');
 
-    const res = await t.http
-      .post(CHAT_PATH)
-      .set('Authorization', `Bearer ${key.secret}`)
-      .set('traceparent', unsampled)
-      .send(chatBody('m-a'));
+    const res = await chat(key.secret, unsampled);
 
     expect(res.status).toBe(200);
     expect(res.headers['x-svc-provider-used']).toBe(b.name);
@@ -173,7 +171,7 @@ describe.each(['http/protobuf', 'http/json'])('traces exported over OTLP %s', (p
     );
     for (const value of upstream) expect(value).toMatch(new RegExp(`^00-${client.traceId}-[0-9a-f]{16}-00$`));
     // a sampled request after it is exported, so the receiver would have had this one's spans by now
-    const later = await t.http.post(CHAT_PATH).set('Authorization', `Bearer ${key.secret}`).send(chatBody('m-b'));
+    const later = await chat(key.secret);
     await serverSpanOf(later.headers['x-svc-request-id']);
     expect(receiver.spans.filter((s) => s.traceId === client.traceId)).toEqual([]);
   });
@@ -198,13 +196,8 @@ describe.each(['http/protobuf', 'http/json'])('traces exported over OTLP %s', (p
   });
 
   it('records a step skipped by an open circuit as a span event, with no attempt of it', async () => {
-    const [a, b] = pool.take(2);
-    a.fake.setMode('error500');
-    const key = await t.createKey('traced skip', [
-      { provider: a.name, model: 'm-a' },
-      { provider: b.name, model: 'm-b' },
-    ]);
-    const post = () => t.http.post(CHAT_PATH).set('Authorization', `Bearer ${key.secret}`).send(chatBody('m-a'));
+    const { a, b, key } = await failingThenServing('traced skip');
+    const post = () => chat(key.secret);
     // five failures open a's circuit (decisions §3)
     for (let i = 0; i < 5; i++) expect((await post()).status).toBe(200);
 
