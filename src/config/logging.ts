@@ -110,12 +110,14 @@ export function httpLoggerOptions(env: EnvironmentVariables): Options {
 
 /** The request line's `trace_id` and `span_id` (decisions §12): pino-http's own objects, plus the fields. */
 const traceIdOnRequestLine: Pick<Options, 'customSuccessObject' | 'customErrorObject'> = {
-  customSuccessObject: (req: IncomingMessage, _res: ServerResponse, value: Record<string, unknown>) => ({
-    ...value,
-    ...tracing.logFieldsOfRequest(req),
-  }),
-  customErrorObject: (req: IncomingMessage, _res: ServerResponse, _err: Error, value: Record<string, unknown>) => ({
-    ...value,
-    ...tracing.logFieldsOfRequest(req),
-  }),
+  customSuccessObject: (req: IncomingMessage, _res: ServerResponse, value: Record<string, unknown>) =>
+    withTraceFields(req, value),
+  customErrorObject: (req: IncomingMessage, _res: ServerResponse, _err: Error, value: Record<string, unknown>) =>
+    withTraceFields(req, value),
 };
+
+/** pino-http's object as it is when the request was not sampled (most, at a low ratio): no copy. */
+function withTraceFields(req: IncomingMessage, value: Record<string, unknown>): Record<string, unknown> {
+  const fields = tracing.logFieldsOfRequest(req);
+  return fields ? { ...value, ...fields } : value;
+}
