@@ -1,5 +1,11 @@
+import { parseFlacStreamInfo, parseWavHeader } from '../src/audio/parse';
+import { readOggPages } from '../src/audio/ogg';
 import { parseGatewayConfig } from '../src/config/gateway-config';
+import { startFakeElevenLabs, type FakeElevenLabs } from './fakes/fake-elevenlabs';
 import { startFakeMiniMax, type FakeMiniMax } from './fakes/fake-minimax';
+import { toneSeconds } from './fakes/speech-audio';
+import { decodeFlac } from './support/flac';
+import { decodeOggOpus } from './support/ogg-opus';
 import { startApp, type TestApp } from './support/app';
 import { storedEvents } from './support/failover';
 import { StreamClient } from './support/ws-client';
@@ -124,24 +130,54 @@ describe('speech WebSocket: a break after the first audio is continued on the ne
   });
 });
 
-/** Sync speech sent as it is made, in a format a second step's audio can follow (decisions §7). */
+/**
+ * Seconds of a flac or opus answer as an independent decoder plays it, once it proved to be one valid stream: one
+ * FLAC header and no decoder error; one Ogg logical stream (one serial, pages in sequence, BOS first, EOS last).
+ */
+async function playedSeconds(format: 'flac' | 'opus', bytes: Buffer): Promise<number> {
+  if (format === 'flac') {
+    const info = parseFlacStreamInfo(bytes);
+    expect(info).toMatchObject({ sampleRate: 16000, channels: 1, bitsPerSample: 16 });
+    expect(bytes.indexOf('fLaC', 4)).toBe(-1);
+    const { samples, errors } = await decodeFlac(bytes, 1);
+    expect(errors).toEqual([]);
+    return samples.length / 16000;
+  }
+  const pages = readOggPages(bytes);
+  expect(new Set(pages.map((page) => page.serial)).size).toBe(1);
+  expect(pages.map((page) => page.sequence)).toEqual(pages.map((_, i) => i));
+  expect(pages.map((page) => page.flags & 0x06)).toEqual(
+    pages.map((_, i) => (i === 0 ? 2 : i === pages.length - 1 ? 4 : 0)),
+  );
+  const decoded = await decodeOggOpus(bytes);
+  expect(decoded).toMatchObject({ channels: 1, inputSampleRate: 16000, crcOk: true, errors: 0 });
+  return decoded.seconds;
+}
+
+/** Sync speech sent as it is made (decisions §7): every format it can have. */
 describe('sync speech: a break after the first audio is continued on the next step', () => {
   let t: TestApp;
   const fakes: FakeMiniMax[] = [];
+  let eleven: FakeElevenLabs;
   const TEXT = 'A sync answer that breaks after its first audio. It still comes out whole.';
   // pcm at 16 kHz mono: two bytes a sample
   const secondsOf = (bytes: number): number => bytes / 32000;
 
   beforeAll(async () => {
-    for (let i = 0; i < 3; i++) fakes.push(await startFakeMiniMax({ name: `sync-cont-${i}` }));
+    for (let i = 0; i < 5; i++) fakes.push(await startFakeMiniMax({ name: `sync-cont-${i}` }));
+    eleven = await startFakeElevenLabs({ name: 'sync-cont-eleven' });
     const providers = fakes
       .map((fake) => `  - { name: ${fake.name}, kind: minimax, base_url: "${fake.url}", api_key: k }\n`)
       .join('');
-    t = await startApp({ gateway: parseGatewayConfig(`providers:\n${providers}`, 'sync continuation test') });
+    const elevenLabs = `  - { name: ${eleven.name}, kind: elevenlabs, base_url: "${eleven.url}", api_key: k }\n`;
+    t = await startApp({
+      gateway: parseGatewayConfig(`providers:\n${providers}${elevenLabs}`, 'sync continuation test'),
+    });
   });
   afterAll(async () => {
     await t?.close();
     for (const fake of fakes) await fake.close();
+    await eleven?.close();
   });
 
   const keyFor = (entry: FakeMiniMax, fallback?: FakeMiniMax) =>
@@ -224,5 +260,145 @@ describe('sync speech: a break after the first audio is continued on the next st
       );
     entry.setMode('ok');
     expect(answer).toBe('cut');
+  });
+  /** The T2A requests a fake received: what it was asked to speak, and in which format. */
+  const asked = (fake: FakeMiniMax): Array<{ text: string; format?: string }> =>
+    fake.requests
+      .filter((r) => r.path === '/v1/t2a_v2')
+      .map((r) => r.body as { text: string; audio_setting?: { format?: string } })
+      .map((body) => ({ text: body.text, format: body.audio_setting?.format }));
+  const speech = (secret: string, body: object) =>
+    t.http.post('/v1/audio/speech').set('Authorization', `Bearer ${secret}`).send(body).buffer(true);
+
+  it.each(['flac', 'opus'] as const)(
+    'POST /v1/audio/speech in %s: 200 and one stream that decodes whole, the rest from the fallback',
+    async (format) => {
+      const [entry, fallback] = [fakes[3], fakes[4]];
+      const audio_setting = { format, sample_rate: 16000, channel: 1 };
+      const clean = await speech((await keyFor(fallback)).secret, { ...minimaxBody, audio_setting });
+      expect(clean.status).toBe(200);
+      const cleanSeconds = await playedSeconds(format, clean.body as Buffer);
+
+      entry.setMode('midStreamBaseRespError');
+      entry.reset();
+      fallback.reset();
+      const answer = await speech((await keyFor(entry, fallback)).secret, { ...minimaxBody, audio_setting });
+      entry.setMode('ok');
+      expect(answer.status).toBe(200);
+      expect(answer.headers['content-type']).toBe(format === 'flac' ? 'audio/flac' : 'audio/ogg;codecs=opus');
+      expect(answer.headers['x-svc-audio-bitrate']).toBeUndefined();
+      const seconds = await playedSeconds(format, answer.body as Buffer);
+      expect(Math.abs(seconds - cleanSeconds) / cleanSeconds).toBeLessThanOrEqual(0.25);
+      // every step was asked for pcm at the answer's rate, encoded by the gateway into one stream; the fallback
+      // spoke the text from the sentence that was being spoken, with its own voice
+      expect(asked(entry)).toEqual([{ text: TEXT, format: 'pcm' }]);
+      expect(asked(fallback)).toEqual([{ text: TEXT, format: 'pcm' }]);
+      const [request] = fallback.requests.filter((r) => r.path === '/v1/t2a_v2');
+      expect(request.body).toMatchObject({
+        voice_setting: { voice_id: 'female-shaonv' },
+        audio_setting: { sample_rate: 16000, channel: 1 },
+      });
+    },
+  );
+
+  it("MiniMax's /v1/t2a_v2 with stream:true in flac: every event, the final one, one stream that decodes whole", async () => {
+    const [entry, fallback] = [fakes[3], fakes[4]];
+    const body = { ...minimaxBody, stream: true, audio_setting: { format: 'flac', sample_rate: 16000, channel: 1 } };
+    const events = async (secret: string) => {
+      const res = await fetch(`${t.url}/v1/t2a_v2`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${secret}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toBe('text/event-stream');
+      return (await res.text())
+        .split('\n\n')
+        .filter((frame) => frame.startsWith('data: '))
+        .map(
+          (frame) =>
+            JSON.parse(frame.slice(6)) as {
+              data?: { audio: string; status: number };
+              extra_info?: { audio_length: number };
+              base_resp: { status_code: number };
+            },
+        );
+    };
+    const streamed = (list: Awaited<ReturnType<typeof events>>): Buffer =>
+      Buffer.from(
+        list
+          .filter((e) => e.data?.status === 1)
+          .map((e) => e.data?.audio ?? '')
+          .join(''),
+        'hex',
+      );
+    const cleanSeconds = await playedSeconds('flac', streamed(await events((await keyFor(fallback)).secret)));
+
+    entry.setMode('midStreamBaseRespError');
+    entry.reset();
+    fallback.reset();
+    const answer = await events((await keyFor(entry, fallback)).secret);
+    entry.setMode('ok');
+    expect(answer.every((e) => e.base_resp.status_code === 0)).toBe(true);
+    const final = answer[answer.length - 1];
+    expect(final.data?.status).toBe(2);
+    const audio = streamed(answer);
+    // the final event carries the whole clip (exclude_aggregated_audio not asked), and its length
+    expect(final.data?.audio).toBe(audio.toString('hex'));
+    const seconds = await playedSeconds('flac', audio);
+    expect(Math.abs(seconds - cleanSeconds) / cleanSeconds).toBeLessThanOrEqual(0.25);
+    expect(Math.abs((final.extra_info?.audio_length ?? 0) / 1000 - seconds)).toBeLessThan(0.1);
+    expect(asked(entry)).toEqual([{ text: TEXT, format: 'pcm' }]);
+    expect(asked(fallback)).toEqual([{ text: TEXT, format: 'pcm' }]);
+  });
+
+  it('a chain of one step keeps its own flac (nothing could continue it), and a break still ends the answer broken', async () => {
+    const entry = fakes[3];
+    entry.setMode('midStreamBaseRespError');
+    entry.reset();
+    const answer = await speech((await keyFor(entry)).secret, {
+      ...minimaxBody,
+      audio_setting: { format: 'flac', sample_rate: 16000, channel: 1 },
+    }).then(
+      () => 'complete',
+      () => 'cut',
+    );
+    entry.setMode('ok');
+    expect(answer).toBe('cut');
+    expect(asked(entry)).toEqual([{ text: TEXT, format: 'flac' }]);
+  });
+
+  it('wav is only sent whole: a provider that breaks mid-stream fails over before the first byte, to a whole wav', async () => {
+    const fallback = fakes[4];
+    // ElevenLabs streams pcm, which the gateway holds until the wav header can say the length
+    const key = await t.createKey('sync wav', [
+      { provider: eleven.name, model: 'eleven_multilingual_v2', voice_map: { '*': '21m00Tcm4TlvDq8ikWAM' } },
+      { provider: fallback.name, model: 'speech-02-hd', voice_map: { '*': 'female-shaonv' } },
+    ]);
+    eleven.setMode('dropAfterFirstChunk');
+    eleven.reset();
+    fallback.reset();
+    // the entry step is the first whose model is the one asked for
+    const answer = await speech(key.secret, {
+      ...minimaxBody,
+      model: 'eleven_multilingual_v2',
+      audio_setting: { format: 'wav', sample_rate: 16000, channel: 1 },
+    });
+    eleven.setMode('ok');
+    expect(answer.status).toBe(200);
+    expect(answer.headers).toMatchObject({ 'x-svc-provider-used': fallback.name, 'x-svc-fallback-level': '1' });
+    const bytes = answer.body as Buffer;
+    const wav = parseWavHeader(bytes);
+    expect(wav).toMatchObject({ formatTag: 1, sampleRate: 16000, channels: 1, bitsPerSample: 16 });
+    expect(wav.dataOffset + wav.dataLength).toBe(bytes.length);
+    // the fallback's clip alone, asked of it as wav, with the whole text
+    expect(Math.abs(wav.dataLength / 32000 - toneSeconds(TEXT))).toBeLessThan(0.05);
+    expect(asked(fallback)).toEqual([{ text: TEXT, format: 'wav' }]);
+    // the entry was asked first (its pcm began, then its connection dropped): an ordinary failover, not a mid-stream one
+    expect(eleven.requests.length).toBeGreaterThan(0);
+    const requestId = String(answer.headers['x-svc-request-id']);
+    const [event] = await storedEvents(t, "type = 'failover' AND data->>'request_id' = $1", [requestId], 'event');
+    expect(event.data).toMatchObject({ exhausted_provider: eleven.name, active_provider: fallback.name });
+    expect(event.data).not.toHaveProperty('mid_stream');
   });
 });

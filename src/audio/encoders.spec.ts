@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import { loadEsm } from '../common/esm';
+import { decodeFlac as decodeTestFlac } from '../../test/support/flac';
 import { contentTypeFor, createStreamingEncoder, encodeAudio, mp3Bitrate, type AudioFormat } from './encoders';
 import { parseFirstMp3Frame, parseFlacStreamInfo, parseWavHeader, pcmFrameCount, scanMp3Frames } from './parse';
-import { decodePcm16le, encodePcm16le, float32ToInt16, toChannels } from './pcm';
+import { encodePcm16le, float32ToInt16, toChannels } from './pcm';
 
 function tone(rate: number, channels: number, seconds: number): Int16Array {
   const mono = new Float32Array(Math.round(rate * seconds));
@@ -11,50 +11,11 @@ function tone(rate: number, channels: number, seconds: number): Int16Array {
   return toChannels(float32ToInt16(mono), channels);
 }
 
-/** libflacjs's decoder, to prove the FLAC bytes decode back to the very same samples. */
-interface FlacDecoderApi {
-  isReady(): boolean;
-  on(event: 'ready', listener: () => void): void;
-  create_libflac_decoder(verify: boolean): number;
-  init_decoder_stream(
-    decoder: number,
-    read: (bytes: number) => { buffer: Uint8Array; readDataLength: number; error: boolean },
-    write: (channels: Uint8Array[]) => void,
-    error: (code: number, description: string) => void,
-  ): number;
-  FLAC__stream_decoder_process_until_end_of_stream(decoder: number): boolean;
-  FLAC__stream_decoder_finish(decoder: number): boolean;
-  FLAC__stream_decoder_delete(decoder: number): void;
-}
-
+/** libFLAC's decoder, to prove the FLAC bytes decode back to the very same samples. */
 async function decodeFlac(bytes: Buffer, channels: number): Promise<Int16Array> {
-  const { default: flac } = await loadEsm<{ default: FlacDecoderApi }>('libflacjs/dist/libflac.js');
-  if (!flac.isReady()) await new Promise<void>((resolve) => flac.on('ready', resolve));
-  const decoder = flac.create_libflac_decoder(false);
-  let offset = 0;
-  const blocks: Int16Array[][] = [];
-  const errors: string[] = [];
-  flac.init_decoder_stream(
-    decoder,
-    (wanted) => {
-      const chunk = bytes.subarray(offset, offset + wanted);
-      offset += chunk.length;
-      return { buffer: chunk, readDataLength: chunk.length, error: false };
-    },
-    (data) => blocks.push(data.map((channel) => decodePcm16le(channel))),
-    (_code, description) => errors.push(description),
-  );
-  flac.FLAC__stream_decoder_process_until_end_of_stream(decoder);
-  flac.FLAC__stream_decoder_finish(decoder);
-  flac.FLAC__stream_decoder_delete(decoder);
+  const { samples, errors } = await decodeTestFlac(bytes, channels);
   expect(errors).toEqual([]);
-  const frames = blocks.reduce((total, block) => total + block[0].length, 0);
-  const out = new Int16Array(frames * channels);
-  let at = 0;
-  for (const block of blocks) {
-    for (let i = 0; i < block[0].length; i++) for (let c = 0; c < channels; c++) out[at++] = block[c][i];
-  }
-  return out;
+  return samples;
 }
 
 const FORMATS = ['wav', 'pcm', 'mp3', 'flac'] as const satisfies readonly AudioFormat[];

@@ -1,4 +1,5 @@
-import { encodeAudio } from '../audio/encoders';
+import { createStreamingEncoder, encodeAudio } from '../audio/encoders';
+import { parseFlacStreamInfo } from '../audio/parse';
 import type { SpeechJob } from '../speech/speech-job';
 import { extraInfo } from './extra-info';
 
@@ -28,5 +29,12 @@ describe('extra_info', () => {
       });
       expect(Math.abs(info.audio_length - 1000)).toBeLessThan(150);
     }
+  });
+
+  it('reads the length of a FLAC stream encoded live (STREAMINFO says 0 samples) from its frames', async () => {
+    const encoder = await createStreamingEncoder('flac', { sampleRate: 16000, channels: 1, bitrate: 128000 });
+    const bytes = Buffer.concat([encoder.push(new Int16Array(24000)), encoder.end()]); // 1.5 s
+    expect(parseFlacStreamInfo(bytes).totalSamples).toBe(0);
+    expect(extraInfo(job('flac'), bytes, 128000).audio_length).toBe(1500);
   });
 });

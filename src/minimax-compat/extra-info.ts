@@ -1,3 +1,4 @@
+import { withFlacLength } from '../audio/flac-length';
 import { oggOpusSeconds } from '../audio/ogg';
 import { parseFlacStreamInfo, parseWavHeader, scanMp3Frames } from '../audio/parse';
 import type { SpeechJob } from '../speech/speech-job';
@@ -30,7 +31,8 @@ export function audioSeconds(audio: Buffer, output: SpeechJob['output']): number
       case 'mp3':
         return audio.length > 0 ? scanMp3Frames(audio).durationSeconds : 0;
       case 'flac': {
-        const flac = parseFlacStreamInfo(audio);
+        // a stream encoded live says 0 samples (an answer continued on another step, decisions §7): read from its frames
+        const flac = parseFlacStreamInfo(withFlacLength(audio));
         return flac.totalSamples / flac.sampleRate;
       }
       case 'opus':

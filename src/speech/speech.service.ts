@@ -6,7 +6,9 @@ import { EnvironmentVariables } from '../config/env.schema';
 import type { ChunkSink, Primed, ProxiedCall } from '../failover/proxied-call';
 import type { Attempt } from '../failover/step-attempt';
 import type { AuthenticatedKey } from '../keys/key-directory';
-import { AudioStream, UpstreamFailure } from '../providers/provider-adapter';
+import { openEncoder, type StreamEncoder } from '../audio/pool/pool-jobs';
+import { outputShape } from '../audio/transcoder';
+import { AudioStream, UpstreamFailure, type SpeechOutput } from '../providers/provider-adapter';
 import {
   ignoredBy,
   ignoredFieldsHeader,
@@ -39,18 +41,33 @@ export interface HeardSoFar {
   continued(next: PrimedAudio): void;
 }
 
+/** How an answer may be continued after a break: how far it got, and the output its steps are asked for. */
+export interface Continuation {
+  heard: HeardSoFar;
+  /** Set when the steps make something else than the job's format (pcm, encoded by the caller across the steps). */
+  output?: SpeechOutput;
+}
+
 /**
  * What `synthesize` may be told besides the job: the voices planned earlier (a stream's task), a cap on the
- * provider's output, and, where the answer's format lets a later step's audio follow on, how far it got.
+ * provider's output, and, where the answer's format lets a later step's audio follow on, how far it got
+ * (`heard`), or `continuation`, decided from the plan once the steps are known.
  */
 export interface SynthesisOptions {
   plan?: VoicePlan;
   maxSeconds?: number;
   heard?: HeardSoFar;
+  continuation?: (plan: VoicePlan) => Continuation | null;
 }
 
 /** Formats whose audio from a second step can follow the first in one answer (no header, no stream-wide state). */
 const FOLLOWING_FORMATS: ReadonlySet<string> = new Set(['mp3', 'pcm', 'pcmu_raw']);
+
+/**
+ * Formats with a header or a state over the whole stream (FLAC's STREAMINFO, Ogg's serial and page numbers): a
+ * sync answer that may be continued asks every step for pcm and encodes it here, through one encoder (decisions §7).
+ */
+const ENCODED_HERE_FORMATS: ReadonlySet<string> = new Set(['flac', 'opus']);
 
 /** How `respond` sends the audio: the bytes themselves, or OpenAI's speech SSE events (`stream_format: "sse"`). */
 export type SpeechAnswer = 'audio' | 'openai-sse';
@@ -78,6 +95,62 @@ export interface AudioSink {
   end(characters: number): void | Promise<void>;
   /** The provider failed after the first byte (`status`: what usage records); the answer must not look complete. */
   broke(reason: string, status: number, err: unknown): void;
+}
+
+/**
+ * One flac or opus stream over every step of an answer (decisions §7): raw s16le in, as each step makes it, the
+ * encoded stream out, encoded in the audio pool (never on the main thread). A step that broke mid-sample leaves
+ * its partial frame behind: the next step's audio starts on a whole frame.
+ */
+class Encoded {
+  private readonly encoder: StreamEncoder;
+  private readonly frameBytes: number;
+  private partial: Buffer = Buffer.alloc(0);
+  private ended = false;
+
+  constructor(output: SpeechOutput, keyId: string) {
+    const { format, sampleRate, channels, bitrate } = output;
+    if (format !== 'flac' && format !== 'opus') throw new RangeError(`${format} is not encoded across steps`);
+    this.encoder = openEncoder({ format, sampleRate, channels, bitrate }, undefined, { key: keyId });
+    this.frameBytes = 2 * channels;
+  }
+
+  /** The encoded bytes `pcm` completes (maybe none: the encoders work in blocks). */
+  async push(pcm: Buffer): Promise<Buffer> {
+    const all = this.partial.length > 0 ? Buffer.concat([this.partial, pcm]) : pcm;
+    const whole = all.length - (all.length % this.frameBytes);
+    this.partial = Buffer.from(all.subarray(whole));
+    if (whole === 0) return Buffer.alloc(0);
+    // a copy: the samples must start on an even offset, and the worker takes the bytes as they are
+    const samples = new Int16Array(all.buffer.slice(all.byteOffset, all.byteOffset + whole));
+    return this.failing(() => this.encoder.push(samples));
+  }
+
+  /** A later step takes over: the broken step's truncated sample is dropped, not joined to the next one's. */
+  nextStep(): void {
+    this.partial = Buffer.alloc(0);
+  }
+
+  /** The encoder's last bytes (FLAC's short last block, Ogg's last page). */
+  end(): Promise<Buffer> {
+    this.ended = true;
+    return this.failing(() => this.encoder.end());
+  }
+
+  release(): void {
+    if (!this.ended) this.encoder.release();
+    this.ended = true;
+  }
+
+  /** The gateway's own failure, not the provider's: no later step is asked to mend it. */
+  private async failing(work: () => Promise<Buffer>): Promise<Buffer> {
+    try {
+      return await work();
+    } catch (err) {
+      if (err instanceof DomainError) throw err;
+      throw new DomainError('internal_error', `The audio encoder failed: ${(err as Error).message}.`);
+    }
+  }
 }
 
 const noSpeech = (): UpstreamFailure =>
@@ -115,15 +188,23 @@ export class SpeechService {
     call.bill({ characters: characterCount(job.text) });
     // a plan made earlier still has to hold: a voice deleted since does not speak again
     const plan = options.plan ? await this.voices.confirm(call.key, options.plan) : await this.plan(call.key, job);
-    const { heard, maxSeconds } = options;
+    const { maxSeconds } = options;
+    const continuation = options.continuation
+      ? options.continuation(plan)
+      : options.heard
+        ? { heard: options.heard }
+        : null;
+    /** The job as its steps are asked for it (a format encoded by the caller: as pcm of the same rate and channels). */
+    const asked: SpeechJob = continuation?.output ? { ...job, output: continuation.output } : job;
     /** The text the serving attempt speaks: the job's, or the rest of it once a later step took over. */
     let speaking = job.text;
+    const heard = continuation?.heard;
     const continued: ChunkSink<Buffer, PrimedAudio> = heard
       ? {
           ...sink,
           // the rest of the text, from the sentence being spoken, on the later steps (each with its own voice)
           continueAfter: async (_err, reason) => {
-            const rest: SpeechJob = { ...job, text: unspokenText(speaking, heard.seconds(), job.speed) };
+            const rest: SpeechJob = { ...asked, text: unspokenText(speaking, heard.seconds(), job.speed) };
             const next = await call.continueStream(reason, this.attempt(call, rest, plan, maxSeconds), () => true);
             if (next) {
               speaking = rest.text;
@@ -133,7 +214,12 @@ export class SpeechService {
           },
         }
       : sink;
-    await call.stream<Buffer, PrimedAudio>(job.model, this.attempt(call, job, plan, maxSeconds), continued, plan.steps);
+    await call.stream<Buffer, PrimedAudio>(
+      job.model,
+      this.attempt(call, asked, plan, maxSeconds),
+      continued,
+      plan.steps,
+    );
   }
 
   /** One attempt of `job` on a step of `plan`: that step's voices, resolved once its first audio is in hand. */
@@ -218,41 +304,73 @@ export class SpeechService {
   /**
    * One synchronous speech request, whatever carries its audio (the audio body, OpenAI's SSE, MiniMax's JSON
    * or SSE): the audio cap, predicted before the chain and counted on the bytes, then `synthesize` to `sink`.
+   * A break after the first audio is continued on a later step (decisions §7, speech that does not break): mp3,
+   * pcm and pcmu_raw as the steps make them; flac and opus, when a later step can speak, as pcm from every step
+   * through one encoder in the audio pool (`Encoded`), so the client gets one valid stream. A one-step chain
+   * keeps the step's own flac or opus: nothing could continue it, and it costs no encoding here. wav and
+   * pcmu_wav are only ever made whole (their header holds the length), so a break in them is before any byte.
    */
   async deliver(call: ProxiedCall, job: SpeechJob, sink: AudioSink): Promise<void> {
     const limit = this.env.SVC_MAX_AUDIO_SECONDS;
     assertAudioFits(job.text, job.speed, limit);
     let sent = 0;
     let bitrate = job.output.bitrate;
-    /** Bytes of the serving attempt's audio sent (where a break fell). */
+    /** What the steps make: the job's output, or pcm of its rate and channels when encoded here. */
+    let made: SpeechOutput = job.output;
+    let encoded: Encoded | null = null;
+    /** Bytes of the serving attempt's audio received (where a break fell): exact seconds for pcm. */
     let heardBytes = 0;
     const heard: HeardSoFar = {
-      seconds: () => encodedSeconds(heardBytes, job.output, bitrate) ?? 0,
+      seconds: () => encodedSeconds(heardBytes, made, bitrate) ?? 0,
       continued: (next) => {
         heardBytes = 0;
         bitrate = next.audio.bitrate ?? bitrate;
+        encoded?.nextStep();
       },
     };
-    await this.synthesize(
-      call,
-      job,
-      {
-        open: (primed) => {
-          bitrate = primed.audio.bitrate ?? bitrate;
-          sink.open(primed.audio, primed.ignored);
+    const continuation = (plan: VoicePlan): Continuation | null => {
+      const { format } = job.output;
+      if (FOLLOWING_FORMATS.has(format)) return { heard };
+      // only a later step could continue: a chain of one keeps its step's own encoding
+      if (!ENCODED_HERE_FORMATS.has(format) || plan.steps.filter((step) => plan.canSpeak(step)).length < 2) return null;
+      made = { ...job.output, format: 'pcm' };
+      return { heard, output: made };
+    };
+    try {
+      await this.synthesize(
+        call,
+        job,
+        {
+          open: (primed) => {
+            bitrate = primed.audio.bitrate ?? bitrate;
+            if (made.format !== job.output.format) {
+              // the encoder's pool slot is taken once audio is in hand, not while the chain is walked
+              encoded = new Encoded(job.output, call.key.id);
+              sink.open({ ...primed.audio, ...outputShape(job.output) }, primed.ignored);
+              return;
+            }
+            sink.open(primed.audio, primed.ignored);
+          },
+          write: async (bytes) => {
+            // the cap also holds for audio an upstream sends as it is (counted by the worker where the gateway makes it)
+            sent += bytes.length;
+            heardBytes += bytes.length;
+            if ((encodedSeconds(sent, made, bitrate) ?? 0) > limit) throw audioTooLong(limit, 'of this request');
+            const out = encoded ? await encoded.push(bytes) : bytes;
+            if (out.length > 0) await sink.write(out);
+          },
+          end: async () => {
+            const tail = encoded ? await encoded.end() : Buffer.alloc(0);
+            if (tail.length > 0) await sink.write(tail);
+            await sink.end(characterCount(job.text));
+          },
+          broke: (reason, status, err) => sink.broke(reason, status, err),
         },
-        write: async (bytes) => {
-          // the cap also holds for audio an upstream sends as it is (counted by the worker where the gateway makes it)
-          sent += bytes.length;
-          heardBytes += bytes.length;
-          if ((encodedSeconds(sent, job.output, bitrate) ?? 0) > limit) throw audioTooLong(limit, 'of this request');
-          if (bytes.length > 0) await sink.write(bytes);
-        },
-        end: () => sink.end(characterCount(job.text)),
-        broke: (reason, status, err) => sink.broke(reason, status, err),
-      },
-      // a format with a header or stream-wide state (wav, flac, opus) still ends with its explicit error
-      { maxSeconds: limit, ...(FOLLOWING_FORMATS.has(job.output.format) ? { heard } : {}) },
-    );
+        { maxSeconds: limit, continuation },
+      );
+    } finally {
+      // cut short (a break nobody continued, the cap, the client gone): the worker drops the encoder
+      (encoded as Encoded | null)?.release();
+    }
   }
 }

@@ -69,6 +69,12 @@ export class VoicePlan {
     return voices;
   }
 
+  /** Whether `step` can speak the request (its voices resolved; else its attempt fails and the next is tried). */
+  canSpeak(step: PlannedStep): boolean {
+    const voices = this.byLevel.get(step.level);
+    return voices !== undefined && !(voices instanceof Error);
+  }
+
   /** Every voice id `step` sends its provider (none when it cannot speak). */
   upstreamIds(step: PlannedStep): string[] {
     const voices = this.byLevel.get(step.level);
