@@ -151,6 +151,20 @@ describe('UpstreamClient.text: a reply read through a dispatch handler', () => {
     );
   });
 
+  it("takes the message of a JSON error body cut at the cap (OpenAI's huge 400s)", async () => {
+    await withServer(
+      (_req, res) =>
+        res
+          .writeHead(400, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ error: { message: 'x'.repeat(200_000), type: 'invalid_request_error' } })),
+      async (client) => {
+        const outcome = (await outcomeOf(client.text(call()))) as { status: number; message: string };
+        expect(outcome.status).toBe(400);
+        expect(outcome.message).toBe('x'.repeat(1000));
+      },
+    );
+  });
+
   it('cancels a call whose signal fires while the body is coming, as the reason says', async () => {
     const abort = new AbortController();
     await withServer(
