@@ -10,6 +10,7 @@ import {
   UpstreamFailure,
 } from './provider-adapter';
 import { isRecord, parseJsonBody, SseEvent, StreamStep, UpstreamClientOptions } from './http';
+import type { UpstreamExecutor } from './upstream-executor';
 import { ChatStreamTolerance } from './stream-tolerance';
 
 export const ANTHROPIC_VERSION = '2023-06-01';
@@ -206,13 +207,13 @@ export class AnthropicStreamTranslator {
 export class AnthropicAdapter extends HttpProviderAdapter implements ProviderAdapter {
   readonly kind = 'anthropic' as const;
 
-  constructor(provider: ResolvedProvider, options: UpstreamClientOptions = {}) {
-    super(provider, { 'x-api-key': provider.apiKey ?? '', 'anthropic-version': ANTHROPIC_VERSION }, options);
+  constructor(provider: ResolvedProvider, options: UpstreamClientOptions = {}, executor?: UpstreamExecutor) {
+    super(provider, { 'x-api-key': provider.apiKey ?? '', 'anthropic-version': ANTHROPIC_VERSION }, options, executor);
   }
 
   async chat(request: ChatRequest, ctx: CallContext): Promise<ChatCompletion> {
     const body = JSON.stringify(toAnthropicRequest(request, ctx.model, false));
-    const message = await this.http.json({
+    const message = await this.upstream.json({
       method: 'POST',
       path: '/messages',
       headers: this.headers,
@@ -229,7 +230,7 @@ export class AnthropicAdapter extends HttpProviderAdapter implements ProviderAda
       this.provider.name,
       ctx.requestId,
     );
-    return this.http.events(
+    return this.upstream.events(
       { method: 'POST', path: '/messages', headers: this.headers, body, signal: ctx.signal },
       tolerance.translate,
       { complete: tolerance.complete },

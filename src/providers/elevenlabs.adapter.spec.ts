@@ -1,12 +1,12 @@
-import { FakeElevenLabs, startFakeElevenLabs } from '../../test/fakes/fake-elevenlabs';
-import { audioFacts, collectAudio, TONE_HZ, toneSeconds } from '../../test/fakes/speech-audio';
+import { audioFacts, collectAudio, encodedTone, splitBytes, TONE_HZ, toneSeconds } from '../../test/fakes/speech-audio';
 import type { ResolvedProvider } from '../config/gateway-config';
 import { contentTypeFor } from '../audio/encoders';
 import { classify } from '../failover/chain';
 import { SpeechCall, SpeechOutput } from './provider-adapter';
 import { formatMatrix } from '../../test/support/audio';
-import { ElevenLabsAdapter, ElevenLabsAdapterFactory, elevenLabsPcmRate } from './elevenlabs.adapter';
+import { ElevenLabsAdapter, elevenLabsPcmRate } from './elevenlabs.adapter';
 import { outcomeOf } from '../../test/support/upstream-outcome';
+import { type Answer, cut, type RecordedCall, refusal, ScriptedExecutor } from '../../test/support/scripted-executor';
 
 const TEXT = 'Hello there.';
 const VOICE = 'JBFqnCBsd6RMkjVDRZzb';
@@ -34,33 +34,37 @@ describe('elevenLabsPcmRate', () => {
   });
 });
 
-describe('ElevenLabsAdapter against a real streaming TTS server', () => {
-  let fake: FakeElevenLabs;
+const provider: ResolvedProvider = {
+  name: 'el',
+  kind: 'elevenlabs',
+  baseUrl: 'http://upstream.test/v1',
+  apiKey: 'xi-key',
+  groupId: null,
+  timeoutMs: null,
+  capabilities: ['speech'],
+};
+
+/** What ElevenLabs streams: the tone as raw S16LE mono at the rate `output_format=pcm_<rate>` names, in 5 reads. */
+async function pcm(record: RecordedCall, { dropAfterFirst = false, gapMs = 0 } = {}): Promise<Answer> {
+  const rate = Number(/output_format=pcm_(\d+)$/.exec(record.path)?.[1]);
+  const { text } = record.body as { text: string };
+  const chunks = splitBytes(
+    await encodedTone('pcm', { sampleRate: rate, channels: 1, bitrate: 0 }, toneSeconds(text)),
+    5,
+  );
+  return dropAfterFirst ? { chunks: chunks.slice(0, 1), then: cut() } : { chunks, gapMs };
+}
+
+/** ElevenLabs' error body. */
+const elevenLabsError = (status: string, message: string) => ({ detail: { status, message } });
+
+describe('ElevenLabsAdapter: streaming TTS calls and replies (a scripted upstream)', () => {
+  let upstream: ScriptedExecutor;
   let adapter: ElevenLabsAdapter;
 
-  beforeAll(async () => {
-    fake = await startFakeElevenLabs({ name: 'el' });
-    const provider: ResolvedProvider = {
-      name: 'el',
-      kind: 'elevenlabs',
-      baseUrl: fake.url,
-      apiKey: 'xi-key',
-      groupId: null,
-      timeoutMs: null,
-      capabilities: ['speech'],
-    };
-    adapter = new ElevenLabsAdapterFactory().create(provider);
-  });
-  afterEach(() => {
-    fake.setMode('ok');
-    fake.chunkDelayMs = 0;
-    fake.audioChunksSent = 0;
-    fake.urls.length = 0;
-    fake.reset();
-  });
-  afterAll(async () => {
-    await adapter.close();
-    await fake.close();
+  beforeEach(() => {
+    upstream = new ScriptedExecutor((record) => pcm(record));
+    adapter = new ElevenLabsAdapter(provider, {}, upstream);
   });
 
   // 22050 is streamed natively, 32000 is resampled down from pcm_44100
@@ -76,8 +80,8 @@ describe('ElevenLabsAdapter against a real streaming TTS server', () => {
       if (facts.seconds !== null) expect(facts.seconds).toBeGreaterThanOrEqual(toneSeconds(TEXT) - 0.01);
       if (facts.seconds !== null) expect(facts.seconds).toBeLessThan(toneSeconds(TEXT) + 0.2);
       if (facts.frequency !== null) expect(Math.abs(facts.frequency - TONE_HZ)).toBeLessThan(5);
-      expect(fake.urls).toEqual([
-        `/v1/text-to-speech/${VOICE}/stream?output_format=pcm_${elevenLabsPcmRate(sampleRate)}`,
+      expect(upstream.calls.map((c) => [c.op, c.method, c.path])).toEqual([
+        ['relay', 'POST', `/text-to-speech/${VOICE}/stream?output_format=pcm_${elevenLabsPcmRate(sampleRate)}`],
       ]);
     },
   );
@@ -85,64 +89,78 @@ describe('ElevenLabsAdapter against a real streaming TTS server', () => {
   it('sends the text, the step model and the key, with speed clamped into ElevenLabs range', async () => {
     await collectAudio((await adapter.speech(call({}, { speed: 2 }), ctx())).chunks);
     await collectAudio((await adapter.speech(call(), ctx())).chunks);
-    expect(fake.requests[0].headers['xi-api-key']).toBe('xi-key');
-    expect(fake.requests[0].body).toEqual({
+    expect(upstream.calls[0].headers).toEqual({ 'xi-api-key': 'xi-key', 'content-type': 'application/json' });
+    expect(upstream.calls[0].body).toEqual({
       text: TEXT,
       model_id: 'eleven_multilingual_v2',
       voice_settings: { speed: 1.2 },
     });
     // at speed 1 no voice_settings: the voice keeps its stored settings
-    expect(fake.requests[1].body).toEqual({ text: TEXT, model_id: 'eleven_multilingual_v2' });
+    expect(upstream.calls[1].body).toEqual({ text: TEXT, model_id: 'eleven_multilingual_v2' });
   });
 
-  it('maps an HTTP 500 to an http outcome and a 401 to one that blames the provider', async () => {
-    fake.setMode('http500');
+  it("sends MiniMax's text_normalization as ElevenLabs' apply_text_normalization, and escapes the voice id", async () => {
+    const options = (on: boolean) => ({ voice_setting: { text_normalization: on } });
+    await collectAudio((await adapter.speech(call({}, { options: options(true) }), ctx())).chunks);
+    await collectAudio((await adapter.speech(call({}, { options: options(false), voiceId: 'a/b' }), ctx())).chunks);
+    expect(upstream.calls[0].body).toMatchObject({ apply_text_normalization: 'on' });
+    expect(upstream.calls[1].body).toMatchObject({ apply_text_normalization: 'off' });
+    expect(upstream.calls[1].path).toBe('/text-to-speech/a%2Fb/stream?output_format=pcm_22050');
+  });
+
+  it('reports an HTTP 500 as an http outcome and a 401 as one that blames the provider', async () => {
+    upstream.answer(
+      refusal(500, elevenLabsError('internal_error', 'el: internal server error')),
+      refusal(401, elevenLabsError('invalid_api_key', 'Invalid API key')),
+    );
     expect(await outcomeOf(() => adapter.speech(call(), ctx()))).toMatchObject({ kind: 'http', status: 500 });
-    fake.setMode('auth401');
     const outcome = await outcomeOf(() => adapter.speech(call(), ctx()));
     expect(outcome).toMatchObject({ kind: 'http', status: 401 });
     expect(classify(outcome)).toMatchObject({ verdict: 'next', breakerFailure: true });
   });
 
   it('throws a connection failure from the chunks when the upstream drops mid-body', async () => {
-    fake.setMode('dropAfterFirstChunk');
+    upstream.answer((record) => pcm(record, { dropAfterFirst: true }));
     const stream = await adapter.speech(call(), ctx());
     expect(await outcomeOf(() => collectAudio(stream.chunks))).toMatchObject({ kind: 'connection' });
   });
 
-  it('hands over audio before the upstream has finished sending', async () => {
-    // gaps wide enough that a loaded host still hands over the first audio well before the last write
-    fake.chunkDelayMs = 1500;
+  it('hands over audio before the upstream has sent it all, and leaves the upstream when the consumer does', async () => {
+    // gaps wide enough that a loaded host still hands over the first audio well before the last read
+    upstream.answer((record) => pcm(record, { gapMs: 300 }));
     const iterator = (await adapter.speech(call({ format: 'pcm', sampleRate: 16000 }), ctx())).chunks[
       Symbol.asyncIterator
     ]();
     expect((await iterator.next()).value).toBeInstanceOf(Buffer);
-    expect(fake.audioChunksSent).toBeLessThan(fake.audioChunks);
+    expect(upstream.only().read).toBeLessThan(5);
     await iterator.return?.();
-    await fake.waitUntil(() => fake.requests[0]?.closedEarly === true);
+    await waitFor(() => upstream.only().left);
   });
 
   it('stops the upstream request when the call is aborted mid-stream', async () => {
-    fake.chunkDelayMs = 1000;
+    upstream.answer((record) => pcm(record, { gapMs: 100 }));
     const controller = new AbortController();
     const stream = await adapter.speech(call(), ctx(controller.signal));
     const outcome = await outcomeOf(async () => {
       for await (const _chunk of stream.chunks) controller.abort();
     });
     expect(outcome).toMatchObject({ kind: 'connection', code: 'ABORTED' });
-    await fake.waitUntil(() => fake.requests[0]?.closedEarly === true);
+    await waitFor(() => upstream.only().left);
+    expect(upstream.only().read).toBeLessThan(5);
   });
 
-  it('reports a timeout when the upstream never answers', async () => {
-    fake.setMode('hang');
-    expect(await outcomeOf(() => adapter.speech(call(), ctx(AbortSignal.timeout(200))))).toEqual({ kind: 'timeout' });
+  it("gives the call's own signal to the upstream: a timeout that fires while it hangs is a timeout", async () => {
+    upstream.answer({ hang: true });
+    const signal = AbortSignal.timeout(50);
+    expect(await outcomeOf(() => adapter.speech(call(), ctx(signal)))).toEqual({ kind: 'timeout' });
+    expect(upstream.only().signal).toBe(signal);
   });
 
   it('probes with the free model listing', async () => {
+    upstream.answer({ json: [] }, refusal(401, elevenLabsError('invalid_api_key', 'Invalid API key')));
     await adapter.probe(AbortSignal.timeout(2000));
-    expect(fake.requests[0]).toMatchObject({ method: 'GET', path: '/v1/models' });
-    expect(fake.requests[0].headers['xi-api-key']).toBe('xi-key');
-    fake.setMode('auth401');
+    expect(upstream.calls[0]).toMatchObject({ op: 'check', method: 'GET', path: '/models' });
+    expect(upstream.calls[0].headers).toEqual({ 'xi-api-key': 'xi-key' });
     expect(await outcomeOf(() => adapter.probe(AbortSignal.timeout(2000)))).toMatchObject({
       kind: 'http',
       status: 401,
@@ -154,12 +172,22 @@ describe('ElevenLabsAdapter against a real streaming TTS server', () => {
     expect(await adapter.acceptsVoice('21m00Tcm4TlvDq8ikWAM')).toBe(true);
     expect(await adapter.acceptsVoice('someClonedVoice123')).toBe(false);
     expect(await adapter.acceptsVoice('someClonedVoice123', 'operator')).toBe(true);
-    const allowing = new ElevenLabsAdapterFactory().create({
-      ...adapter.provider,
-      allowedVoiceIds: ['someClonedVoice123'],
-    });
+    const allowing = new ElevenLabsAdapter(
+      { ...provider, allowedVoiceIds: ['someClonedVoice123'] },
+      {},
+      new ScriptedExecutor(),
+    );
     expect(await allowing.acceptsVoice('someClonedVoice123')).toBe(true);
     expect(await adapter.acceptsVoice('', 'operator')).toBe(false);
     expect(await adapter.acceptsVoice('../user', 'operator')).toBe(false);
   });
 });
+
+/** The transcoder runs apart (a worker job): what it does to its source shows a moment later. */
+async function waitFor(condition: () => boolean, ms = 2000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!condition()) {
+    if (Date.now() > until) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}

@@ -3,7 +3,8 @@ import type { ResolvedProvider } from '../config/gateway-config';
 import { jobOwner, transcodeStream } from '../audio/pool/pool-jobs';
 import { outputShape } from '../audio/transcoder';
 import { AudioStream, CallContext, ProviderAdapter, SpeechCall, VoiceInfo, VoiceOrigin } from './provider-adapter';
-import { relayBody, UpstreamClientOptions } from './http';
+import type { UpstreamClientOptions } from './http';
+import type { UpstreamExecutor } from './upstream-executor';
 
 /** The raw PCM rates ElevenLabs streams (`output_format=pcm_<rate>`, S16LE mono); 44100 needs a Pro plan. */
 export const ELEVENLABS_PCM_RATES = [16000, 22050, 24000, 44100] as const;
@@ -33,8 +34,8 @@ export function elevenLabsPcmRate(requested: number): number {
 export class ElevenLabsAdapter extends HttpProviderAdapter implements ProviderAdapter {
   readonly kind = 'elevenlabs' as const;
 
-  constructor(provider: ResolvedProvider, options: UpstreamClientOptions = {}) {
-    super(provider, provider.apiKey ? { 'xi-api-key': provider.apiKey } : {}, options);
+  constructor(provider: ResolvedProvider, options: UpstreamClientOptions = {}, executor?: UpstreamExecutor) {
+    super(provider, provider.apiKey ? { 'xi-api-key': provider.apiKey } : {}, options, executor);
   }
 
   /** `vol` becomes a gain in the transcoder; `pitch` has no ElevenLabs equivalent and is ignored; speed is clamped to 0.7..1.2. */
@@ -51,13 +52,12 @@ export class ElevenLabsAdapter extends HttpProviderAdapter implements ProviderAd
       ...(normalization !== undefined ? { apply_text_normalization: normalization ? 'on' : 'off' } : {}),
     });
     const path = `/text-to-speech/${encodeURIComponent(call.voiceId)}/stream?output_format=pcm_${rate}`;
-    const response = await this.http.request({ method: 'POST', path, headers: this.headers, body, signal: ctx.signal });
-    const chunks = transcodeStream(
-      relayBody(response.body, ctx.signal),
-      { sampleRate: rate, channels: 1 },
-      call.output,
-      { gain: call.vol, maxSeconds: call.maxSeconds, owner: jobOwner(ctx) },
-    );
+    const audio = await this.upstream.relay({ method: 'POST', path, headers: this.headers, body, signal: ctx.signal });
+    const chunks = transcodeStream(audio, { sampleRate: rate, channels: 1 }, call.output, {
+      gain: call.vol,
+      maxSeconds: call.maxSeconds,
+      owner: jobOwner(ctx),
+    });
     return { ...outputShape(call.output), chunks };
   }
 

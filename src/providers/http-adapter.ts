@@ -3,13 +3,16 @@ import type { ResolvedProvider } from '../config/gateway-config';
 import type { ProviderKind } from '../config/provider-kinds';
 import { providerClientOptions, requireBaseUrl, UpstreamClient, type UpstreamClientOptions } from './http';
 import type { AdapterFactory, ProviderAdapter } from './provider-adapter';
+import type { UpstreamExecutor } from './upstream-executor';
 
 /**
- * What every adapter of an HTTP provider shares: one keep-alive client for the provider's base URL, its
- * auth headers (built once: undici takes the same object on every call), a probe and the close on shutdown.
+ * What every adapter of an HTTP provider shares: the executor of its upstream calls (by default an UpstreamClient,
+ * one keep-alive pool for the provider's base URL; a test gives a scripted one), its auth headers (built once: the
+ * transport takes the same object on every call), a probe and the close on shutdown. An adapter is transforms
+ * only: a gateway call into an UpstreamCall, the reply into the gateway's shape; the executor does the rest.
  */
 export abstract class HttpProviderAdapter {
-  protected readonly http: UpstreamClient;
+  protected readonly upstream: UpstreamExecutor;
   /** Only the credential: for GETs and multipart bodies. */
   protected readonly authHeaders: Record<string, string>;
   /** The credential and a JSON body. */
@@ -19,19 +22,20 @@ export abstract class HttpProviderAdapter {
     readonly provider: ResolvedProvider,
     authHeaders: Record<string, string>,
     options: UpstreamClientOptions,
+    executor?: UpstreamExecutor,
   ) {
-    this.http = new UpstreamClient(requireBaseUrl(provider), providerClientOptions(provider, options));
+    this.upstream = executor ?? new UpstreamClient(requireBaseUrl(provider), providerClientOptions(provider, options));
     this.authHeaders = authHeaders;
     this.headers = { ...authHeaders, 'content-type': 'application/json' };
   }
 
   /** A free, authenticated GET (a model list): checks the host and the key without synthesising anything. */
   probe(signal: AbortSignal): Promise<void> {
-    return this.http.check({ method: 'GET', path: '/models', headers: this.authHeaders, signal });
+    return this.upstream.check({ method: 'GET', path: '/models', headers: this.authHeaders, signal });
   }
 
   close(): Promise<void> {
-    return this.http.close();
+    return this.upstream.close();
   }
 }
 

@@ -151,6 +151,20 @@ describe('UpstreamClient.text: a reply read through a dispatch handler', () => {
     );
   });
 
+  it("takes the message of a JSON error body cut at the cap (OpenAI's huge 400s)", async () => {
+    await withServer(
+      (_req, res) =>
+        res
+          .writeHead(400, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ error: { message: 'x'.repeat(200_000), type: 'invalid_request_error' } })),
+      async (client) => {
+        const outcome = (await outcomeOf(client.text(call()))) as { status: number; message: string };
+        expect(outcome.status).toBe(400);
+        expect(outcome.message).toBe('x'.repeat(1000));
+      },
+    );
+  });
+
   it('cancels a call whose signal fires while the body is coming, as the reason says', async () => {
     const abort = new AbortController();
     await withServer(
@@ -236,12 +250,11 @@ describe('the stream idle timeout', () => {
     });
     const client = new UpstreamClient(server.url, { streamIdleTimeoutMs: 300 });
     try {
-      const response = await client.request(call());
       let received = 0;
-      for await (const chunk of response.body) {
+      for await (const chunk of await client.relay(call())) {
         // the first read waits well past the idle bound while the upstream is blocked on our full buffers
         if (received === 0) await sleep(1000);
-        received += (chunk as Buffer).length;
+        received += chunk.length;
       }
       expect(received).toBe(size);
     } finally {

@@ -9,6 +9,7 @@ import { DEFAULT_KEY_SHARE, SocketShares, tenantOf } from './socket-shares';
 import { SseReading, streamTooLong, type StreamStep } from './sse-reading';
 import { type SignalledDispatch, TextReading } from './text-reading';
 import { ERROR_BODY_CAP, httpFailure, isRecord, toUpstreamFailure } from './upstream-errors';
+import type { EventReadingOptions, UpstreamCall, UpstreamExecutor } from './upstream-executor';
 
 export { SSE_LINE_CAP, SseParser, sseEvents } from './sse';
 export type { SseEvent } from './sse';
@@ -51,15 +52,7 @@ export function providerClientOptions(
   };
 }
 
-export interface UpstreamCall {
-  method: 'GET' | 'POST' | 'DELETE';
-  /** Appended to the base URL's path, e.g. `/chat/completions`. */
-  path: string;
-  headers: Record<string, string>;
-  /** JSON text, or bytes (a multipart upload). */
-  body?: string | Buffer;
-  signal: CallSignal;
-}
+export type { EventReadingOptions, UpstreamCall, UpstreamExecutor } from './upstream-executor';
 
 export type UpstreamResponse = Dispatcher.ResponseData;
 export type UpstreamBody = UpstreamResponse['body'];
@@ -82,12 +75,14 @@ export async function readCapped(body: AsyncIterable<Buffer>, cap: number): Prom
 }
 
 const ignore = (): void => undefined;
+/** The body as undici gave it (`check` drains it). */
+const bare = (body: UpstreamBody): UpstreamBody => body;
 
 /**
- * A 2xx body from `request` (audio) as it arrives: a fault mid-way becomes an UpstreamFailure, an early exit closes
- * the upstream socket. Shared by the adapters that relay a body as it comes (OpenAI, ElevenLabs).
+ * A 2xx body (audio) as it arrives (`relay`): a fault mid-way becomes an UpstreamFailure, an early exit closes
+ * the upstream socket.
  */
-export async function* relayBody(body: UpstreamBody, signal: CallSignal): AsyncGenerator<Buffer> {
+async function* relayBody(body: UpstreamBody, signal: CallSignal): AsyncGenerator<Buffer> {
   let complete = false;
   try {
     for await (const chunk of body) yield chunk as Buffer;
@@ -141,11 +136,11 @@ function idleBound(signal: CallSignal, poolMs: number, events = false): { bodyTi
 type Reading = SignalledDispatch & Dispatcher.DispatchHandler & { onResponseError(controller: null, err: Error): void };
 
 /**
- * One keep-alive pool per provider origin. Every call first takes a socket of its key's share (SocketShares: a call
- * over it, or with every socket taken, waits in the gateway, where the wait is known to be local), and gives it back
- * when its dispatch ends.
+ * The HTTP UpstreamExecutor: one keep-alive pool per provider origin. Every call first takes a socket of its key's
+ * share (SocketShares: a call over it, or with every socket taken, waits in the gateway, where the wait is known to
+ * be local), and gives it back when its dispatch ends.
  */
-export class UpstreamClient {
+export class UpstreamClient implements UpstreamExecutor {
   private readonly pool: Pool;
   private readonly prefix: string;
   readonly shares: SocketShares;
@@ -168,8 +163,16 @@ export class UpstreamClient {
     });
   }
 
-  /** Resolves with a 2xx response (body unread); throws UpstreamFailure for transport faults and other statuses. */
-  async request(call: UpstreamCall): Promise<UpstreamResponse> {
+  /** A 2xx body (audio) as its chunks as they arrive, once its headers came; otherwise what `text` throws. */
+  relay(call: UpstreamCall): Promise<AsyncIterable<Buffer>> {
+    return this.respond(call, relayBody);
+  }
+
+  /**
+   * `take` of a 2xx's body (unread; a module function, so no closure per call); throws UpstreamFailure for transport
+   * faults and other statuses.
+   */
+  private async respond<T>(call: UpstreamCall, take: (body: UpstreamBody, signal: CallSignal) => T): Promise<T> {
     const tenant = tenantOf(call.signal);
     if (!this.shares.tryTake(tenant))
       await new Promise<void>((resolve, reject) => this.shares.wait(tenant, call.signal, resolve, reject));
@@ -196,7 +199,7 @@ export class UpstreamClient {
       if (timer) clearTimeout(timer);
       this.shares.release(tenant);
     });
-    if (ok) return response;
+    if (ok) return take(body, call.signal);
     const text = await readCapped(response.body, ERROR_BODY_CAP).catch(() => '');
     const retryAfter = response.headers['retry-after'];
     throw httpFailure(response.statusCode, text, Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
@@ -208,9 +211,9 @@ export class UpstreamClient {
   }
 
   /**
-   * A 2xx body's whole text, read up to `cap` bytes; otherwise what `request` throws, and `response_too_large`
+   * A 2xx body's whole text, read up to `cap` bytes; otherwise what `relay` throws, and `response_too_large`
    * for a declared or actual length over the cap (the socket is dropped). Through undici's dispatch with a
-   * handler of its own: no response stream, no headers object and one promise, where `request` makes a
+   * handler of its own: no response stream, no headers object and one promise, where undici's `request` makes a
    * Readable and its events (about a tenth of a proxied chat request's CPU went to undici's request API).
    */
   text(call: UpstreamCall, cap = UPSTREAM_JSON_CAP): Promise<string> {
@@ -228,11 +231,7 @@ export class UpstreamClient {
   events<T>(
     call: UpstreamCall,
     translate: (event: SseEvent) => StreamStep<T>,
-    {
-      maxLineChars = SSE_LINE_CAP,
-      wholeJsonCap,
-      complete,
-    }: { maxLineChars?: number; wholeJsonCap?: number; complete?: () => boolean } = {},
+    { maxLineChars = SSE_LINE_CAP, wholeJsonCap, complete }: EventReadingOptions = {},
   ): Promise<AsyncIterableIterator<T>> {
     const options = {
       maxLineChars,
@@ -276,9 +275,9 @@ export class UpstreamClient {
 
   /** A 2xx whose body does not matter (probes); the body is drained so the socket is reused. */
   async check(call: UpstreamCall): Promise<void> {
-    const response = await this.request(call);
+    const body = await this.respond(call, bare);
     try {
-      await response.body.dump({ limit: DRAIN_LIMIT });
+      await body.dump({ limit: DRAIN_LIMIT });
     } catch (err) {
       throw toUpstreamFailure(err, call.signal);
     }

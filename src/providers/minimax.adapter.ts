@@ -17,7 +17,8 @@ import {
 } from './provider-adapter';
 import type { SpeechOptions } from './speech-fields';
 import { multipartBody } from './multipart';
-import { isRecord, UpstreamCall, UpstreamClientOptions } from './http';
+import { isRecord, UpstreamClientOptions } from './http';
+import type { UpstreamCall, UpstreamExecutor } from './upstream-executor';
 import {
   mp3BitrateOf,
   noAudio,
@@ -88,8 +89,8 @@ export class MiniMaxAdapter extends HttpProviderAdapter implements ProviderAdapt
   /** The older accounts' GroupId rides on every call as a query parameter. */
   private readonly query: string;
 
-  constructor(provider: ResolvedProvider, options: UpstreamClientOptions = {}) {
-    super(provider, provider.apiKey ? { authorization: `Bearer ${provider.apiKey}` } : {}, options);
+  constructor(provider: ResolvedProvider, options: UpstreamClientOptions = {}, executor?: UpstreamExecutor) {
+    super(provider, provider.apiKey ? { authorization: `Bearer ${provider.apiKey}` } : {}, options, executor);
     this.query = provider.groupId ? `?GroupId=${encodeURIComponent(provider.groupId)}` : '';
   }
 
@@ -131,11 +132,11 @@ export class MiniMaxAdapter extends HttpProviderAdapter implements ProviderAdapt
       signal: ctx.signal,
     };
     const cap = wholeClipCap(output);
-    if (!stream) return { contentType, chunks: once(replyAudio(await this.http.json(upstreamCall, cap))) };
+    if (!stream) return { contentType, chunks: once(replyAudio(await this.upstream.json(upstreamCall, cap))) };
     // errors come back as a JSON object even when a stream was asked for: read whole, as one event
     const audio = new StreamedAudio();
     const chunks = audio.chunks(
-      await this.http.events(upstreamCall, audio.translate, { maxLineChars: cap, wholeJsonCap: cap }),
+      await this.upstream.events(upstreamCall, audio.translate, { maxLineChars: cap, wholeJsonCap: cap }),
     );
     // the first audio decides the attempt: a base_resp error before it fails the call, not the stream
     const first = await chunks.next();
@@ -157,7 +158,7 @@ export class MiniMaxAdapter extends HttpProviderAdapter implements ProviderAdapt
       { name: 'purpose', value: 'voice_clone' },
       { name: 'file', file: call.sample },
     ]);
-    const uploaded = await this.http.json({
+    const uploaded = await this.upstream.json({
       method: 'POST',
       path: `/files/upload${this.query}`,
       headers: { ...this.authHeaders, 'content-type': upload.contentType },
@@ -175,7 +176,13 @@ export class MiniMaxAdapter extends HttpProviderAdapter implements ProviderAdapt
     }
     const body = JSON.stringify({ file_id: fileId, voice_id: call.voiceId });
     throwOnVoiceReply(
-      await this.http.json({ method: 'POST', path: `/voice_clone${this.query}`, headers: this.headers, body, signal }),
+      await this.upstream.json({
+        method: 'POST',
+        path: `/voice_clone${this.query}`,
+        headers: this.headers,
+        body,
+        signal,
+      }),
     );
     return { voiceId: call.voiceId, method: 'clone' };
   }
@@ -183,7 +190,7 @@ export class MiniMaxAdapter extends HttpProviderAdapter implements ProviderAdapt
   /** Voice design from a description; MiniMax also reads `preview_text` aloud once (a trial clip, not kept). */
   async designVoice(call: VoiceDesignCall, signal: AbortSignal): Promise<UpstreamVoice> {
     const body = JSON.stringify({ prompt: call.prompt, preview_text: call.previewText, voice_id: call.voiceId });
-    const reply = await this.http.json({
+    const reply = await this.upstream.json({
       method: 'POST',
       path: `/voice_design${this.query}`,
       headers: this.headers,
@@ -203,7 +210,13 @@ export class MiniMaxAdapter extends HttpProviderAdapter implements ProviderAdapt
       voice_id: voice.voiceId,
     });
     throwOnVoiceReply(
-      await this.http.json({ method: 'POST', path: `/delete_voice${this.query}`, headers: this.headers, body, signal }),
+      await this.upstream.json({
+        method: 'POST',
+        path: `/delete_voice${this.query}`,
+        headers: this.headers,
+        body,
+        signal,
+      }),
     );
   }
 
@@ -222,7 +235,13 @@ export class MiniMaxAdapter extends HttpProviderAdapter implements ProviderAdapt
   override async probe(signal: AbortSignal): Promise<void> {
     const body = JSON.stringify({ voice_type: 'system' });
     throwOnBaseResp(
-      await this.http.json({ method: 'POST', path: `/get_voice${this.query}`, headers: this.headers, body, signal }),
+      await this.upstream.json({
+        method: 'POST',
+        path: `/get_voice${this.query}`,
+        headers: this.headers,
+        body,
+        signal,
+      }),
     );
   }
 }

@@ -22,15 +22,8 @@ import { REALTIME_PCM, realtimeSpeech } from './openai-realtime-speech';
 import { ChatStreamTolerance } from './stream-tolerance';
 import { multipartBody } from './multipart';
 import { withRawJson } from '../common/http/sse-frame';
-import {
-  isRecord,
-  parseJsonBody,
-  relayBody,
-  requireBaseUrl,
-  SseEvent,
-  StreamStep,
-  UpstreamClientOptions,
-} from './http';
+import { isRecord, parseJsonBody, requireBaseUrl, SseEvent, StreamStep, UpstreamClientOptions } from './http';
+import type { UpstreamExecutor } from './upstream-executor';
 
 /** OpenAI's 13 built-in voices (the official SDK's `SpeechCreateParams.voice`; "optimized for English"). */
 export const OPENAI_VOICES = [
@@ -94,8 +87,8 @@ export class OpenAiAdapter extends HttpProviderAdapter implements ProviderAdapte
   /** api.openai.com itself, whose voice list is known. */
   private readonly official: boolean;
 
-  constructor(provider: ResolvedProvider, options: UpstreamClientOptions = {}) {
-    super(provider, provider.apiKey ? { authorization: `Bearer ${provider.apiKey}` } : {}, options);
+  constructor(provider: ResolvedProvider, options: UpstreamClientOptions = {}, executor?: UpstreamExecutor) {
+    super(provider, provider.apiKey ? { authorization: `Bearer ${provider.apiKey}` } : {}, options, executor);
     this.official = new URL(requireBaseUrl(provider)).hostname === 'api.openai.com';
   }
 
@@ -103,7 +96,7 @@ export class OpenAiAdapter extends HttpProviderAdapter implements ProviderAdapte
     // stream_options is refused by OpenAI on a non-streaming call: undefined fields are left out of the JSON
     // (one copy, where a rest pattern and a spread made two)
     const body = JSON.stringify({ ...request, model: ctx.model, stream: undefined, stream_options: undefined });
-    const text = await this.http.text({
+    const text = await this.upstream.text({
       method: 'POST',
       path: '/chat/completions',
       headers: this.headers,
@@ -117,7 +110,7 @@ export class OpenAiAdapter extends HttpProviderAdapter implements ProviderAdapte
   async chatStream(request: ChatRequest, ctx: CallContext): Promise<AsyncIterable<ChatChunk>> {
     const body = JSON.stringify({ ...request, model: ctx.model, stream: true });
     const tolerance = new ChatStreamTolerance(translateOpenAiEvent, this.provider.name, ctx.requestId);
-    return this.http.events(
+    return this.upstream.events(
       { method: 'POST', path: '/chat/completions', headers: this.headers, body, signal: ctx.signal },
       tolerance.translate,
       { complete: tolerance.complete },
@@ -149,17 +142,17 @@ export class OpenAiAdapter extends HttpProviderAdapter implements ProviderAdapte
       ...(call.speed !== 1 ? { speed: call.speed } : {}),
       ...(instructions ? { instructions } : {}),
     });
-    const response = await this.http.request({
+    const audio = await this.upstream.relay({
       method: 'POST',
       path: '/audio/speech',
       headers: this.headers,
       body,
       signal: ctx.signal,
     });
-    if (passThrough) return { contentType: 'audio/aac', chunks: relayBody(response.body, ctx.signal) };
+    if (passThrough) return { contentType: 'audio/aac', chunks: audio };
     return {
       ...outputShape(call.output),
-      chunks: transcodeStream(relayBody(response.body, ctx.signal), REALTIME_PCM, call.output, {
+      chunks: transcodeStream(audio, REALTIME_PCM, call.output, {
         gain: call.vol,
         maxSeconds: call.maxSeconds,
         owner: jobOwner(ctx),
@@ -176,7 +169,7 @@ export class OpenAiAdapter extends HttpProviderAdapter implements ProviderAdapte
       { name: 'language', value: call.consent.language },
       { name: 'recording', file: call.consent.recording },
     ]);
-    const consent = await this.http.json({
+    const consent = await this.upstream.json({
       method: 'POST',
       path: '/audio/voice_consents',
       headers: { ...this.authHeaders, 'content-type': consentForm.contentType },
@@ -190,7 +183,7 @@ export class OpenAiAdapter extends HttpProviderAdapter implements ProviderAdapte
       { name: 'audio_sample', file: call.sample },
     ]);
     try {
-      const voice = await this.http.json({
+      const voice = await this.upstream.json({
         method: 'POST',
         path: '/audio/voices',
         headers: { ...this.authHeaders, 'content-type': voiceForm.contentType },
@@ -200,7 +193,7 @@ export class OpenAiAdapter extends HttpProviderAdapter implements ProviderAdapte
       return { voiceId: createdId(voice, 'voice'), consentId, method: 'clone' };
     } catch (err) {
       // the consent copy is of no use without its voice
-      await this.http
+      await this.upstream
         .check({
           method: 'DELETE',
           path: `/audio/voice_consents/${encodeURIComponent(consentId)}`,
@@ -213,14 +206,14 @@ export class OpenAiAdapter extends HttpProviderAdapter implements ProviderAdapte
   }
 
   async deleteVoice(voice: UpstreamVoice, signal: AbortSignal): Promise<void> {
-    await this.http.check({
+    await this.upstream.check({
       method: 'DELETE',
       path: `/audio/voices/${encodeURIComponent(voice.voiceId)}`,
       headers: this.authHeaders,
       signal,
     });
     if (voice.consentId) {
-      await this.http.check({
+      await this.upstream.check({
         method: 'DELETE',
         path: `/audio/voice_consents/${encodeURIComponent(voice.consentId)}`,
         headers: this.authHeaders,

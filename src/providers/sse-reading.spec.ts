@@ -91,6 +91,35 @@ describe('UpstreamClient.events: a server-sent-events answer through a dispatch 
     );
   });
 
+  it('ends a body that closes cleanly without the end marker as complete once `complete` says the answer is whole', async () => {
+    await withServer(
+      (_req, res) => reads(res, ['data: a\n\n', 'data: b\n\n']),
+      async (client) => {
+        let whole = false;
+        const marking = (event: SseEvent): StreamStep<string> => {
+          if (event.data === 'b') whole = true;
+          return translate(event);
+        };
+        const events = await client.events(call(), marking, { complete: () => whole });
+        expect(await collectChunks(events)).toEqual({ values: ['a', 'b'], error: null });
+      },
+    );
+  });
+
+  it('fails a stream whose connection is cut mid-way as a connection fault, after the chunks before it', async () => {
+    await withServer(
+      (_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('data: a\n\n', () => setTimeout(() => res.socket?.destroy(), 10));
+      },
+      async (client) => {
+        const { values, error } = await collectChunks(await client.events(call(), translate));
+        expect(values).toEqual(['a']);
+        expect((error as UpstreamFailure).outcome.kind).toBe('connection');
+      },
+    );
+  });
+
   it('drops the socket when the consumer stops before the end marker, and is done from then on', async () => {
     await withServer(
       (_req, res) => reads(res, ['data: a\n\ndata: b\n\n', 'data: c\n\n', 'data: [DONE]\n\n'], false),

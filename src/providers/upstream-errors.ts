@@ -118,7 +118,7 @@ export function parseRetryAfter(value: string | undefined, now = Date.now()): nu
 
 /**
  * A non-2xx answer as the failure the core classifies: its status, the upstream's message and error fields, and its
- * `Retry-After` (every HTTP adapter's refusals are built here, by UpstreamClient.request and TextReading).
+ * `Retry-After` (every HTTP adapter's refusals are built here, by UpstreamClient's relay and check and TextReading).
  */
 export function httpFailure(status: number, text: string, retryAfter?: string): UpstreamFailure {
   const message = upstreamErrorMessage(text);
