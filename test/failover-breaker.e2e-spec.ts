@@ -86,8 +86,9 @@ describe('provider circuit breaker', () => {
       5000,
       `${provider}'s probe verdict in the shared row`,
     );
-    const mirrors = (t.app.get(CircuitRegistry) as unknown as { mirrors: { get(p: string): { state: BreakerState } } })
-      .mirrors;
+    // the registry's own copy of the row (private: no production caller needs to read it)
+    const registry: unknown = t.app.get(CircuitRegistry);
+    const { mirrors } = registry as { mirrors: { get(p: string): { state: BreakerState } } };
     await eventually(
       () => mirrors.get(provider).state,
       (state) => state.status === 'recovering' && state.openUntil === null,
