@@ -6,7 +6,7 @@ import { startFakeAnthropic } from '../test/fakes/fake-anthropic';
 import { startFakeOpenAi } from '../test/fakes/fake-openai';
 import { percentile } from './load';
 import { createBenchKey, gatewayEnv, startGateway } from './processes';
-import { renderTargetTable, writeSection, type TargetRow } from './results-file';
+import { reportTargets, type TargetRow } from './results-file';
 import { log, machine, runBenchmark } from './run';
 
 /**
@@ -125,25 +125,18 @@ runBenchmark('continuation', async (run) => {
     target: '0',
     pass: broken === 0,
   });
-  const { cores, cpu } = machine();
-  const table = renderTargetTable(rows);
-  process.stdout.write(`${table}\n`);
-  if (process.env.BENCH_NO_WRITE === '1') return;
-  writeSection(
+  reportTargets(
     RESULTS_FILE,
     'continuation',
-    [
-      '## Continued chat streams',
-      '',
-      'Written by `npm run bench:continuation` (bench/continuation.ts).',
-      '',
-      `- Date: ${new Date().toISOString()}`,
-      `- Cores (\`nproc\`): ${cores} (${cpu.split(' ').slice(0, 2).join(' ')})`,
-      `- Node: ${process.version}`,
-      `- Gateway: \`node dist/src/main.js\`, chains \`[primary, restart]\` (openai kind) and \`[primary, prefill]\` (anthropic kind); the primary cuts every stream after ${CUT_AFTER} of 60 chunks; every fake upstream writes a chunk each ${CHUNK_MS} ms; c=1, the modes in turns, 2 warm-up rounds`,
-      '- Gap: client time from the last chunk before the break to the chunk carrying `svc_continuation`; a restart regenerates the delivered chunks first (swallowed), a prefill asks only for the rest',
-      '',
-      table,
-    ].join('\n'),
+    {
+      title: 'Continued chat streams',
+      script: 'bench/continuation.ts',
+      machine: machine(),
+      notes: [
+        `- Gateway: \`node dist/src/main.js\`, chains \`[primary, restart]\` (openai kind) and \`[primary, prefill]\` (anthropic kind); the primary cuts every stream after ${CUT_AFTER} of 60 chunks; every fake upstream writes a chunk each ${CHUNK_MS} ms; c=1, the modes in turns, 2 warm-up rounds`,
+        '- Gap: client time from the last chunk before the break to the chunk carrying `svc_continuation`; a restart regenerates the delivered chunks first (swallowed), a prefill asks only for the rest',
+      ],
+    },
+    rows,
   );
 });

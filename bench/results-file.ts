@@ -76,3 +76,41 @@ export function renderTargetTable(rows: TargetRow[]): string {
     ),
   ].join('\n');
 }
+
+/** What a target-table section says of the run: its date, the machine's cores and CPU, Node's version. */
+export function runLines(machine: { cores: number; cpu: string }): string[] {
+  return [
+    `- Date: ${new Date().toISOString()}`,
+    `- Cores (\`nproc\`): ${machine.cores} (${machine.cpu.split(' ').slice(0, 2).join(' ')})`,
+    `- Node: ${process.version}`,
+  ];
+}
+
+/**
+ * Prints a benchmark's target table and (unless BENCH_NO_WRITE=1) writes it as its section: the title, which
+ * script wrote it, the run's lines, then `notes` (what was measured, how) and the table.
+ */
+export function reportTargets(
+  file: string,
+  name: Section,
+  heading: { title: string; script: string; machine: { cores: number; cpu: string }; notes: string[] },
+  rows: TargetRow[],
+): void {
+  const table = renderTargetTable(rows);
+  process.stdout.write(`${table}\n`);
+  if (process.env.BENCH_NO_WRITE === '1') return;
+  writeSection(
+    file,
+    name,
+    [
+      `## ${heading.title}`,
+      '',
+      `Written by \`npm run bench:${name}\` (${heading.script}).`,
+      '',
+      ...runLines(heading.machine),
+      ...heading.notes,
+      '',
+      table,
+    ].join('\n'),
+  );
+}

@@ -6,7 +6,7 @@ import { startFakeMiniMax } from '../test/fakes/fake-minimax';
 import { accountRows, accountsProvider, AccountsUpstream, HOLD_MS } from './account-figures';
 import { percentile } from './load';
 import { createBenchKey, gatewayEnv, startGateway } from './processes';
-import { renderTargetTable, writeSection, type TargetRow } from './results-file';
+import { reportTargets, type TargetRow } from './results-file';
 import { log, machine, runBenchmark, secondsFromEnv } from './run';
 import { StreamSession } from './ws-session';
 
@@ -233,26 +233,19 @@ runBenchmark('speech-continuation', async (run) => {
   rows.push(
     ...(await accountRows(gateway.url, chatKeys, slow, { burst: BURST, rounds: BURSTS, seconds: ACCOUNT_SECONDS })),
   );
-  const { cores, cpu } = machine();
-  const table = renderTargetTable(rows);
-  process.stdout.write(`${table}\n`);
-  if (process.env.BENCH_NO_WRITE === '1') return;
-  writeSection(
+  reportTargets(
     RESULTS_FILE,
     'speech-continuation',
-    [
-      '## Continued speech streams and accounts',
-      '',
-      'Written by `npm run bench:speech-continuation` (bench/speech-continuation.ts).',
-      '',
-      `- Date: ${new Date().toISOString()}`,
-      `- Cores (\`nproc\`): ${cores} (${cpu.split(' ').slice(0, 2).join(' ')})`,
-      `- Node: ${process.version}`,
-      `- Speech: chain \`[entry, fallback]\` (fake MiniMax, in the bench's process); the entry sends one audio event of every answer, then a base_resp error; ${SAMPLES} streams at c=1, ${ROUNDS} rounds of ${CONCURRENT} at once over ${SPEECH_KEYS} keys, after one warm-up; pcm 16 kHz on the WebSocket, OpenAI's 24 kHz pcm SSE`,
-      "- Gap: from the moment the entry's fake wrote its error event and ended its answer (same process, same clock) to the client's first audio of the fallback (WebSocket: the first message with `fallback_level` 1; SSE: the second delta); own: request → first audio on a key whose chain is the fallback alone; both fakes answer at once (no first-byte delay), so the figures are the gateway's own",
-      `- Accounts: an openai-kind provider with two accounts of \`max_concurrency\` 3 and \`queue_timeout_ms\` 50, an upstream answering after ${HOLD_MS} ms, ${BURSTS} bursts of ${BURST}; added latency: paired c=1 turns (bench/paired.ts, 20 a turn, 5 settling) of the same upstream behind a provider with and without accounts`,
-      '',
-      table,
-    ].join('\n'),
+    {
+      title: 'Continued speech streams and accounts',
+      script: 'bench/speech-continuation.ts',
+      machine: machine(),
+      notes: [
+        `- Speech: chain \`[entry, fallback]\` (fake MiniMax, in the bench's process); the entry sends one audio event of every answer, then a base_resp error; ${SAMPLES} streams at c=1, ${ROUNDS} rounds of ${CONCURRENT} at once over ${SPEECH_KEYS} keys, after one warm-up; pcm 16 kHz on the WebSocket, OpenAI's 24 kHz pcm SSE`,
+        "- Gap: from the moment the entry's fake wrote its error event and ended its answer (same process, same clock) to the client's first audio of the fallback (WebSocket: the first message with `fallback_level` 1; SSE: the second delta); own: request → first audio on a key whose chain is the fallback alone; both fakes answer at once (no first-byte delay), so the figures are the gateway's own",
+        `- Accounts: an openai-kind provider with two accounts of \`max_concurrency\` 3 and \`queue_timeout_ms\` 50, an upstream answering after ${HOLD_MS} ms, ${BURSTS} bursts of ${BURST}; added latency: paired c=1 turns (bench/paired.ts, 20 a turn, 5 settling) of the same upstream behind a provider with and without accounts`,
+      ],
+    },
+    rows,
   );
 });

@@ -9,7 +9,7 @@ import request from 'supertest';
 import { WebSocket } from 'ws';
 import { FakeMiniMax, startFakeMiniMax } from './fakes/fake-minimax';
 import { FakeOpenAi, startFakeOpenAi } from './fakes/fake-openai';
-import { spawnService, ServiceProcess } from './support/process';
+import { logLineWhere, spawnService, ServiceProcess, type LogLine } from './support/process';
 
 // the built service (`npm test` builds first), as `npm start` runs it, with a probe preloaded that says on
 // SIGUSR2 whether a promise hook is on in the process
@@ -18,7 +18,7 @@ jest.setTimeout(120000);
 const ADMIN_TOKEN = `adm-${randomBytes(16).toString('hex')}`;
 const PROBE = join(__dirname, 'support/promise-hook-probe.js');
 
-type Line = Record<string, unknown> & { msg?: string; req?: { id?: string } };
+type Line = LogLine;
 
 describe('request logs without an AsyncLocalStorage', () => {
   let service: ServiceProcess;
@@ -30,23 +30,7 @@ describe('request logs without an AsyncLocalStorage', () => {
   let secret: string;
   let voiceSecret: string;
 
-  const lines = (): Line[] =>
-    service
-      .output()
-      .split('\n')
-      .filter((line) => line.startsWith('{'))
-      .map((line) => JSON.parse(line) as Line);
-
-  /** Waits until a JSON log line matches. */
-  async function lineWhere(what: string, match: (line: Line) => boolean): Promise<Line> {
-    const deadline = Date.now() + 10000;
-    for (;;) {
-      const found = lines().find(match);
-      if (found) return found;
-      if (Date.now() > deadline) throw new Error(`no log line ${what}; output:\n${service.output().slice(-4000)}`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
+  const lineWhere = (what: string, match: (line: Line) => boolean): Promise<Line> => logLineWhere(service, what, match);
 
   /** What the preloaded probe says now. */
   async function promiseHookOn(): Promise<boolean> {

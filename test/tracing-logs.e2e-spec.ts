@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import request from 'supertest';
 import { FakeOpenAi, startFakeOpenAi } from './fakes/fake-openai';
 import { OtlpReceiver, SPAN_KIND } from './fakes/otlp-receiver';
-import { spawnService, ServiceProcess } from './support/process';
+import { logLineWhere, spawnService, ServiceProcess, type LogLine } from './support/process';
 
 // the built service (`npm test` builds first) as `npm start` runs it: main.ts starts the traces before the app
 jest.setTimeout(120000);
@@ -13,7 +13,7 @@ jest.setTimeout(120000);
 const ADMIN_TOKEN = `adm-${randomBytes(16).toString('hex')}`;
 const MODEL = 'gpt-5.4-mini';
 
-type Line = Record<string, unknown> & { msg?: string; req?: { id?: string } };
+type Line = LogLine;
 
 /** decisions §12: with traces on, a request's log lines and its answer name the trace and span of its SERVER span. */
 describe('log lines and answers that name the trace', () => {
@@ -25,22 +25,7 @@ describe('log lines and answers that name the trace', () => {
   let scratch: string;
   let secret: string;
 
-  const lines = (): Line[] =>
-    service
-      .output()
-      .split('\n')
-      .filter((line) => line.startsWith('{'))
-      .map((line) => JSON.parse(line) as Line);
-
-  async function lineWhere(what: string, match: (line: Line) => boolean): Promise<Line> {
-    const deadline = Date.now() + 10000;
-    for (;;) {
-      const found = lines().find(match);
-      if (found) return found;
-      if (Date.now() > deadline) throw new Error(`no log line ${what}; output:\n${service.output().slice(-4000)}`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
+  const lineWhere = (what: string, match: (line: Line) => boolean): Promise<Line> => logLineWhere(service, what, match);
 
   beforeAll(async () => {
     receiver = await OtlpReceiver.start();

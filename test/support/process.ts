@@ -85,3 +85,29 @@ export function runKeysCli(args: string[], env: Record<string, string | undefine
   const quoted = args.map((arg) => `'${arg.replace(/'/g, `'\\''`)}'`).join(' ');
   return runShell(`npm run keys -- ${quoted}`, env);
 }
+
+/** A JSON log line of the service (pino's), as tests read it. */
+export type LogLine = Record<string, unknown> & { msg?: string; req?: { id?: string } };
+
+/** Every JSON log line the service printed so far. */
+export const logLines = (service: ServiceProcess): LogLine[] =>
+  service
+    .output()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as LogLine);
+
+/** Waits (up to 10 s) until a JSON log line matches; fails naming `what`, with the output's tail. */
+export async function logLineWhere(
+  service: ServiceProcess,
+  what: string,
+  match: (line: LogLine) => boolean,
+): Promise<LogLine> {
+  const deadline = Date.now() + 10000;
+  for (;;) {
+    const found = logLines(service).find(match);
+    if (found) return found;
+    if (Date.now() > deadline) throw new Error(`no log line ${what}; output:\n${service.output().slice(-4000)}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
