@@ -7,7 +7,7 @@ import { toneSeconds } from './fakes/speech-audio';
 import { decodeFlac } from './support/flac';
 import { decodeOggOpus } from './support/ogg-opus';
 import { startApp, type TestApp } from './support/app';
-import { storedEvents } from './support/failover';
+import { eventually, storedEvents } from './support/failover';
 import { StreamClient } from './support/ws-client';
 
 const START = {
@@ -25,6 +25,36 @@ const TEXTS = [
 /** The text each T2A request the fake received asked it to speak, in order. */
 const spokenBy = (fake: FakeMiniMax): string[] =>
   fake.requests.filter((r) => r.path === '/v1/t2a_v2').map((r) => (r.body as { text: string }).text);
+
+/** The one usage record of a request, read through the usage API once the batched writer stored it. */
+async function usageRecord(t: TestApp, secret: string, requestId: string): Promise<Record<string, unknown>> {
+  const { data } = await eventually(
+    async () =>
+      (await t.http.get('/v1/usage').query({ request_id: requestId }).auth(secret, { type: 'bearer' })).body as {
+        data?: Array<Record<string, unknown>>;
+      },
+    (body) => (body.data?.length ?? 0) > 0,
+    5000,
+    `the usage record of ${requestId}`,
+  );
+  expect(data).toHaveLength(1);
+  return data?.[0] ?? {};
+}
+
+/**
+ * The usage record of a continued request (decisions §7: it lists both attempts): the entry step served, its stream
+ * broke, and the fallback served the rest.
+ */
+const continuedRecord = (entry: string, fallback: string): Record<string, unknown> => ({
+  status: 200,
+  provider: fallback,
+  fallback_level: 1,
+  attempts: [
+    { provider: entry, level: 0, outcome: 'ok' },
+    { provider: entry, level: 0, outcome: expect.stringMatching(/^stream broke: /) },
+    { provider: fallback, level: 1, outcome: 'ok' },
+  ],
+});
 
 /**
  * Speech that does not break (decisions §7) on the WebSocket: a provider that fails after its audio began hands the
@@ -102,6 +132,8 @@ describe('speech WebSocket: a break after the first audio is continued on the ne
       exhausted_provider: entry.name,
       active_provider: fallback.name,
     });
+    // the broken text's usage record lists both providers
+    expect(await usageRecord(t, key.secret, requestId)).toMatchObject(continuedRecord(entry.name, fallback.name));
   });
 
   it('a pinned step that fails before a later text begins passes that text to the next step', async () => {
@@ -214,6 +246,9 @@ describe('sync speech: a break after the first audio is continued on the next st
     // the fallback spoke the text from the sentence that was being spoken, with its own voice
     const [request] = fallback.requests.filter((r) => r.path === '/v1/t2a_v2');
     expect(request.body).toMatchObject({ text: TEXT, voice_setting: { voice_id: 'female-shaonv' } });
+    // its usage record lists both providers
+    const requestId = String(answer.headers['x-svc-request-id']);
+    expect(await usageRecord(t, key.secret, requestId)).toMatchObject(continuedRecord(entry.name, fallback.name));
   });
 
   it("OpenAI's speech SSE: every delta, speech.audio.done and no error event", async () => {
