@@ -8,6 +8,7 @@ import { decodeFlac } from './support/flac';
 import { decodeOggOpus } from './support/ogg-opus';
 import { startApp, type TestApp } from './support/app';
 import { eventually, storedEvents } from './support/failover';
+import { isolatedDatabase, Receiver, verifyDelivery } from './support/receiver';
 import { StreamClient } from './support/ws-client';
 
 const START = {
@@ -57,22 +58,41 @@ const continuedRecord = (entry: string, fallback: string): Record<string, unknow
 });
 
 /**
+ * A database of this file's own: every app on a database delivers its webhooks, and another file's app on the run's
+ * database (private addresses refused) could take the deliveries to this file's local receiver.
+ */
+let db: { url: string; drop(): Promise<void> };
+beforeAll(async () => {
+  db = await isolatedDatabase('speech_continuation');
+});
+afterAll(async () => {
+  await db?.drop();
+});
+
+/**
  * Speech that does not break (decisions §7) on the WebSocket: a provider that fails after its audio began hands the
  * rest of the text, from the sentence that was being spoken, to the next step; the session goes on there.
  */
 describe('speech WebSocket: a break after the first audio is continued on the next step', () => {
   let t: TestApp;
   const fakes: FakeMiniMax[] = [];
+  /** The keys' webhook endpoints (decisions §8). */
+  let receiver: Receiver;
 
   beforeAll(async () => {
     for (let i = 0; i < 4; i++) fakes.push(await startFakeMiniMax({ name: `cont-${i}` }));
+    receiver = await Receiver.start();
     const providers = fakes
       .map((fake) => `  - { name: ${fake.name}, kind: minimax, base_url: "${fake.url}", api_key: k }\n`)
       .join('');
-    t = await startApp({ gateway: parseGatewayConfig(`providers:\n${providers}`, 'continuation test') });
+    t = await startApp({
+      gateway: parseGatewayConfig(`providers:\n${providers}`, 'continuation test'),
+      env: { DATABASE_URL: db.url, SVC_WEBHOOK_ALLOW_PRIVATE: 'true' },
+    });
   });
   afterAll(async () => {
     await t?.close();
+    await receiver?.close();
     for (const fake of fakes) await fake.close();
   });
 
@@ -85,6 +105,12 @@ describe('speech WebSocket: a break after the first audio is continued on the ne
       { provider: entry.name, model: 'speech-02-hd', voice_map: { '*': 'male-qn-qingse' } },
       { provider: fallback.name, model: 'speech-02-hd', voice_map: { '*': 'female-shaonv' } },
     ]);
+    const hook = `/failover-${first}`;
+    const endpoint = await t.http
+      .post('/v1/user/webhooks')
+      .set('Authorization', `Bearer ${key.secret}`)
+      .send({ url: receiver.url(hook), events: ['failover'] });
+    expect(endpoint.status).toBe(201);
     const client = await StreamClient.connect(`${t.url.replace('http', 'ws')}${path}`, {
       Authorization: `Bearer ${key.secret}`,
     });
@@ -131,6 +157,22 @@ describe('speech WebSocket: a break after the first audio is continued on the ne
       mid_stream: true,
       exhausted_provider: entry.name,
       active_provider: fallback.name,
+    });
+    // the key's endpoint subscribed to failovers receives it, signed (decisions §8)
+    const [delivery] = await receiver.waitFor(hook, 1);
+    expect(delivery.headers['x-svc-event']).toBe('failover');
+    expect(verifyDelivery(endpoint.body.secret as string, delivery.headers, delivery.raw)).toBe(true);
+    expect(JSON.parse(delivery.raw.toString('utf8'))).toMatchObject({
+      id: event.id,
+      event: 'failover',
+      data: {
+        proxy_key: key.id,
+        exhausted_provider: entry.name,
+        active_provider: fallback.name,
+        fallback_level: 1,
+        request_id: requestId,
+        mid_stream: true,
+      },
     });
     // the broken text's usage record lists both providers
     expect(await usageRecord(t, key.secret, requestId)).toMatchObject(continuedRecord(entry.name, fallback.name));
@@ -204,6 +246,7 @@ describe('sync speech: a break after the first audio is continued on the next st
     const elevenLabs = `  - { name: ${eleven.name}, kind: elevenlabs, base_url: "${eleven.url}", api_key: k }\n`;
     t = await startApp({
       gateway: parseGatewayConfig(`providers:\n${providers}${elevenLabs}`, 'sync continuation test'),
+      env: { DATABASE_URL: db.url },
     });
   });
   afterAll(async () => {
