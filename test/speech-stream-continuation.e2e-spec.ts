@@ -7,7 +7,8 @@ import { toneSeconds } from './fakes/speech-audio';
 import { decodeFlac } from './support/flac';
 import { decodeOggOpus } from './support/ogg-opus';
 import { startApp, type TestApp } from './support/app';
-import { storedEvents } from './support/failover';
+import { eventually, storedEvents } from './support/failover';
+import { isolatedDatabase, Receiver, verifyDelivery } from './support/receiver';
 import { StreamClient } from './support/ws-client';
 
 const START = {
@@ -26,6 +27,48 @@ const TEXTS = [
 const spokenBy = (fake: FakeMiniMax): string[] =>
   fake.requests.filter((r) => r.path === '/v1/t2a_v2').map((r) => (r.body as { text: string }).text);
 
+/** The one usage record of a request, read through the usage API once the batched writer stored it. */
+async function usageRecord(t: TestApp, secret: string, requestId: string): Promise<Record<string, unknown>> {
+  const { data } = await eventually(
+    async () =>
+      (await t.http.get('/v1/usage').query({ request_id: requestId }).auth(secret, { type: 'bearer' })).body as {
+        data?: Array<Record<string, unknown>>;
+      },
+    (body) => (body.data?.length ?? 0) > 0,
+    5000,
+    `the usage record of ${requestId}`,
+  );
+  expect(data).toHaveLength(1);
+  return data?.[0] ?? {};
+}
+
+/**
+ * The usage record of a continued request (decisions §7: it lists both attempts): the entry step served, its stream
+ * broke, and the fallback served the rest.
+ */
+const continuedRecord = (entry: string, fallback: string): Record<string, unknown> => ({
+  status: 200,
+  provider: fallback,
+  fallback_level: 1,
+  attempts: [
+    { provider: entry, level: 0, outcome: 'ok' },
+    { provider: entry, level: 0, outcome: expect.stringMatching(/^stream broke: /) },
+    { provider: fallback, level: 1, outcome: 'ok' },
+  ],
+});
+
+/**
+ * A database of this file's own: every app on a database delivers its webhooks, and another file's app on the run's
+ * database (private addresses refused) could take the deliveries to this file's local receiver.
+ */
+let db: { url: string; drop(): Promise<void> };
+beforeAll(async () => {
+  db = await isolatedDatabase('speech_continuation');
+});
+afterAll(async () => {
+  await db?.drop();
+});
+
 /**
  * Speech that does not break (decisions §7) on the WebSocket: a provider that fails after its audio began hands the
  * rest of the text, from the sentence that was being spoken, to the next step; the session goes on there.
@@ -33,16 +76,23 @@ const spokenBy = (fake: FakeMiniMax): string[] =>
 describe('speech WebSocket: a break after the first audio is continued on the next step', () => {
   let t: TestApp;
   const fakes: FakeMiniMax[] = [];
+  /** The keys' webhook endpoints (decisions §8). */
+  let receiver: Receiver;
 
   beforeAll(async () => {
     for (let i = 0; i < 4; i++) fakes.push(await startFakeMiniMax({ name: `cont-${i}` }));
+    receiver = await Receiver.start();
     const providers = fakes
       .map((fake) => `  - { name: ${fake.name}, kind: minimax, base_url: "${fake.url}", api_key: k }\n`)
       .join('');
-    t = await startApp({ gateway: parseGatewayConfig(`providers:\n${providers}`, 'continuation test') });
+    t = await startApp({
+      gateway: parseGatewayConfig(`providers:\n${providers}`, 'continuation test'),
+      env: { DATABASE_URL: db.url, SVC_WEBHOOK_ALLOW_PRIVATE: 'true' },
+    });
   });
   afterAll(async () => {
     await t?.close();
+    await receiver?.close();
     for (const fake of fakes) await fake.close();
   });
 
@@ -55,6 +105,12 @@ describe('speech WebSocket: a break after the first audio is continued on the ne
       { provider: entry.name, model: 'speech-02-hd', voice_map: { '*': 'male-qn-qingse' } },
       { provider: fallback.name, model: 'speech-02-hd', voice_map: { '*': 'female-shaonv' } },
     ]);
+    const hook = `/failover-${first}`;
+    const endpoint = await t.http
+      .post('/v1/user/webhooks')
+      .set('Authorization', `Bearer ${key.secret}`)
+      .send({ url: receiver.url(hook), events: ['failover'] });
+    expect(endpoint.status).toBe(201);
     const client = await StreamClient.connect(`${t.url.replace('http', 'ws')}${path}`, {
       Authorization: `Bearer ${key.secret}`,
     });
@@ -102,6 +158,24 @@ describe('speech WebSocket: a break after the first audio is continued on the ne
       exhausted_provider: entry.name,
       active_provider: fallback.name,
     });
+    // the key's endpoint subscribed to failovers receives it, signed (decisions §8)
+    const [delivery] = await receiver.waitFor(hook, 1);
+    expect(delivery.headers['x-svc-event']).toBe('failover');
+    expect(verifyDelivery(endpoint.body.secret as string, delivery.headers, delivery.raw)).toBe(true);
+    expect(JSON.parse(delivery.raw.toString('utf8'))).toMatchObject({
+      id: event.id,
+      event: 'failover',
+      data: {
+        proxy_key: key.id,
+        exhausted_provider: entry.name,
+        active_provider: fallback.name,
+        fallback_level: 1,
+        request_id: requestId,
+        mid_stream: true,
+      },
+    });
+    // the broken text's usage record lists both providers
+    expect(await usageRecord(t, key.secret, requestId)).toMatchObject(continuedRecord(entry.name, fallback.name));
   });
 
   it('a pinned step that fails before a later text begins passes that text to the next step', async () => {
@@ -172,6 +246,7 @@ describe('sync speech: a break after the first audio is continued on the next st
     const elevenLabs = `  - { name: ${eleven.name}, kind: elevenlabs, base_url: "${eleven.url}", api_key: k }\n`;
     t = await startApp({
       gateway: parseGatewayConfig(`providers:\n${providers}${elevenLabs}`, 'sync continuation test'),
+      env: { DATABASE_URL: db.url },
     });
   });
   afterAll(async () => {
@@ -214,6 +289,9 @@ describe('sync speech: a break after the first audio is continued on the next st
     // the fallback spoke the text from the sentence that was being spoken, with its own voice
     const [request] = fallback.requests.filter((r) => r.path === '/v1/t2a_v2');
     expect(request.body).toMatchObject({ text: TEXT, voice_setting: { voice_id: 'female-shaonv' } });
+    // its usage record lists both providers
+    const requestId = String(answer.headers['x-svc-request-id']);
+    expect(await usageRecord(t, key.secret, requestId)).toMatchObject(continuedRecord(entry.name, fallback.name));
   });
 
   /** OpenAI's speech SSE answer of `secret`: its events, and the bytes of audio its deltas carried. */
