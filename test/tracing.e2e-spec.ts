@@ -8,6 +8,7 @@ import { StreamClient } from './support/ws-client';
 
 const PROMPT = 'Say hello.';
 const TTS_MODEL = 'gpt-4o-mini-tts';
+const MINIMAX_MODEL = 'speech-02-hd';
 const TEXT = 'A sentence nobody may read in a trace.';
 const OTEL_VARIABLES = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_PROTOCOL', 'OTEL_BSP_SCHEDULE_DELAY'];
 
@@ -42,7 +43,7 @@ describe.each(['http/protobuf', 'http/json'])('traces exported over OTLP %s', (p
 
   beforeAll(async () => {
     receiver = await OtlpReceiver.start();
-    pool = await ProviderPool.start(`tr-${protocol === 'http/json' ? 'json' : 'pb'}`, 12);
+    pool = await ProviderPool.start(`tr-${protocol === 'http/json' ? 'json' : 'pb'}`, 12, { minimax: { native: {} } });
     const env = {
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       OTEL_EXPORTER_OTLP_PROTOCOL: protocol,
@@ -193,6 +194,48 @@ describe.each(['http/protobuf', 'http/json'])('traces exported over OTLP %s', (p
       attributes: { 'gen_ai.operation.name': 'text_to_speech', 'gen_ai.request.model': TTS_MODEL },
     });
     expect(parseTraceparent(c.fake.requests[0].headers.traceparent)?.spanId).toBe(attempt.spanId);
+  });
+
+  it("names a MiniMax-native /v1/t2a_v2 request's attempt text_to_speech, on its own route", async () => {
+    const minimax = pool.minimax('native');
+    const key = await t.createKey('traced t2a', [{ provider: minimax.name, model: MINIMAX_MODEL }]);
+
+    const res = await t.http
+      .post('/v1/t2a_v2')
+      .set('Authorization', `Bearer ${key.secret}`)
+      .send({
+        model: MINIMAX_MODEL,
+        text: TEXT,
+        voice_setting: { voice_id: 'male-qn-qingse' },
+        audio_setting: { format: 'pcm', sample_rate: 16000 },
+      });
+
+    expect(res.status).toBe(200);
+    expect(res.body.base_resp).toEqual({ status_code: 0, status_msg: 'success' });
+    const requestId = res.headers['x-svc-request-id'];
+    const server = await serverSpanOf(requestId);
+    expect(server).toMatchObject({
+      name: 'POST /v1/t2a_v2',
+      attributes: {
+        'http.request.method': 'POST',
+        'http.route': '/v1/t2a_v2',
+        'http.response.status_code': 200,
+        'svc.request_id': requestId,
+        'svc.proxy_key': key.id,
+      },
+    });
+    const [attempt] = await clientSpansOf(server, 1);
+    expect(attempt).toMatchObject({
+      name: `text_to_speech ${MINIMAX_MODEL}`,
+      attributes: {
+        'gen_ai.operation.name': 'text_to_speech',
+        'gen_ai.provider.name': 'minimax',
+        'gen_ai.request.model': MINIMAX_MODEL,
+        'svc.provider': minimax.name,
+      },
+    });
+    const [call] = minimax.fake.requests.filter((r) => r.path === '/v1/t2a_v2');
+    expect(parseTraceparent(call.headers.traceparent)).toEqual({ traceId: server.traceId, spanId: attempt.spanId });
   });
 
   it('records a step skipped by an open circuit as a span event, with no attempt of it', async () => {
