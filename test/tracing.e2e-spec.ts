@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { tracing } from '../src/tracing/tracing';
 import { ADMIN_TOKEN, startApp, TestApp } from './support/app';
-import { CHAT_PATH, chatBody, ProviderPool } from './support/failover';
+import { CHAT_PATH, chatBody, ProviderPool, streamChat } from './support/failover';
 import { OtlpReceiver, ReceivedSpan, SPAN_KIND } from './fakes/otlp-receiver';
 import { speak, SPEECH_PATH } from './support/speech';
 import { StreamClient } from './support/ws-client';
@@ -43,7 +43,7 @@ describe.each(['http/protobuf', 'http/json'])('traces exported over OTLP %s', (p
 
   beforeAll(async () => {
     receiver = await OtlpReceiver.start();
-    pool = await ProviderPool.start(`tr-${protocol === 'http/json' ? 'json' : 'pb'}`, 12, { minimax: { native: {} } });
+    pool = await ProviderPool.start(`tr-${protocol === 'http/json' ? 'json' : 'pb'}`, 13, { minimax: { native: {} } });
     const env = {
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       OTEL_EXPORTER_OTLP_PROTOCOL: protocol,
@@ -236,6 +236,38 @@ describe.each(['http/protobuf', 'http/json'])('traces exported over OTLP %s', (p
     });
     const [call] = minimax.fake.requests.filter((r) => r.path === '/v1/t2a_v2');
     expect(parseTraceparent(call.headers.traceparent)).toEqual({ traceId: server.traceId, spanId: attempt.spanId });
+  });
+
+  it('marks the attempt that continues a broken chat stream svc.continuation, and not the broken one', async () => {
+    const [a, b] = pool.take(2);
+    const key = await t.createKey('traced continuation', [
+      { provider: a.name, model: 'm-a' },
+      { provider: b.name, model: 'm-b' },
+    ]);
+    // a's stream is cut after "Hello from "; b's answer starts so too, so b continues it by restart (decisions §3)
+    a.fake.setMode('cutAfter', { count: 2 });
+
+    const res = await streamChat(t, key.secret, chatBody('m-a'));
+
+    expect(res.status).toBe(200);
+    expect(res.content).toBe(b.fake.replyFor('m-b'));
+    expect(res.events.filter((e) => e !== '[DONE]' && 'svc_continuation' in e)).toHaveLength(1);
+    const server = await serverSpanOf(res.headers.get('x-svc-request-id') ?? '');
+    const attempts = await clientSpansOf(server, 2);
+    const attemptOf = (provider: string) => attempts.find((s) => s.attributes['svc.provider'] === provider);
+    expect(attempts).toHaveLength(2);
+    expect(attemptOf(a.name)).toMatchObject({
+      name: 'chat m-a',
+      statusCode: 2,
+      attributes: { 'svc.continuation': false, 'svc.retry': 0 },
+    });
+    const continuing = attemptOf(b.name);
+    expect(continuing).toMatchObject({
+      name: 'chat m-b',
+      attributes: { 'svc.continuation': true, 'svc.retry': 0, 'svc.fallback_level': 1 },
+    });
+    expect(continuing?.attributes['error.type']).toBeUndefined();
+    expect(parseTraceparent(b.fake.requests[0].headers.traceparent)?.spanId).toBe(continuing?.spanId);
   });
 
   it('records a step skipped by an open circuit as a span event, with no attempt of it', async () => {
