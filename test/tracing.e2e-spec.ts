@@ -2,12 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { tracing } from '../src/tracing/tracing';
 import { ADMIN_TOKEN, startApp, TestApp } from './support/app';
 import { CHAT_PATH, chatBody, ProviderPool, streamChat } from './support/failover';
+import { startFakeOpenAiRealtime } from './fakes/fake-openai-realtime';
 import { OtlpReceiver, ReceivedSpan, SPAN_KIND } from './fakes/otlp-receiver';
 import { speak, SPEECH_PATH } from './support/speech';
 import { StreamClient } from './support/ws-client';
 
 const PROMPT = 'Say hello.';
 const TTS_MODEL = 'gpt-4o-mini-tts';
+const RT_MODEL = 'gpt-realtime-2.1-mini';
 const MINIMAX_MODEL = 'speech-02-hd';
 const TEXT = 'A sentence nobody may read in a trace.';
 const OTEL_VARIABLES = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_PROTOCOL', 'OTEL_BSP_SCHEDULE_DELAY'];
@@ -43,7 +45,7 @@ describe.each(['http/protobuf', 'http/json'])('traces exported over OTLP %s', (p
 
   beforeAll(async () => {
     receiver = await OtlpReceiver.start();
-    pool = await ProviderPool.start(`tr-${protocol === 'http/json' ? 'json' : 'pb'}`, 13, { minimax: { native: {} } });
+    pool = await ProviderPool.start(`tr-${protocol === 'http/json' ? 'json' : 'pb'}`, 14, { minimax: { native: {} } });
     const env = {
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       OTEL_EXPORTER_OTLP_PROTOCOL: protocol,
@@ -236,6 +238,34 @@ describe.each(['http/protobuf', 'http/json'])('traces exported over OTLP %s', (p
     });
     const [call] = minimax.fake.requests.filter((r) => r.path === '/v1/t2a_v2');
     expect(parseTraceparent(call.headers.traceparent)).toEqual({ traceId: server.traceId, spanId: attempt.spanId });
+  });
+
+  it("puts a Realtime step's attempt traceparent on its WebSocket upgrade", async () => {
+    const [r] = pool.take(1);
+    // the Realtime upgrade beside the provider's other routes, as one OpenAI host serves both
+    const realtime = await startFakeOpenAiRealtime({ host: r.fake });
+    try {
+      const key = await t.createKey('traced realtime', [
+        { provider: r.name, model: RT_MODEL, voice_map: { '*': 'marin' } },
+      ]);
+
+      const res = await speak(t, key.secret, { model: RT_MODEL, text: TEXT, voice_setting: { voice_id: 'narrator' } });
+
+      expect(res.status).toBe(200);
+      const server = await serverSpanOf(res.headers.get('x-svc-request-id') ?? '');
+      const [attempt] = await clientSpansOf(server, 1);
+      expect(attempt).toMatchObject({
+        name: `text_to_speech ${RT_MODEL}`,
+        attributes: { 'gen_ai.operation.name': 'text_to_speech', 'svc.provider': r.name },
+      });
+      expect(realtime.sessions).toHaveLength(1);
+      expect(parseTraceparent(realtime.sessions[0].headers.traceparent)).toEqual({
+        traceId: server.traceId,
+        spanId: attempt.spanId,
+      });
+    } finally {
+      await realtime.close();
+    }
   });
 
   it('marks the attempt that continues a broken chat stream svc.continuation, and not the broken one', async () => {
