@@ -33,9 +33,12 @@ describe('the Grafana dashboard ops/grafana/gateway.json', () => {
     primary = await startFakeOpenAi({ name: 'grafana-primary', mode: 'error500' });
     backup = await startFakeOpenAi({ name: 'grafana-backup' });
     receiver = await Receiver.start();
+    // the backup lists accounts (decisions §7), so the per-account circuit series exist too
     const yaml = [
       'providers:',
-      ...[primary, backup].map((f) => `  - name: ${f.name}\n    kind: openai\n    base_url: ${f.url}\n    api_key: x`),
+      `  - name: ${primary.name}\n    kind: openai\n    base_url: ${primary.url}\n    api_key: x`,
+      `  - name: ${backup.name}\n    kind: openai\n    base_url: ${backup.url}`,
+      '    accounts:\n      - { name: main, api_key: x }',
       '  - name: espeak\n    kind: espeak',
     ].join('\n');
     t = await startApp({
@@ -118,10 +121,12 @@ describe('the Grafana dashboard ops/grafana/gateway.json', () => {
   it('queries only metrics that a running service declares in /metrics, with labels and label values its series carry', () => {
     const dashboard = readDashboard();
     expect(dashboardMetricProblems(dashboard, metricsText)).toEqual([]);
-    // and it shows what operators asked for: requests, failovers, circuits, latency, queues, audio, webhooks, sessions
+    // and it shows what operators asked for: requests, failovers, circuits (of providers and of accounts), latency,
+    // queues, audio, webhooks, sessions
     const used = new Set(dashboardQueries(dashboard).flatMap((q) => q.expr.match(/\bsvc_[a-z_]+/g) ?? []));
     expect([...used].sort()).toEqual(
       expect.arrayContaining([
+        'svc_account_circuit_state',
         'svc_audio_pool_jobs',
         'svc_audio_workers_alive',
         'svc_circuit_consecutive_failures',

@@ -96,6 +96,8 @@ describe('speech through a Realtime step', () => {
     expect(textsHeard().join(' ')).toBe(TEXT);
     expect(rt.lastVoice()).toBe('marin');
     expect(rt.sessions[0]).toMatchObject({ model: RT_MODEL, authorization: 'Bearer sk-rt' });
+    // traces are off in this file: the upgrade carries no traceparent (decisions §12)
+    expect(rt.sessions[0].headers.traceparent).toBeUndefined();
     expect(rt.sessions[0].session?.instructions).toBe(VERBATIM_INSTRUCTIONS);
   });
 

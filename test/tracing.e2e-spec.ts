@@ -1,13 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { tracing } from '../src/tracing/tracing';
 import { ADMIN_TOKEN, startApp, TestApp } from './support/app';
-import { CHAT_PATH, chatBody, ProviderPool } from './support/failover';
+import { CHAT_PATH, chatBody, ProviderPool, streamChat } from './support/failover';
+import { startFakeOpenAiRealtime } from './fakes/fake-openai-realtime';
 import { OtlpReceiver, ReceivedSpan, SPAN_KIND } from './fakes/otlp-receiver';
 import { speak, SPEECH_PATH } from './support/speech';
 import { StreamClient } from './support/ws-client';
 
 const PROMPT = 'Say hello.';
 const TTS_MODEL = 'gpt-4o-mini-tts';
+const RT_MODEL = 'gpt-realtime-2.1-mini';
+const MINIMAX_MODEL = 'speech-02-hd';
 const TEXT = 'A sentence nobody may read in a trace.';
 const OTEL_VARIABLES = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_PROTOCOL', 'OTEL_BSP_SCHEDULE_DELAY'];
 
@@ -42,7 +45,7 @@ describe.each(['http/protobuf', 'http/json'])('traces exported over OTLP %s', (p
 
   beforeAll(async () => {
     receiver = await OtlpReceiver.start();
-    pool = await ProviderPool.start(`tr-${protocol === 'http/json' ? 'json' : 'pb'}`, 12);
+    pool = await ProviderPool.start(`tr-${protocol === 'http/json' ? 'json' : 'pb'}`, 14, { minimax: { native: {} } });
     const env = {
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       OTEL_EXPORTER_OTLP_PROTOCOL: protocol,
@@ -193,6 +196,108 @@ describe.each(['http/protobuf', 'http/json'])('traces exported over OTLP %s', (p
       attributes: { 'gen_ai.operation.name': 'text_to_speech', 'gen_ai.request.model': TTS_MODEL },
     });
     expect(parseTraceparent(c.fake.requests[0].headers.traceparent)?.spanId).toBe(attempt.spanId);
+  });
+
+  it("names a MiniMax-native /v1/t2a_v2 request's attempt text_to_speech, on its own route", async () => {
+    const minimax = pool.minimax('native');
+    const key = await t.createKey('traced t2a', [{ provider: minimax.name, model: MINIMAX_MODEL }]);
+
+    const res = await t.http
+      .post('/v1/t2a_v2')
+      .set('Authorization', `Bearer ${key.secret}`)
+      .send({
+        model: MINIMAX_MODEL,
+        text: TEXT,
+        voice_setting: { voice_id: 'male-qn-qingse' },
+        audio_setting: { format: 'pcm', sample_rate: 16000 },
+      });
+
+    expect(res.status).toBe(200);
+    expect(res.body.base_resp).toEqual({ status_code: 0, status_msg: 'success' });
+    const requestId = res.headers['x-svc-request-id'];
+    const server = await serverSpanOf(requestId);
+    expect(server).toMatchObject({
+      name: 'POST /v1/t2a_v2',
+      attributes: {
+        'http.request.method': 'POST',
+        'http.route': '/v1/t2a_v2',
+        'http.response.status_code': 200,
+        'svc.request_id': requestId,
+        'svc.proxy_key': key.id,
+      },
+    });
+    const [attempt] = await clientSpansOf(server, 1);
+    expect(attempt).toMatchObject({
+      name: `text_to_speech ${MINIMAX_MODEL}`,
+      attributes: {
+        'gen_ai.operation.name': 'text_to_speech',
+        'gen_ai.provider.name': 'minimax',
+        'gen_ai.request.model': MINIMAX_MODEL,
+        'svc.provider': minimax.name,
+      },
+    });
+    const [call] = minimax.fake.requests.filter((r) => r.path === '/v1/t2a_v2');
+    expect(parseTraceparent(call.headers.traceparent)).toEqual({ traceId: server.traceId, spanId: attempt.spanId });
+  });
+
+  it("puts a Realtime step's attempt traceparent on its WebSocket upgrade", async () => {
+    const [r] = pool.take(1);
+    // the Realtime upgrade beside the provider's other routes, as one OpenAI host serves both
+    const realtime = await startFakeOpenAiRealtime({ host: r.fake });
+    try {
+      const key = await t.createKey('traced realtime', [
+        { provider: r.name, model: RT_MODEL, voice_map: { '*': 'marin' } },
+      ]);
+
+      const res = await speak(t, key.secret, { model: RT_MODEL, text: TEXT, voice_setting: { voice_id: 'narrator' } });
+
+      expect(res.status).toBe(200);
+      const server = await serverSpanOf(res.headers.get('x-svc-request-id') ?? '');
+      const [attempt] = await clientSpansOf(server, 1);
+      expect(attempt).toMatchObject({
+        name: `text_to_speech ${RT_MODEL}`,
+        attributes: { 'gen_ai.operation.name': 'text_to_speech', 'svc.provider': r.name },
+      });
+      expect(realtime.sessions).toHaveLength(1);
+      expect(parseTraceparent(realtime.sessions[0].headers.traceparent)).toEqual({
+        traceId: server.traceId,
+        spanId: attempt.spanId,
+      });
+    } finally {
+      await realtime.close();
+    }
+  });
+
+  it('marks the attempt that continues a broken chat stream svc.continuation, and not the broken one', async () => {
+    const [a, b] = pool.take(2);
+    const key = await t.createKey('traced continuation', [
+      { provider: a.name, model: 'm-a' },
+      { provider: b.name, model: 'm-b' },
+    ]);
+    // a's stream is cut after "Hello from "; b's answer starts so too, so b continues it by restart (decisions §3)
+    a.fake.setMode('cutAfter', { count: 2 });
+
+    const res = await streamChat(t, key.secret, chatBody('m-a'));
+
+    expect(res.status).toBe(200);
+    expect(res.content).toBe(b.fake.replyFor('m-b'));
+    expect(res.events.filter((e) => e !== '[DONE]' && 'svc_continuation' in e)).toHaveLength(1);
+    const server = await serverSpanOf(res.headers.get('x-svc-request-id') ?? '');
+    const attempts = await clientSpansOf(server, 2);
+    const attemptOf = (provider: string) => attempts.find((s) => s.attributes['svc.provider'] === provider);
+    expect(attempts).toHaveLength(2);
+    expect(attemptOf(a.name)).toMatchObject({
+      name: 'chat m-a',
+      statusCode: 2,
+      attributes: { 'svc.continuation': false, 'svc.retry': 0 },
+    });
+    const continuing = attemptOf(b.name);
+    expect(continuing).toMatchObject({
+      name: 'chat m-b',
+      attributes: { 'svc.continuation': true, 'svc.retry': 0, 'svc.fallback_level': 1 },
+    });
+    expect(continuing?.attributes['error.type']).toBeUndefined();
+    expect(parseTraceparent(b.fake.requests[0].headers.traceparent)?.spanId).toBe(continuing?.spanId);
   });
 
   it('records a step skipped by an open circuit as a span event, with no attempt of it', async () => {

@@ -62,3 +62,11 @@ export class CallAbort implements CallSignal {
     return this.waitedMs + (this.waitingSince > 0 ? now - this.waitingSince : 0);
   }
 }
+
+/**
+ * The W3C trace headers of the attempt `signal` belongs to (decisions §12): a failover attempt's CallAbort while traces
+ * are on; null otherwise (traces off, or a signal of no attempt), and then nothing is sent.
+ */
+export function traceHeadersOf(signal: CallSignal): Record<string, string> | null {
+  return signal instanceof CallAbort ? signal.traceHeaders : null;
+}

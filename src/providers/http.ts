@@ -1,4 +1,4 @@
-import { CallAbort, type CallSignal } from '../common/call-signal';
+import { CallAbort, type CallSignal, traceHeadersOf } from '../common/call-signal';
 import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import { CONDUCT_DEFAULTS } from '../config/conduct.dto';
@@ -116,7 +116,7 @@ export function parseJsonBody(text: string): Record<string, unknown> {
 
 /** The call's headers, with its attempt's W3C trace headers when traces are on (decisions §12): added here, once, for every adapter. */
 function headersOf(call: UpstreamCall): Record<string, string> {
-  const trace = call.signal instanceof CallAbort ? call.signal.traceHeaders : null;
+  const trace = traceHeadersOf(call.signal);
   return trace ? { ...call.headers, ...trace } : call.headers;
 }
 

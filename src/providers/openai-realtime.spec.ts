@@ -2,6 +2,7 @@ import type { RealtimeSessionCreateRequest } from 'openai/resources/realtime/rea
 import { FakeOpenAiRealtime, startFakeOpenAiRealtime } from '../../test/fakes/fake-openai-realtime';
 import { toneSeconds } from '../../test/fakes/speech-audio';
 import { collectChunks, outcomeOf } from '../../test/support/upstream-outcome';
+import { CallAbort, type CallSignal } from '../common/call-signal';
 import { isRealtimeModel, RealtimeCall, realtimePcm, realtimeUrl } from './openai-realtime';
 import { UpstreamFailure } from './provider-adapter';
 
@@ -50,7 +51,7 @@ describe('a Realtime speech session against a fake Realtime server', () => {
   afterEach(() => fake.reset());
   afterAll(() => fake.close());
 
-  const call = (pieces: string[], signal: AbortSignal = new AbortController().signal): RealtimeCall => ({
+  const call = (pieces: string[], signal: CallSignal = new AbortController().signal): RealtimeCall => ({
     url: realtimeUrl(fake.url, 'gpt-realtime-2.1-mini'),
     apiKey: 'sk-up',
     session: SESSION,
@@ -76,6 +77,21 @@ describe('a Realtime speech session against a fake Realtime server', () => {
       responses: 2,
     });
     await waitFor(() => session.closed);
+  });
+
+  it("puts an attempt's trace headers on the upgrade (decisions §12), and none while traces are off", async () => {
+    const traced = new CallAbort();
+    traced.traceHeaders = { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' };
+    const untraced = new CallAbort();
+    await drain(realtimePcm(call(['Traced.'], traced)));
+    await drain(realtimePcm(call(['Not traced.'], untraced)));
+    await drain(realtimePcm(call(['No attempt.'])));
+    expect(fake.sessions.map((s) => s.headers.traceparent)).toEqual([
+      '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+      undefined,
+      undefined,
+    ]);
+    expect(fake.sessions.map((s) => s.headers.authorization)).toEqual(Array(3).fill('Bearer sk-up'));
   });
 
   it('fails over on an error event before any audio: a provider error of the provider', async () => {

@@ -7,7 +7,7 @@ import type {
   RealtimeSessionCreateRequest,
 } from 'openai/resources/realtime/realtime';
 import { WebSocket, type RawData } from 'ws';
-import type { CallSignal } from '../common/call-signal';
+import { type CallSignal, traceHeadersOf } from '../common/call-signal';
 import { UpstreamFailure } from './provider-adapter';
 import { abortFailure, ERROR_BODY_CAP, httpFailure, toUpstreamFailure } from './upstream-errors';
 
@@ -38,6 +38,7 @@ export interface RealtimeCall {
   apiKey?: string;
   session: RealtimeSessionCreateRequest;
   pieces: readonly string[];
+  /** Cancels the call; an attempt's (a CallAbort) also holds the trace headers its upgrade carries. */
   signal: CallSignal;
   /** Longest silence of the socket once the call has begun (the provider's stream idle timeout). */
   idleMs: number;
@@ -140,7 +141,8 @@ function readRefusal(res: IncomingMessage, done: (err: UpstreamFailure) => void)
  */
 export async function* realtimePcm(call: RealtimeCall): AsyncGenerator<Buffer> {
   const socket = new WebSocket(call.url, {
-    headers: call.apiKey ? { authorization: `Bearer ${call.apiKey}` } : {},
+    // the upgrade carries the attempt's traceparent as every other upstream request does (decisions §12); none when off
+    headers: { ...(call.apiKey ? { authorization: `Bearer ${call.apiKey}` } : {}), ...traceHeadersOf(call.signal) },
     perMessageDeflate: false,
   });
   const queue = new EventQueue(socket);

@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type {
   RealtimeClientEvent,
@@ -34,6 +34,8 @@ export type FakeRealtimeMode =
 export interface RealtimeSessionRecord {
   model: string | null;
   authorization: string | undefined;
+  /** The upgrade request's headers (a `traceparent` among them when traces are on). */
+  headers: IncomingHttpHeaders;
   /** The last `session.update`'s session. */
   session: RealtimeSessionCreateRequest | null;
   /** The text of each `conversation.item.create`, in order. */
@@ -118,6 +120,7 @@ export async function startFakeOpenAiRealtime(
       const record: RealtimeSessionRecord = {
         model: url.searchParams.get('model'),
         authorization: req.headers.authorization,
+        headers: req.headers,
         session: null,
         texts: [],
         responses: 0,

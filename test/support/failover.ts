@@ -2,6 +2,7 @@ import { DataSource } from 'typeorm';
 import { parseGatewayConfig } from '../../src/config/gateway-config';
 import type { GatewayConfig } from '../../src/config/gateway-config';
 import { FakeAnthropic, FakeAnthropicOptions, startFakeAnthropic } from '../fakes/fake-anthropic';
+import { FakeMiniMax, FakeMiniMaxOptions, startFakeMiniMax } from '../fakes/fake-minimax';
 import { FakeOpenAi, FakeOpenAiOptions, startFakeOpenAi } from '../fakes/fake-openai';
 import type { TestApp } from './app';
 
@@ -17,15 +18,46 @@ export interface AnthropicProvider {
   fake: FakeAnthropic;
 }
 
+/** A `minimax` kind provider and its fake MiniMax API. */
+export interface MiniMaxProvider {
+  name: string;
+  fake: FakeMiniMax;
+}
+
 export interface PoolExtras {
   /** One `<prefix>-<label>` openai provider per entry, its fake started with these options. */
   special?: Record<string, FakeOpenAiOptions>;
   /** One `<prefix>-<label>` anthropic provider per entry. */
   anthropic?: Record<string, FakeAnthropicOptions>;
+  /** One `<prefix>-<label>` minimax provider per entry. */
+  minimax?: Record<string, FakeMiniMaxOptions>;
 }
 
 const providerYaml = (name: string, kind: string, url: string): string =>
   `  - name: ${name}\n    kind: ${kind}\n    base_url: ${url}\n    api_key: x`;
+
+/** One `<prefix>-<label>` provider per entry of `options`, by label, each fake started by `start`. */
+async function startLabelled<O, F>(
+  prefix: string,
+  options: Record<string, O> | undefined,
+  start: (name: string, options: O) => Promise<F>,
+): Promise<Map<string, { name: string; fake: F }>> {
+  return new Map(
+    await Promise.all(
+      Object.entries(options ?? {}).map(async ([label, own]) => {
+        const name = `${prefix}-${label}`;
+        return [label, { name, fake: await start(name, own) }] as const;
+      }),
+    ),
+  );
+}
+
+/** The provider started for `label`, or an error naming the kind of extra. */
+function labelled<P>(providers: Map<string, P>, label: string, what: string): P {
+  const provider = providers.get(label);
+  if (!provider) throw new Error(`no ${what} provider '${label}' in this pool`);
+  return provider;
+}
 
 /**
  * Providers with their own fakes, declared once at boot and handed out a few per test, so no
@@ -38,31 +70,24 @@ export class ProviderPool {
     private readonly entries: PooledProvider[],
     private readonly named: Map<string, PooledProvider>,
     private readonly anthropics: Map<string, AnthropicProvider>,
+    private readonly minimaxes: Map<string, MiniMaxProvider>,
   ) {}
 
   /** `size` plain openai providers, plus the named extras. */
   static async start(prefix: string, size: number, extras: PoolExtras = {}): Promise<ProviderPool> {
-    const start = async (name: string, options: FakeOpenAiOptions = {}): Promise<PooledProvider> => ({
-      name,
-      fake: await startFakeOpenAi({ name, ...options }),
-    });
-    const entries = await Promise.all(Array.from({ length: size }, (_, i) => start(`${prefix}-${i}`)));
-    const named = new Map(
-      await Promise.all(
-        Object.entries(extras.special ?? {}).map(
-          async ([label, options]) => [label, await start(`${prefix}-${label}`, options)] as const,
-        ),
-      ),
+    const start = (name: string, options: FakeOpenAiOptions = {}): Promise<FakeOpenAi> =>
+      startFakeOpenAi({ name, ...options });
+    const entries = await Promise.all(
+      Array.from({ length: size }, async (_, i) => ({ name: `${prefix}-${i}`, fake: await start(`${prefix}-${i}`) })),
     );
-    const anthropics = new Map(
-      await Promise.all(
-        Object.entries(extras.anthropic ?? {}).map(async ([label, options]) => {
-          const name = `${prefix}-${label}`;
-          return [label, { name, fake: await startFakeAnthropic({ name, ...options }) }] as const;
-        }),
-      ),
+    const named = await startLabelled(prefix, extras.special, start);
+    const anthropics = await startLabelled(prefix, extras.anthropic, (name, options: FakeAnthropicOptions) =>
+      startFakeAnthropic({ name, ...options }),
     );
-    return new ProviderPool(entries, named, anthropics);
+    const minimaxes = await startLabelled(prefix, extras.minimax, (name, options: FakeMiniMaxOptions) =>
+      startFakeMiniMax({ name, ...options }),
+    );
+    return new ProviderPool(entries, named, anthropics, minimaxes);
   }
 
   get gateway(): GatewayConfig {
@@ -70,6 +95,7 @@ export class ProviderPool {
       'providers:',
       ...[...this.entries, ...this.named.values()].map((p) => providerYaml(p.name, 'openai', p.fake.url)),
       ...[...this.anthropics.values()].map((p) => providerYaml(p.name, 'anthropic', p.fake.url)),
+      ...[...this.minimaxes.values()].map((p) => providerYaml(p.name, 'minimax', p.fake.url)),
     ].join('\n');
     return parseGatewayConfig(yaml, 'failover test gateway');
   }
@@ -85,21 +111,22 @@ export class ProviderPool {
 
   /** The provider started for `special[label]`. */
   special(label: string): PooledProvider {
-    const provider = this.named.get(label);
-    if (!provider) throw new Error(`no special provider '${label}' in this pool`);
-    return provider;
+    return labelled(this.named, label, 'special');
   }
 
   /** The anthropic provider started for `anthropic[label]`. */
   anthropic(label: string): AnthropicProvider {
-    const provider = this.anthropics.get(label);
-    if (!provider) throw new Error(`no anthropic provider '${label}' in this pool`);
-    return provider;
+    return labelled(this.anthropics, label, 'anthropic');
+  }
+
+  /** The minimax provider started for `minimax[label]`. */
+  minimax(label: string): MiniMaxProvider {
+    return labelled(this.minimaxes, label, 'minimax');
   }
 
   async close(): Promise<void> {
-    const fakes = [...this.entries, ...this.named.values(), ...this.anthropics.values()].map((p) => p.fake);
-    await Promise.all(fakes.map((fake) => fake.close()));
+    const fakes = [...this.entries, ...this.named.values(), ...this.anthropics.values(), ...this.minimaxes.values()];
+    await Promise.all(fakes.map((p) => p.fake.close()));
   }
 }
 
