@@ -1,9 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { tracing } from '../src/tracing/tracing';
 import { ADMIN_TOKEN, startApp, TestApp } from './support/app';
 import { CHAT_PATH, chatBody, ProviderPool, sleep } from './support/failover';
 import { OtlpReceiver, ReceivedSpan, SPAN_KIND } from './fakes/otlp-receiver';
+import { clientTraceparent, exportedStrings, OTEL_VARIABLES } from './support/traces';
 import { isolatedDatabase, Receiver } from './support/receiver';
 
 const PROMPT = 'Say hello.';
@@ -12,24 +12,6 @@ const TEXT = 'A long text nobody may read in a worker span.';
 const TASKS_PATH = '/v1/audio/speech/async';
 /** A receiver's own token in its URL path (as Slack's and Zapier's hooks have): the span names the host only. */
 const PATH_TOKEN = 'tok-7f3a9c0e5b1d';
-const OTEL_VARIABLES = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_PROTOCOL', 'OTEL_BSP_SCHEDULE_DELAY'];
-
-const clientTraceparent = (): { header: string; traceId: string; spanId: string } => {
-  const traceId = randomBytes(16).toString('hex');
-  const spanId = randomBytes(8).toString('hex');
-  return { header: `00-${traceId}-${spanId}-01`, traceId, spanId };
-};
-
-/** Every string an export carried: names, span, event and resource attribute values. */
-const exportedStrings = (spans: ReceivedSpan[]): string[] =>
-  spans
-    .flatMap((s) => [
-      s.name,
-      ...Object.values(s.attributes),
-      ...Object.values(s.resource),
-      ...s.events.flatMap((e) => [e.name, ...Object.values(e.attributes)]),
-    ])
-    .map(String);
 
 /**
  * decisions §12: work done later (a webhook delivery, an async task's chunk) is a trace of its own, linked to the

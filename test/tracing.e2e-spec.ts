@@ -1,9 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import { tracing } from '../src/tracing/tracing';
 import { ADMIN_TOKEN, startApp, TestApp } from './support/app';
 import { CHAT_PATH, chatBody, ProviderPool, streamChat } from './support/failover';
 import { startFakeOpenAiRealtime } from './fakes/fake-openai-realtime';
 import { OtlpReceiver, ReceivedSpan, SPAN_KIND } from './fakes/otlp-receiver';
+import { clientTraceparent, exportedStrings, OTEL_VARIABLES } from './support/traces';
 import { speak, SPEECH_PATH } from './support/speech';
 import { StreamClient } from './support/ws-client';
 
@@ -12,30 +12,11 @@ const TTS_MODEL = 'gpt-4o-mini-tts';
 const RT_MODEL = 'gpt-realtime-2.1-mini';
 const MINIMAX_MODEL = 'speech-02-hd';
 const TEXT = 'A sentence nobody may read in a trace.';
-const OTEL_VARIABLES = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_PROTOCOL', 'OTEL_BSP_SCHEDULE_DELAY'];
-
-/** A W3C traceparent a client sends: its own trace and span. */
-const clientTraceparent = (): { header: string; traceId: string; spanId: string } => {
-  const traceId = randomBytes(16).toString('hex');
-  const spanId = randomBytes(8).toString('hex');
-  return { header: `00-${traceId}-${spanId}-01`, traceId, spanId };
-};
 
 const parseTraceparent = (value: unknown): { traceId: string; spanId: string } | null => {
   const match = typeof value === 'string' ? /^00-([0-9a-f]{32})-([0-9a-f]{16})-0[01]$/.exec(value) : null;
   return match ? { traceId: match[1], spanId: match[2] } : null;
 };
-
-/** Every string an export carried: span, event and resource attribute values, names. */
-const exportedStrings = (spans: ReceivedSpan[]): string[] =>
-  spans
-    .flatMap((s) => [
-      s.name,
-      ...Object.values(s.attributes),
-      ...Object.values(s.resource),
-      ...s.events.flatMap((e) => [e.name, ...Object.values(e.attributes)]),
-    ])
-    .map(String);
 
 /** decisions §12: one SERVER span per proxied request, one CLIENT span per upstream attempt, both OTLP encodings. */
 describe.each(['http/protobuf', 'http/json'])('traces exported over OTLP %s', (protocol) => {

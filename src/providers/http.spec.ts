@@ -1,7 +1,7 @@
 import { createServer } from 'node:net';
 import type { ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Handler, serve } from '../../test/support/loopback-server';
+import { withServer } from '../../test/support/loopback-server';
 import { outcomeOf } from '../../test/support/upstream-outcome';
 import { classify } from '../failover/chain';
 import { UpstreamFailure } from './provider-adapter';
@@ -155,20 +155,6 @@ const operations: Array<[string, (client: UpstreamClient, signal?: AbortSignal) 
   ],
   ['check', (client, signal) => client.check(post(signal, 'GET'))],
 ];
-
-async function withServer(
-  handler: Handler,
-  body: (client: UpstreamClient, server: { closedEarly: () => number; connections: () => number }) => Promise<void>,
-): Promise<void> {
-  const server = await serve(handler);
-  const client = new UpstreamClient(server.url);
-  try {
-    await body(client, server);
-  } finally {
-    await client.close(0);
-    await server.close();
-  }
-}
 
 async function waitFor(condition: () => boolean, ms = 2000): Promise<void> {
   const until = Date.now() + ms;

@@ -1,8 +1,8 @@
 import type { ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Handler, serve } from '../../test/support/loopback-server';
+import { withServer } from '../../test/support/loopback-server';
 import { collectChunks, outcomeOf } from '../../test/support/upstream-outcome';
-import { SseEvent, StreamStep, UpstreamClient } from './http';
+import { SseEvent, StreamStep } from './http';
 import { UpstreamFailure } from './provider-adapter';
 
 const translate = (event: SseEvent): StreamStep<string> => {
@@ -32,21 +32,6 @@ function reads(res: ServerResponse, parts: string[], end = true): void {
     res.write(parts[i], () => setTimeout(() => next(i + 1), 5));
   };
   next(0);
-}
-
-/** A loopback upstream with `handler`, and a client of it, for `body`; both closed after. */
-async function withServer(
-  handler: Handler,
-  body: (client: UpstreamClient, server: { closedEarly: () => number; connections: () => number }) => Promise<void>,
-): Promise<void> {
-  const server = await serve(handler);
-  const client = new UpstreamClient(server.url);
-  try {
-    await body(client, server);
-  } finally {
-    await client.close(0);
-    await server.close();
-  }
 }
 
 describe('UpstreamClient.events: a server-sent-events answer through a dispatch handler', () => {

@@ -1,6 +1,7 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { UpstreamClient } from '../../src/providers/http';
 
 export type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -45,4 +46,19 @@ export async function pour(res: ServerResponse, chunk: Buffer | string, limit: n
     if (!res.write(chunk)) await new Promise((resolve) => (res.once('drain', resolve), res.once('close', resolve)));
   }
   return sent;
+}
+
+/** A loopback upstream with `handler`, and the gateway's HTTP executor of it, for `body`; both closed after. */
+export async function withServer(
+  handler: Handler,
+  body: (client: UpstreamClient, server: LoopbackServer) => Promise<void>,
+): Promise<void> {
+  const server = await serve(handler);
+  const client = new UpstreamClient(server.url);
+  try {
+    await body(client, server);
+  } finally {
+    await client.close(0);
+    await server.close();
+  }
 }
