@@ -6,7 +6,6 @@ import { EnvironmentVariables } from '../config/env.schema';
 import type { ChunkSink, Primed, ProxiedCall } from '../failover/proxied-call';
 import type { Attempt } from '../failover/step-attempt';
 import type { AuthenticatedKey } from '../keys/key-directory';
-import { openEncoder, type StreamEncoder } from '../audio/pool/pool-jobs';
 import { outputShape } from '../audio/transcoder';
 import { AudioStream, UpstreamFailure, type SpeechOutput } from '../providers/provider-adapter';
 import {
@@ -24,6 +23,7 @@ import { VoicesService } from '../voices/voices.service';
 import { AdapterRegistry } from '../providers/adapter-registry';
 import { stepsMaking } from './speech-formats';
 import { unspokenText } from './unspoken-text';
+import { EncodedAcrossSteps } from './encoded-across-steps';
 
 /** Audio whose first chunk is in hand: from here on the provider is fixed (no failover after the first byte). */
 export interface PrimedAudio extends Primed<Buffer> {
@@ -95,62 +95,6 @@ export interface AudioSink {
   end(characters: number): void | Promise<void>;
   /** The provider failed after the first byte (`status`: what usage records); the answer must not look complete. */
   broke(reason: string, status: number, err: unknown): void;
-}
-
-/**
- * One flac or opus stream over every step of an answer (decisions §7): raw s16le in, as each step makes it, the
- * encoded stream out, encoded in the audio pool (never on the main thread). A step that broke mid-sample leaves
- * its partial frame behind: the next step's audio starts on a whole frame.
- */
-class Encoded {
-  private readonly encoder: StreamEncoder;
-  private readonly frameBytes: number;
-  private partial: Buffer = Buffer.alloc(0);
-  private ended = false;
-
-  constructor(output: SpeechOutput, keyId: string) {
-    const { format, sampleRate, channels, bitrate } = output;
-    if (format !== 'flac' && format !== 'opus') throw new RangeError(`${format} is not encoded across steps`);
-    this.encoder = openEncoder({ format, sampleRate, channels, bitrate }, undefined, { key: keyId });
-    this.frameBytes = 2 * channels;
-  }
-
-  /** The encoded bytes `pcm` completes (maybe none: the encoders work in blocks). */
-  async push(pcm: Buffer): Promise<Buffer> {
-    const all = this.partial.length > 0 ? Buffer.concat([this.partial, pcm]) : pcm;
-    const whole = all.length - (all.length % this.frameBytes);
-    this.partial = Buffer.from(all.subarray(whole));
-    if (whole === 0) return Buffer.alloc(0);
-    // a copy: the samples must start on an even offset, and the worker takes the bytes as they are
-    const samples = new Int16Array(all.buffer.slice(all.byteOffset, all.byteOffset + whole));
-    return this.failing(() => this.encoder.push(samples));
-  }
-
-  /** A later step takes over: the broken step's truncated sample is dropped, not joined to the next one's. */
-  nextStep(): void {
-    this.partial = Buffer.alloc(0);
-  }
-
-  /** The encoder's last bytes (FLAC's short last block, Ogg's last page). */
-  end(): Promise<Buffer> {
-    this.ended = true;
-    return this.failing(() => this.encoder.end());
-  }
-
-  release(): void {
-    if (!this.ended) this.encoder.release();
-    this.ended = true;
-  }
-
-  /** The gateway's own failure, not the provider's: no later step is asked to mend it. */
-  private async failing(work: () => Promise<Buffer>): Promise<Buffer> {
-    try {
-      return await work();
-    } catch (err) {
-      if (err instanceof DomainError) throw err;
-      throw new DomainError('internal_error', `The audio encoder failed: ${(err as Error).message}.`);
-    }
-  }
 }
 
 const noSpeech = (): UpstreamFailure =>
@@ -306,7 +250,7 @@ export class SpeechService {
    * or SSE): the audio cap, predicted before the chain and counted on the bytes, then `synthesize` to `sink`.
    * A break after the first audio is continued on a later step (decisions §7, speech that does not break): mp3,
    * pcm and pcmu_raw as the steps make them; flac and opus, when a later step can speak, as pcm from every step
-   * through one encoder in the audio pool (`Encoded`), so the client gets one valid stream. A one-step chain
+   * through one encoder in the audio pool (`EncodedAcrossSteps`), so the client gets one valid stream. A one-step chain
    * keeps the step's own flac or opus: nothing could continue it, and it costs no encoding here. wav and
    * pcmu_wav are only ever made whole (their header holds the length), so a break in them is before any byte.
    */
@@ -317,7 +261,7 @@ export class SpeechService {
     let bitrate = job.output.bitrate;
     /** What the steps make: the job's output, or pcm of its rate and channels when encoded here. */
     let made: SpeechOutput = job.output;
-    let encoded: Encoded | null = null;
+    let encoded: EncodedAcrossSteps | null = null;
     /** Bytes of the serving attempt's audio received (where a break fell): exact seconds for pcm. */
     let heardBytes = 0;
     const heard: HeardSoFar = {
@@ -345,7 +289,7 @@ export class SpeechService {
             bitrate = primed.audio.bitrate ?? bitrate;
             if (made.format !== job.output.format) {
               // the encoder's pool slot is taken once audio is in hand, not while the chain is walked
-              encoded = new Encoded(job.output, call.key.id);
+              encoded = new EncodedAcrossSteps(job.output, call.key.id);
               sink.open({ ...primed.audio, ...outputShape(job.output) }, primed.ignored);
               return;
             }
@@ -370,7 +314,7 @@ export class SpeechService {
       );
     } finally {
       // cut short (a break nobody continued, the cap, the client gone): the worker drops the encoder
-      (encoded as Encoded | null)?.release();
+      (encoded as EncodedAcrossSteps | null)?.release();
     }
   }
 }
