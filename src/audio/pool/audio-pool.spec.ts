@@ -5,29 +5,25 @@ import { generate, openEncoder, RemoteCodec, runJob } from './pool-jobs';
 import type { SpeechJobSpec, WorkerStats } from './protocol';
 import { SLICE_BYTES } from './protocol';
 
-// real synthesis and encoding in real worker processes (the compiled worker: `npm test` builds first)
+// real synthesis and encoding in real worker processes (run from the TypeScript sources: see worker-script.ts)
 jest.setTimeout(120000);
 
 const SENTENCE = 'The quick brown fox jumps over the lazy dog, and then it runs far away. ';
 const LONG_TEXT = SENTENCE.repeat(40);
 /** Long enough to take many slices (about 45 s of audio), short enough for the fast test tier. */
 const SLICED_TEXT = SENTENCE.repeat(12);
+/** Output whose one sentence group takes seconds to encode as mp3 and is many slices as pcm. */
+const HIFI = { sampleRate: 44100, channels: 2, bitrate: 128000 };
+/** Output a tenth as costly to encode, for the cases that only need real jobs to run. */
+const LOFI = { sampleRate: 22050, channels: 1, bitrate: 64000 };
 
 function speech(
   text: string,
   format: SpeechJobSpec['output']['format'] = 'pcm',
   extra: Partial<SpeechJobSpec> = {},
+  output: Omit<SpeechJobSpec['output'], 'format'> = LOFI,
 ): SpeechJobSpec {
-  return {
-    kind: 'speech',
-    text,
-    voice: 'en-us',
-    speed: 1,
-    vol: 1,
-    pitch: 0,
-    output: { format, sampleRate: 44100, channels: 2, bitrate: 128000 },
-    ...extra,
-  };
+  return { kind: 'speech', text, voice: 'en-us', speed: 1, vol: 1, pitch: 0, output: { format, ...output }, ...extra };
 }
 
 async function until(check: () => boolean, timeoutMs = 60000): Promise<void> {
@@ -48,7 +44,7 @@ describe('AudioPool: synthesis and encoding in worker processes', () => {
   it('back-pressure: a consumer that does not pull holds the worker at its credit, then gets the rest in order', async () => {
     const received: Buffer[] = [];
     let done = false;
-    const id = pool.start(speech(LONG_TEXT), {
+    const id = pool.start(speech(SLICED_TEXT, 'pcm', {}, HIFI), {
       slice: (b) => received.push(b),
       output: () => undefined,
       done: () => (done = true),
@@ -56,7 +52,7 @@ describe('AudioPool: synthesis and encoding in worker processes', () => {
     });
     await until(() => received.length >= 2);
     // pcm at 44.1 kHz stereo: one sentence group alone is many slices, yet no more than the credit came
-    await sleep(1500);
+    await sleep(500);
     expect(received.length).toBe(2);
     expect(received.every((b) => b.length <= SLICE_BYTES)).toBe(true);
     expect(done).toBe(false);
@@ -93,7 +89,8 @@ describe('AudioPool: synthesis and encoding in worker processes', () => {
       for await (const slice of generate(speech(text, 'mp3'), undefined, pool)) if (slice.length > 0) order.push(name);
       order.push(`${name}:end`);
     };
-    await Promise.all([read('long', SLICED_TEXT), read('short', 'Hello there. This is short.')]);
+    // three sentence groups: a job that waited for the whole of the long one would end after its last slice
+    await Promise.all([read('long', SENTENCE.repeat(20)), read('short', 'Hello there. This is short.')]);
     // the short job finished while the long one was still producing
     expect(order.indexOf('short:end')).toBeLessThan(order.indexOf('long:end'));
     expect(order.indexOf('short:end')).toBeLessThan(order.lastIndexOf('long'));
@@ -136,7 +133,7 @@ describe('AudioPool: the queue', () => {
   it('a job over the per-worker cap waits in the queue (counted as queued) and runs when a slot frees', async () => {
     const pool = new AudioPool({ size: 1, jobsPerWorker: 1 });
     try {
-      const first = generate(speech(LONG_TEXT, 'mp3'), undefined, pool);
+      const first = generate(speech(LONG_TEXT, 'pcm'), undefined, pool);
       expect((await first.next()).done).toBe(false);
       const second = runJob<{ id: string }[]>({ kind: 'voices' }, pool);
       expect(pool.stats()).toEqual({ workers: 1, running: 1, queued: 1 });
@@ -164,11 +161,12 @@ describe('AudioPool: fair shares across keys (decisions §11)', () => {
       },
       key,
     );
-  /** A long job of `key` holding a slot until returned. */
-  const hold = async (pool: AudioPool, key: string): Promise<AsyncGenerator<Buffer>> => {
-    const job = generate(speech(LONG_TEXT, 'mp3'), undefined, pool, { key });
-    expect((await job.next()).done).toBe(false);
-    return job;
+  /** A job of `key` holding a slot until returned: an mp3 encoder that has answered once, so it is running. */
+  const hold = async (pool: AudioPool, key: string): Promise<{ return(value: undefined): Promise<void> }> => {
+    const encoder = openEncoder({ format: 'mp3', ...LOFI }, pool, { key });
+    expect((await encoder.push(new Int16Array(2205))).length).toBeGreaterThanOrEqual(0);
+    expect(pool.stats().running).toBeGreaterThanOrEqual(1);
+    return { return: () => Promise.resolve(encoder.release()) };
   };
 
   it('admits waiting jobs round-robin across keys, the key served longest ago first', async () => {
@@ -298,17 +296,24 @@ describe('AudioPool: a worker that dies fails only its own jobs and is replaced'
     try {
       const started = Date.now();
       const error = await (async () => {
-        for await (const slice of generate(speech(LONG_TEXT, 'mp3'), undefined, pool)) void slice;
+        for await (const slice of generate(speech(LONG_TEXT, 'mp3', {}, HIFI), undefined, pool)) void slice;
       })().catch((err: unknown) => err);
       expect(error).toBeInstanceOf(AudioJobError);
       expect((error as AudioJobError).code).toBe('crashed');
       expect((error as AudioJobError).message).toMatch(/no progress for 300 ms/);
       expect(Date.now() - started).toBeLessThan(20000);
-      // short work within the bound still runs on the replacement
-      const encoder = openEncoder({ format: 'mp3', sampleRate: 16000, channels: 1, bitrate: 64000 }, pool);
-      const tone = Int16Array.from({ length: 1600 }, (_, i) => Math.round(8000 * Math.sin(i / 10)));
-      await encoder.push(tone);
-      expect((await encoder.end()).length).toBeGreaterThan(0);
+      // short work within the bound still runs on the replacement (pcm in and out: no codec to load, so a busy machine
+      // does not make it a runaway too)
+      const codec = new RemoteCodec(
+        {
+          kind: 'transcode',
+          from: { sampleRate: 8000, channels: 1 },
+          output: { format: 'pcm', sampleRate: 8000, channels: 1, bitrate: 0 },
+        },
+        pool,
+      );
+      await expect(codec.push(new Uint8Array(1600))).resolves.toHaveLength(1600);
+      await codec.end();
       expect(pool.stats().workers).toBe(1);
     } finally {
       await pool.close();
