@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { projectRoot } from '../src/common/paths';
-import { RETRY_JITTER_MS } from '../src/failover/attempt-policy';
+import { RETRY_JITTER_MS } from '../src/providers/attempt-policy';
 import { GATEWAY_SCRIPT } from './chat-modes';
 import { createBenchKey, gatewayEnv, startGateway } from './processes';
 import { writeSection } from './results-file';

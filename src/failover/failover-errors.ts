@@ -5,11 +5,11 @@ import type { Capability } from '../config/provider-kinds';
 import type { AuthenticatedKey } from '../keys/key-directory';
 import { modelIdsFor } from '../models/models';
 import type { UpstreamFailure } from '../providers/provider-adapter';
-import { retryAfterHeader } from './attempt-policy';
+import { retryAfterHeader } from '../providers/attempt-policy';
 import type { PlannedStep } from './chain';
 import { exhaustedHeaders, servedHeaders, type ServedBy } from './failover-headers';
 import type { FailoverScope } from './failover-scope';
-import { upstreamMessage } from './step-attempt';
+import { upstreamMessage } from './attempt-records';
 import { unconfiguredNote } from './unconfigured-steps';
 import type { AttemptTrace } from '../tracing/request-trace';
 

@@ -12,7 +12,7 @@ import { classify, PlannedStep, planRoute, type StepMisfit } from './chain';
 import type { UpstreamFailure } from '../providers/provider-adapter';
 import { CircuitRegistry } from './circuit-registry';
 import { EventsService } from './events.service';
-import { retryAfterOf, retryWait, waitUnlessGone } from './attempt-policy';
+import { retryAfterOf } from '../providers/attempt-policy';
 import { exhaustedError, modelNotSupported, relayedError, servedBy } from './failover-errors';
 import type { FailedAttempt, StepFailure } from './failover-errors';
 import { FailoverScope, usageOf } from './failover-scope';
@@ -20,7 +20,9 @@ import { StepQuotas } from '../quotas/step-quotas.service';
 import { secondsLeftInWindow } from '../quotas/window-counter';
 import { CIRCUIT_OPEN, NO_FREE_ACCOUNT, takeAccount } from './account-choice';
 import type { AccountSlot } from '../providers/account-pool';
-import { Attempt, attemptRecord, attemptWithTimeout, toFailure, upstreamMessage } from './step-attempt';
+import { type Attempt, attemptRecord, upstreamMessage } from './attempt-records';
+import { NEXT_STEP, runStep, toFailure, type StepListener } from '../providers/step-attempts';
+import type { AttemptTrace } from '../tracing/request-trace';
 import { unconfiguredNote } from './unconfigured-steps';
 
 /**
@@ -83,11 +85,7 @@ export class FailoverService {
     planned = this.plan(scope.key, model, scope.capability),
   ): Promise<T> {
     scope.requestedModel = model;
-    const failures: StepFailure[] = [];
-    /** Upstream attempts sent, retries included (`x-svc-attempts`). */
-    let attempted = 0;
-    /** The smallest Retry-After an upstream gave, for the final error (decisions §3). */
-    let retryAfterMs: number | undefined;
+    const walk = new ChainWalk<T>(this, scope, planned);
     /** The steps skipped, for the Retry-After of a 503 when no step was tried (worked out only then). */
     let skipped: Array<{ step: PlannedStep; skip: string | null }> | null = null;
     for (const step of planned) {
@@ -118,47 +116,17 @@ export class FailoverService {
           latency_ms: null,
         });
         scope.trace?.stepSkipped(step, skip ?? 'skipped'); // tracing hook
-        failures.push({ provider: step.provider, reason: skip ?? 'skipped', level: step.level });
+        walk.failures.push({ provider: step.provider, reason: skip ?? 'skipped', level: step.level });
         continue;
       }
-      const circuit = account ? account.circuit : step.provider;
-      const accountName = account ? account.name : undefined;
-      // the step's attempts: the first, then a retry after each transient fault while its retries last (§3)
+      walk.enter(step, adapter.kind, account);
+      // the step's attempts, deadlines and retries are the executor's (src/providers/step-attempts.ts)
       try {
-        for (let number = 1; ; number++) {
-          attempted += 1;
-          const trace = { afterHeaders: false };
-          const started = Date.now();
-          // tracing hook: the attempt's CLIENT span (its retry number, and whether it continues a broken stream)
-          const traced = scope.trace?.startAttempt(step, adapter.kind, attempted, number - 1, scope.midStream);
-          try {
-            const value = await attemptWithTimeout(scope, adapter, step, attempt, trace);
-            // the account's slot is held until the call ends (or its stream breaks)
-            if (account) [scope.account, account] = [account, null];
-            const latency = Date.now() - started;
-            const announced = this.served(scope, step, failures, attempted, number, latency, circuit, accountName);
-            if (announced) await announced;
-            if (traced) scope.trace?.servedBy(traced, value); // tracing hook
-            return value;
-          } catch (err) {
-            const failed = { scope, planned, step, failures, attempted, number, started, traced, circuit, accountName };
-            const { failure, reason } = this.failed(failed, err);
-            const said = retryAfterOf(failure.outcome);
-            if (said !== undefined) retryAfterMs = Math.min(retryAfterMs ?? said, said);
-            const wait = retryWait(failure.outcome, { number, afterHeaders: trace.afterHeaders }, step);
-            // a retry only while the circuit still lets the provider be tried, and someone waits for it
-            const again = wait !== null && this.circuits.isAvailable(circuit);
-            this.logger.warn(
-              requestFields(scope.requestId),
-              `${step.provider} failed for ${scope.requestId} (${reason}); ${again ? `trying it again in ${wait} ms` : 'trying the next step'}`,
-            );
-            if (!again) break;
-            if (!(await waitUnlessGone(scope, wait))) throw err;
-          }
-        }
+        const value = await runStep(scope, adapter, step, attempt, walk);
+        if (value !== NEXT_STEP) return value;
       } finally {
         // the step failed (or threw): its account's slot is free for the next call
-        account?.release();
+        walk.leave();
       }
     }
     // the steps this request would have tried but for their provider not being configured: fallbacks, and earlier entries of the model
@@ -170,7 +138,7 @@ export class FailoverService {
       (step) => step.chainIndex > entryIndex || step.model === model,
     );
     // when the soonest skipped step is served again (whole seconds)
-    throw exhaustedError(failures, attempted, why, retryAfterMs, () =>
+    throw exhaustedError(walk.failures, walk.attempted, why, walk.retryAfterMs, () =>
       Math.min(...(skipped ?? []).map(({ step, skip }) => this.secondsUntilServed(step, skip))),
     );
   }
@@ -179,7 +147,7 @@ export class FailoverService {
    * A step served: its record, the breaker's success, who served, and the failover event when it was one (its store,
    * to be awaited; null, and no microtask, when there is none).
    */
-  private served(
+  served(
     scope: FailoverScope,
     step: PlannedStep,
     failures: StepFailure[],
@@ -210,7 +178,7 @@ export class FailoverService {
    * A failed attempt: recorded, held against the breaker as §11 says, and either thrown on (the client left, the
    * gateway's own verdict, the client's error) or returned for the loop to retry the step or move past it.
    */
-  private failed(attempt: FailedAttempt, err: unknown): { failure: UpstreamFailure; reason: string } {
+  failed(attempt: FailedAttempt, err: unknown): { failure: UpstreamFailure; reason: string } {
     const { scope, planned, step, failures, attempted, number, started, traced, circuit, accountName } = attempt;
     const latency = Date.now() - started;
     // the client left: not the provider's fault, and nobody is waiting for another step
@@ -242,6 +210,19 @@ export class FailoverService {
     if (last && number > 1 && last.provider === step.provider && last.level === step.level) failures.pop();
     failures.push({ provider: step.provider, reason: verdict.reason, level: step.level });
     return { failure, reason: verdict.reason };
+  }
+
+  /** Whether `circuit` still lets its provider be tried (a retry asks before it waits). */
+  circuitAvailable(circuit: string): boolean {
+    return this.circuits.isAvailable(circuit);
+  }
+
+  /** The log line of a failed attempt: what comes next. */
+  attemptFailedNote(scope: FailoverScope, step: PlannedStep, reason: string, retryInMs: number | null): void {
+    this.logger.warn(
+      requestFields(scope.requestId),
+      `${step.provider} failed for ${scope.requestId} (${reason}); ${retryInMs !== null ? `trying it again in ${retryInMs} ms` : 'trying the next step'}`,
+    );
   }
 
   /** A step whose refusal names the step itself: the operator's to fix, so a warning and a count. */
@@ -341,5 +322,93 @@ export class FailoverService {
       ...(scope.trace && { traceparent: scope.trace.traceparent }),
       ...(scope.midStream && { midStream: true }),
     });
+  }
+}
+
+/**
+ * One request's walk of its chain as the executor's step loop reports it (src/providers/step-attempts.ts): the
+ * running step, the attempts so far and what failed, and the failover core's verdict on each attempt. One per
+ * request, so a step costs no objects of its own; it is also the FailedAttempt that `failed` reads.
+ */
+class ChainWalk<T> implements StepListener<T>, FailedAttempt {
+  readonly failures: StepFailure[] = [];
+  /** Upstream attempts sent, retries included (`x-svc-attempts`). */
+  attempted = 0;
+  /** The smallest Retry-After an upstream gave, for the final error (decisions §3). */
+  retryAfterMs: number | undefined = undefined;
+  step!: PlannedStep;
+  number = 0;
+  started = 0;
+  traced: AttemptTrace | undefined = undefined;
+  circuit = '';
+  accountName: string | undefined = undefined;
+  private kind = '';
+  /** The account slot the step holds until it serves (the scope then holds it) or fails. */
+  private account: AccountSlot | null = null;
+
+  constructor(
+    private readonly core: FailoverService,
+    readonly scope: FailoverScope,
+    readonly planned: PlannedStep[],
+  ) {}
+
+  enter(step: PlannedStep, kind: string, account: AccountSlot | null): void {
+    this.step = step;
+    this.kind = kind;
+    this.account = account;
+    this.circuit = account ? account.circuit : step.provider;
+    this.accountName = account ? account.name : undefined;
+  }
+
+  leave(): void {
+    this.account?.release();
+    this.account = null;
+  }
+
+  attempting(number: number): void {
+    this.number = number;
+    this.attempted += 1;
+    this.started = Date.now();
+    // tracing hook: the attempt's CLIENT span (its retry number, and whether it continues a broken stream)
+    this.traced = this.scope.trace?.startAttempt(
+      this.step,
+      this.kind,
+      this.attempted,
+      number - 1,
+      this.scope.midStream,
+    );
+  }
+
+  served(value: T, number: number): Promise<void> | null {
+    const { scope, step } = this;
+    // the account's slot is held until the call ends (or its stream breaks)
+    if (this.account) [scope.account, this.account] = [this.account, null];
+    const latency = Date.now() - this.started;
+    const announced = this.core.served(
+      scope,
+      step,
+      this.failures,
+      this.attempted,
+      number,
+      latency,
+      this.circuit,
+      this.accountName,
+    );
+    if (this.traced) scope.trace?.servedBy(this.traced, value); // tracing hook
+    return announced;
+  }
+
+  failed(err: unknown): { failure: UpstreamFailure; reason: string } {
+    const failed = this.core.failed(this, err);
+    const said = retryAfterOf(failed.failure.outcome);
+    if (said !== undefined) this.retryAfterMs = Math.min(this.retryAfterMs ?? said, said);
+    return failed;
+  }
+
+  again(waitMs: number | null, reason: string): boolean {
+    // a retry only while the circuit still lets the provider be tried (and, the executor sees, someone waits for it)
+    const again = waitMs !== null && this.core.circuitAvailable(this.circuit);
+    this.core.attemptFailedNote(this.scope, this.step, reason, again ? waitMs : null);
+    return again;
   }
 }

@@ -4,7 +4,7 @@ import { DomainError } from '../common/errors/domain-error';
 import type { AuthenticatedKey } from '../keys/key-directory';
 import { FailoverScope, type ScopeResult } from './failover-scope';
 import type { FailoverService } from './failover.service';
-import type { Attempt } from './step-attempt';
+import type { Attempt } from './attempt-records';
 import { ChunkSink, openCall, Primed, ProxiedCall, withCall } from './proxied-call';
 
 const key = { id: 'pk_test', chain: [] } as unknown as AuthenticatedKey;

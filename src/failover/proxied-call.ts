@@ -12,7 +12,7 @@ import type { PlannedStep } from './chain';
 import { servedHeaderPairs } from './failover-headers';
 import type { FailoverScope, ScopeResult } from './failover-scope';
 import type { FailoverService } from './failover.service';
-import type { Attempt } from './step-attempt';
+import type { Attempt } from './attempt-records';
 import type { TraceOrigin } from '../tracing/request-trace';
 import { tracing } from '../tracing/tracing';
 

@@ -4,7 +4,7 @@ import { DomainError } from '../common/errors/domain-error';
 import { audioAttachment } from '../common/http/attachment';
 import { EnvironmentVariables } from '../config/env.schema';
 import type { ChunkSink, Primed, ProxiedCall } from '../failover/proxied-call';
-import type { Attempt } from '../failover/step-attempt';
+import type { Attempt } from '../failover/attempt-records';
 import type { AuthenticatedKey } from '../keys/key-directory';
 import { outputShape } from '../audio/transcoder';
 import { AudioStream, UpstreamFailure, type SpeechOutput } from '../providers/provider-adapter';

@@ -9,7 +9,7 @@ import type { BreakerState } from '../../src/failover/circuit-breaker';
 import { CircuitRegistry } from '../../src/failover/circuit-registry';
 import type { EventsService, FailoverEventData } from '../../src/failover/events.service';
 import { FailoverService } from '../../src/failover/failover.service';
-import type { Attempt } from '../../src/failover/step-attempt';
+import type { Attempt } from '../../src/failover/attempt-records';
 import type { FailoverScope } from '../../src/failover/failover-scope';
 import type { AuthenticatedKey } from '../../src/keys/key-directory';
 import type { MetricsService } from '../../src/metrics/metrics.service';

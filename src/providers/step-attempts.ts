@@ -1,14 +1,47 @@
 import { Logger } from '@nestjs/common';
-import type { CallContext, ProviderAdapter, StepPhases } from '../providers/provider-adapter';
-import { UpstreamFailure } from '../providers/provider-adapter';
-import type { PlannedStep } from './chain';
-import type { FailoverScope } from './failover-scope';
+import type { CallContext, ProviderAdapter, StepPhases } from './provider-adapter';
+import { UpstreamFailure } from './provider-adapter';
 import { requestFields } from '../config/logging';
 import { CallAbort } from '../common/call-signal';
-import type { AttemptRecord } from '../usage/usage-record.entity';
+import { retryWait, type RetryRule } from './attempt-policy';
+
+/*
+ * The attempts of one chain step, the half of the upstream executor above the transport (upstream-executor.ts):
+ * each attempt's deadline in its two phases, the bounds it hands the transport, what any failure becomes, and the
+ * retries the step's conduct allows (attempt-policy.ts), with their waits. It is the same for every kind of
+ * provider (HTTP, the Realtime WebSocket, the local engine): the failover core only walks the steps and hears, through
+ * a StepListener, of each attempt, and keeps the records, the breaker and the alerts.
+ */
+
+/** A step's conduct settings (decisions §3), resolved from the step, its provider and the defaults. */
+export interface StepConduct extends RetryRule {
+  model: string;
+  /** To a stream's headers (a whole answer otherwise). */
+  timeoutMs: number;
+  /** From a stream's headers to its first data event. */
+  firstTokenTimeoutMs: number;
+  /** The longest silence between a stream's events once it has begun. */
+  streamIdleTimeoutMs: number;
+}
+
+/** The request an attempt works for, as the executor needs it (the failover core's scope is one). */
+export interface AttemptOwner {
+  readonly requestId: string;
+  readonly key: { readonly id: string };
+  /** The request's spans: their `traceparent` goes on each upstream request; null while traces are off. */
+  readonly trace: { readonly upstreamHeaders: Record<string, string> | null } | null;
+  /** The client has left. */
+  readonly aborted: boolean;
+  /** Calls `listener` when the client leaves (at once if it has); returns the undo. */
+  onAbort(listener: (reason: Error) => void): () => void;
+}
 
 /** One attempt on one step; for streams it resolves once the first chunk is in hand. */
-export type Attempt<T> = (adapter: ProviderAdapter, ctx: CallContext, step: PlannedStep) => Promise<T>;
+export type StepAttempt<T, S extends StepConduct = StepConduct> = (
+  adapter: ProviderAdapter,
+  ctx: CallContext,
+  step: S,
+) => Promise<T>;
 
 const logger = new Logger('FailoverService');
 
@@ -30,43 +63,13 @@ class StepTimeout extends Error {
 }
 
 /**
- * One attempt's line of the usage record; a retry on the same step is marked with its number (decisions §3), and an
- * attempt on one of a provider's accounts names it (§7).
- */
-export const attemptRecord = (
-  step: PlannedStep,
-  outcome: string,
-  latency: number,
-  number: number,
-  account?: string,
-): AttemptRecord =>
-  account !== undefined
-    ? { ...attemptRecord(step, outcome, latency, number), account }
-    : number > 1
-      ? {
-          provider: step.provider,
-          model: step.model,
-          level: step.level,
-          outcome,
-          latency_ms: latency,
-          attempt: number,
-          retry: true,
-        }
-      : { provider: step.provider, model: step.model, level: step.level, outcome, latency_ms: latency };
-
-/** What the provider said, for the message of a relayed client error. */
-export const upstreamMessage = (err: UpstreamFailure): string =>
-  (err.outcome.kind === 'http' || err.outcome.kind === 'provider_error' ? err.outcome.message : undefined) ??
-  err.message;
-
-/**
  * A step's deadline in two phases (decisions §3): `timeout_ms` to a stream's headers (a whole answer otherwise), then
  * `first_token_timeout_ms` from the headers to the first data event. A local wait (the audio pool's queue) holds it,
  * and the phase's timeout starts whole again when the wait ends.
  *
  * One timer, armed for the shorter of the two phases, checks the phase when it fires and waits on for what is left of
- * it (before the headers, at most a first-token timeout at a time): the headers move no timer (a timer cleared and set again there cost about 10 % of one-step streaming throughput
- * at c=20, bench:chat-ab).
+ * it (before the headers, at most a first-token timeout at a time): the headers move no timer (a timer cleared and set
+ * again there cost about 10 % of one-step streaming throughput at c=20, bench:chat-ab).
  */
 export class StepDeadline implements StepPhases {
   private timer: NodeJS.Timeout | null = null;
@@ -137,27 +140,27 @@ export class StepDeadline implements StepPhases {
   }
 }
 
-/** What one attempt showed besides its result: whether a stream's headers came (the policy reads it). */
+/** What one attempt showed besides its result: whether a stream's headers came (the retry rule reads it). */
 export interface AttemptTrace {
   afterHeaders: boolean;
 }
 
 /** Runs one attempt under the step's deadline; the attempt's signal also fires when the client leaves. */
-export function attemptWithTimeout<T>(
-  scope: FailoverScope,
+export function runAttempt<T, S extends StepConduct>(
+  owner: AttemptOwner,
   adapter: ProviderAdapter,
-  step: PlannedStep,
-  attempt: Attempt<T>,
+  step: S,
+  attempt: StepAttempt<T, S>,
   trace?: AttemptTrace,
 ): Promise<T> {
   // not an AbortController: on Node 20 one costs about 3 µs with undici's listener on it (src/common/call-signal.ts)
   const controller = new CallAbort();
   // the key's share of the provider's sockets (src/providers/socket-shares.ts)
-  controller.tenant = scope.key.id;
+  controller.tenant = owner.key.id;
   // tracing hook: the running attempt's traceparent goes on its upstream request (src/providers/http.ts)
-  if (scope.trace) controller.traceHeaders = scope.trace.upstreamHeaders;
+  if (owner.trace) controller.traceHeaders = owner.trace.upstreamHeaders;
   // kept after the attempt settles: a stream goes on reading through this signal after its first chunk
-  scope.onAbort((reason) => controller.abort(reason));
+  owner.onAbort((reason) => controller.abort(reason));
   const deadline = new StepDeadline(step.timeoutMs, step.firstTokenTimeoutMs);
   // the upstream client moves the deadline on at a stream's headers and bounds its silences (decisions §3)
   controller.headersArrived = () => {
@@ -171,8 +174,8 @@ export function attemptWithTimeout<T>(
   const ctx: CallContext = {
     model: step.model,
     signal: controller,
-    requestId: scope.requestId,
-    keyId: scope.key.id,
+    requestId: owner.requestId,
+    keyId: owner.key.id,
     deadline,
   };
   // a synchronous throw propagates from here as it is; one promise then settles by whichever comes
@@ -216,4 +219,67 @@ export function toFailure(err: unknown, requestId: string): UpstreamFailure {
     });
   logger.error({ err, ...requestFields(requestId) }, 'adapter threw an unexpected error');
   return new UpstreamFailure({ kind: 'connection', message: (err as Error).message });
+}
+
+/** What the failover core hears of a step's attempts, and its say in them. */
+export interface StepListener<T> {
+  /** Before each attempt; `number` is 1 for the step's first. */
+  attempting(number: number): void;
+  /** The attempt served `value`; what this returns (a failover event's store) is awaited before the step returns. */
+  served(value: T, number: number): Promise<void> | null;
+  /**
+   * A failed attempt: throws to end the request (the client left, the gateway's own verdict, the client's error), else
+   * returns the failure (toFailure) the retry rule reads and the reason the log gives.
+   */
+  failed(err: unknown, number: number): { failure: UpstreamFailure; reason: string };
+  /** Whether to try the step again after `waitMs` (null: the retry rule says no). */
+  again(waitMs: number | null, reason: string): boolean;
+}
+
+/** What `runStep` returns when the step failed and the next one is to be tried. */
+export const NEXT_STEP: unique symbol = Symbol('next step');
+
+/** Waits `ms` unless the client leaves first; resolves false then (nobody waits for another attempt). */
+function waitUnlessGone(owner: AttemptOwner, ms: number): Promise<boolean> {
+  if (owner.aborted) return Promise.resolve(false);
+  return new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => {
+      undo();
+      resolve(true);
+    }, ms);
+    const undo = owner.onAbort(() => {
+      clearTimeout(timer);
+      resolve(false);
+    });
+  });
+}
+
+/**
+ * A step's attempts: the first, then one after each transient fault while its retries last (decisions §3), each under
+ * its deadline. Resolves with what an attempt served, or NEXT_STEP once the step is given up.
+ */
+export async function runStep<T, S extends StepConduct>(
+  owner: AttemptOwner,
+  adapter: ProviderAdapter,
+  step: S,
+  attempt: StepAttempt<T, S>,
+  listener: StepListener<T>,
+): Promise<T | typeof NEXT_STEP> {
+  for (let number = 1; ; number++) {
+    const trace: AttemptTrace = { afterHeaders: false };
+    listener.attempting(number);
+    let value: T;
+    try {
+      value = await runAttempt(owner, adapter, step, attempt, trace);
+    } catch (err) {
+      const { failure, reason } = listener.failed(err, number);
+      const wait = retryWait(failure.outcome, { number, afterHeaders: trace.afterHeaders }, step);
+      if (!listener.again(wait, reason) || wait === null) return NEXT_STEP;
+      if (!(await waitUnlessGone(owner, wait))) throw err;
+      continue;
+    }
+    const announced = listener.served(value, number);
+    if (announced) await announced;
+    return value;
+  }
 }

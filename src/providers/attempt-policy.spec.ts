@@ -1,5 +1,5 @@
-import { parseRetryAfter } from '../providers/upstream-errors';
-import type { UpstreamOutcome } from '../providers/provider-adapter';
+import { parseRetryAfter } from './upstream-errors';
+import type { UpstreamOutcome } from './provider-adapter';
 import { RETRY_JITTER_MS, retryAfterHeader, retryWait } from './attempt-policy';
 
 const rule = { retries: 1, retryAfterMaxMs: 5000 };

@@ -1,10 +1,9 @@
-import type { UpstreamOutcome } from '../providers/provider-adapter';
-import type { FailoverScope } from './failover-scope';
+import type { UpstreamOutcome } from './provider-adapter';
 
 /**
  * Attempts on a step (decisions §3), decided in this one place for every path (chat, speech, tasks, the speech
- * stream): whether a failed attempt is tried again on the same step, and after what wait. The step loop of
- * FailoverService asks; adapters only report what the upstream said (its status, its `Retry-After`).
+ * stream): whether a failed attempt is tried again on the same step, and after what wait. The executor's step loop
+ * (step-attempts.ts) asks; adapters only report what the upstream said (its status, its `Retry-After`).
  */
 
 /** The wait before a retry when the upstream named none: random in this range, so retries of many requests spread. */
@@ -76,18 +75,3 @@ export const retryAfterOf = (outcome: UpstreamOutcome): number | undefined =>
 
 /** A Retry-After header's value (whole seconds, at least 1) for a wait in ms. */
 export const retryAfterHeader = (ms: number): string => String(Math.max(1, Math.ceil(ms / 1000)));
-
-/** Waits `ms` unless the client leaves first; resolves false then (nobody waits for another attempt). */
-export function waitUnlessGone(scope: FailoverScope, ms: number): Promise<boolean> {
-  if (scope.aborted) return Promise.resolve(false);
-  return new Promise<boolean>((resolve) => {
-    const timer = setTimeout(() => {
-      undo();
-      resolve(true);
-    }, ms);
-    const undo = scope.onAbort(() => {
-      clearTimeout(timer);
-      resolve(false);
-    });
-  });
-}
