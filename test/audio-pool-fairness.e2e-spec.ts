@@ -90,11 +90,11 @@ describe('the audio worker pool is shared fairly across keys', () => {
     // 1 runs (the key's share), 8 wait (its queue), the rest are refused at once
     const answers = Array.from({ length: 14 }, () => speak(f.secret, LONG, client.signal).catch(() => null));
     try {
+      // a refusal comes at once: the answers that came within 3 s (the others run or wait for a long while)
       const refused: Response[] = [];
-      for (const pending of answers) {
-        const res = await Promise.race([pending, sleep(3000).then(() => null)]);
-        if (res?.status === 503) refused.push(res);
-      }
+      for (const pending of answers) void pending.then((res) => res?.status === 503 && refused.push(res));
+      const deadline = Date.now() + 3000;
+      while (refused.length < 5 && Date.now() < deadline) await sleep(50);
       expect(refused.length).toBeGreaterThanOrEqual(4);
       for (const res of refused) {
         expect(res.headers.get('retry-after')).toBe('1');
