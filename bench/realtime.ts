@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { WebSocket } from 'ws';
 import { projectRoot } from '../src/common/paths';
-import { realtimeUrl } from '../src/providers/openai-realtime';
+import { realtimePath } from '../src/providers/openai-realtime';
+import { socketUrl } from '../src/providers/upstream-socket';
 import { cpuBetween, snapshot, type Roles } from './cpu';
 import { measureFirstByte } from './first-byte';
 import { percentile } from './load';
@@ -112,7 +113,7 @@ async function benchmark(run: Run): Promise<void> {
       log(`  ${step.label} ${format}: first audio p50 ${result.p50.toFixed(2)} ms, ${result.responses} requests`);
     }
   }
-  const setUp = await handshakes(realtimeUrl(baseUrl, 'gpt-realtime-2.1-mini'), HANDSHAKES);
+  const setUp = await handshakes(socketUrl(baseUrl, realtimePath('gpt-realtime-2.1-mini')), HANDSHAKES);
   await gateway.stop();
 
   const table = [

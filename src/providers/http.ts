@@ -9,7 +9,14 @@ import { DEFAULT_KEY_SHARE, SocketShares, tenantOf } from './socket-shares';
 import { SseReading, streamTooLong, type StreamStep } from './sse-reading';
 import { type SignalledDispatch, TextReading } from './text-reading';
 import { ERROR_BODY_CAP, httpFailure, isRecord, toUpstreamFailure } from './upstream-errors';
-import type { EventReadingOptions, UpstreamCall, UpstreamExecutor } from './upstream-executor';
+import type {
+  EventReadingOptions,
+  UpstreamCall,
+  UpstreamExecutor,
+  UpstreamSocket,
+  UpstreamSocketCall,
+} from './upstream-executor';
+import { socketUrl, WsUpstreamSocket } from './upstream-socket';
 
 export { SSE_LINE_CAP, SseParser, sseEvents } from './sse';
 export type { SseEvent } from './sse';
@@ -52,7 +59,13 @@ export function providerClientOptions(
   };
 }
 
-export type { EventReadingOptions, UpstreamCall, UpstreamExecutor } from './upstream-executor';
+export type {
+  EventReadingOptions,
+  UpstreamCall,
+  UpstreamExecutor,
+  UpstreamSocket,
+  UpstreamSocketCall,
+} from './upstream-executor';
 
 export type UpstreamResponse = Dispatcher.ResponseData;
 export type UpstreamBody = UpstreamResponse['body'];
@@ -143,6 +156,8 @@ type Reading = SignalledDispatch & Dispatcher.DispatchHandler & { onResponseErro
 export class UpstreamClient implements UpstreamExecutor {
   private readonly pool: Pool;
   private readonly prefix: string;
+  /** The base URL as given: its WebSockets' URLs are made from it (`socket`). */
+  private readonly baseUrl: string;
   readonly shares: SocketShares;
   private readonly streamTotalMs: number;
   /** The pool's bodyTimeout: a call whose step asks for this one passes none of its own. */
@@ -150,6 +165,7 @@ export class UpstreamClient implements UpstreamExecutor {
 
   constructor(baseUrl: string, options: UpstreamClientOptions = {}) {
     const url = new URL(baseUrl);
+    this.baseUrl = baseUrl;
     this.prefix = url.pathname.replace(/\/+$/, '');
     const connections = options.connections ?? DEFAULT_UPSTREAM_CONNECTIONS;
     this.shares = SocketShares.of(connections, options.keyShare ?? DEFAULT_KEY_SHARE);
@@ -271,6 +287,16 @@ export class UpstreamClient implements UpstreamExecutor {
       },
       handler,
     );
+  }
+
+  /**
+   * A WebSocket to `call.path` under the base URL (ws:// for http://, wss:// for https://), outside the pool and
+   * its shares; silent past the call's idle bound, else the step's (on its signal), else the client's.
+   */
+  socket(call: UpstreamSocketCall): UpstreamSocket {
+    const step = call.signal instanceof CallAbort ? call.signal.streamIdleMs : 0;
+    const idleMs = call.idleMs ?? (step > 0 ? step : this.bodyTimeoutMs);
+    return new WsUpstreamSocket(socketUrl(this.baseUrl, call.path), call, idleMs);
   }
 
   /** A 2xx whose body does not matter (probes); the body is drained so the socket is reused. */

@@ -2,11 +2,10 @@ import type { RealtimeSessionCreateRequest } from 'openai/resources/realtime/rea
 import { packSentences, splitSentences } from '../audio/sentences';
 import { jobOwner, transcodeStream } from '../audio/pool/pool-jobs';
 import { outputShape } from '../audio/transcoder';
-import type { ResolvedProvider } from '../config/gateway-config';
-import { DEFAULT_STREAM_IDLE_MS, requireBaseUrl } from './http';
-import { realtimePcm, realtimeUrl } from './openai-realtime';
+import { realtimePcm } from './openai-realtime';
 import { type AudioStream, type CallContext, type SpeechCall, UpstreamFailure } from './provider-adapter';
 import { emotionInstruction, REALTIME_SPEED_RANGE } from './speech-fields';
+import type { UpstreamExecutor } from './upstream-executor';
 
 /** What the Realtime API makes: 16-bit PCM at 24 kHz, mono (`audio/pcm`, "only a 24kHz sample rate is supported"). */
 export const REALTIME_PCM = { sampleRate: 24000, channels: 1 } as const;
@@ -50,18 +49,23 @@ export function realtimePieces(text: string): string[] {
 /**
  * Speech of an `openai` step with a realtime model: the Realtime session's PCM, made into exactly `call.output`
  * (format, rate, channels; `vol` as a gain) by the audio workers, as the `/audio/speech` path does with its pcm.
+ * The session's WebSocket is the provider's executor's (`upstream`), its upgrade carrying `headers` (the key).
  */
-export function realtimeSpeech(provider: ResolvedProvider, call: SpeechCall, ctx: CallContext): AudioStream {
+export function realtimeSpeech(
+  upstream: UpstreamExecutor,
+  headers: Record<string, string>,
+  call: SpeechCall,
+  ctx: CallContext,
+): AudioStream {
   // the Realtime API makes PCM, G.711 or nothing: aac is never routed here (stepsMaking), this is the backstop
   if (call.output.format === 'aac')
     throw new UpstreamFailure({ kind: 'http', status: 400, message: 'the Realtime API does not make aac' });
-  const pcm = realtimePcm({
-    url: realtimeUrl(requireBaseUrl(provider), ctx.model),
-    ...(provider.apiKey ? { apiKey: provider.apiKey } : {}),
+  const pcm = realtimePcm(upstream, {
+    model: ctx.model,
+    headers,
     session: realtimeSession(call, ctx.model),
     pieces: realtimePieces(call.text),
     signal: ctx.signal,
-    idleMs: provider.streamIdleTimeoutMs ?? DEFAULT_STREAM_IDLE_MS,
   });
   return {
     ...outputShape(call.output),

@@ -125,7 +125,7 @@ export class OpenAiAdapter extends HttpProviderAdapter implements ProviderAdapte
    */
   async speech(call: SpeechCall, ctx: CallContext): Promise<AudioStream> {
     // /audio/speech models shut down on 2027-01-06; their successors speak only over the Realtime API (decisions §10)
-    if (isRealtimeModel(ctx.model)) return realtimeSpeech(this.provider, call, ctx);
+    if (isRealtimeModel(ctx.model)) return realtimeSpeech(this.upstream, this.authHeaders, call, ctx);
     const emotion = call.options?.voice_setting?.emotion;
     const passThrough = call.output.format === 'aac';
     // MiniMax's emotion in words: OpenAI's speech models take style as instructions

@@ -6,7 +6,7 @@ import type {
   RealtimeSessionCreateRequest,
 } from 'openai/resources/realtime/realtime';
 import { WebSocket, WebSocketServer } from 'ws';
-import { rawText } from '../../src/providers/openai-realtime';
+import { rawText } from '../../src/providers/upstream-socket';
 import { encodedTone, splitBytes, toneSeconds } from './speech-audio';
 
 /**

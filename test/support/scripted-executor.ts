@@ -4,14 +4,21 @@ import type { SseEvent } from '../../src/providers/sse';
 import type { StreamStep } from '../../src/providers/sse-reading-options';
 import { abortFailure, httpFailure, toUpstreamFailure } from '../../src/providers/upstream-errors';
 import { parseJsonBody } from '../../src/providers/http';
-import type { EventReadingOptions, UpstreamCall, UpstreamExecutor } from '../../src/providers/upstream-executor';
+import type {
+  EventReadingOptions,
+  UpstreamCall,
+  UpstreamExecutor,
+  UpstreamSocket,
+  UpstreamSocketCall,
+} from '../../src/providers/upstream-executor';
 
 /**
  * An UpstreamExecutor for adapter unit tests: no server. It records every call and answers with what the test
  * scripted, keeping the executor's contract (UpstreamExecutor; the HTTP one is tested against real servers in
- * src/providers/http*.spec.ts, sse-reading.spec.ts, upstream-client-shares.spec.ts): a JSON reply is parsed as
- * the real one parses it, SSE events go through the adapter's own translate step, one by one as the consumer
- * reads, a call whose signal fired fails as its reason says, and a stream's consumer that leaves early is noted.
+ * src/providers/http*.spec.ts, sse-reading.spec.ts, upstream-client-shares.spec.ts, upstream-socket.spec.ts): a
+ * JSON reply is parsed as the real one parses it, SSE events go through the adapter's own translate step, one by
+ * one as the consumer reads, a call whose signal fired fails as its reason says, a stream's consumer that leaves
+ * early is noted, and a socket's other side is a scripted peer.
  */
 
 /** What the upstream answers one call with. */
@@ -31,12 +38,27 @@ export type Answer =
   /** Refused before any 2xx: a status (see `refusal`), a refused connection, a timeout. */
   | { fail: UpstreamFailure }
   /** No answer: the call ends only when its signal fires, as the signal's reason says. */
-  | { hang: true };
+  | { hang: true }
+  /** An accepted WebSocket (`socket`), whose other side is this peer. */
+  | { peer: ScriptedPeer };
+
+/** The other side of a scripted WebSocket: it hears the open and each message, and answers through `side`. */
+export interface ScriptedPeer {
+  open?(side: PeerSide): void;
+  message?(text: string, side: PeerSide): void;
+}
+
+export interface PeerSide {
+  /** A message to the client (an object is sent as its JSON). */
+  send(message: string | object): void;
+  /** The other side closes (or cuts) the socket: the client fails with this, after the messages before it. */
+  close(failure?: UpstreamFailure): void;
+}
 
 export type Script = Answer | ((call: RecordedCall) => Answer | Promise<Answer>);
 
 export interface RecordedCall {
-  op: 'text' | 'json' | 'events' | 'relay' | 'check';
+  op: 'text' | 'json' | 'events' | 'relay' | 'check' | 'socket';
   method: UpstreamCall['method'];
   path: string;
   headers: Record<string, string>;
@@ -49,8 +71,12 @@ export interface RecordedCall {
   options?: EventReadingOptions;
   /** Events or chunks the consumer has pulled from the upstream so far. */
   read: number;
-  /** Whether the stream was left (closed, cancelled) before its body was all read. */
+  /** Whether the stream was left (closed, cancelled) before its body was all read; for a socket, whether it is closed. */
   left: boolean;
+  /** A socket's messages sent by the client, in order; its call's idle bound and close code. */
+  sent?: string[];
+  idleMs?: number;
+  closedCode?: string;
 }
 
 /** A non-2xx answer as the real executor reports it (`httpFailure`): its status, message, error fields, Retry-After. */
@@ -139,6 +165,25 @@ export class ScriptedExecutor implements UpstreamExecutor {
 
   async check(call: UpstreamCall): Promise<void> {
     await this.take('check', call, {});
+  }
+
+  /**
+   * A scripted WebSocket, with the real one's contract: it opens a tick later with a `peer` answer (fails with a
+   * `fail` one, waits for the signal with `hang`), messages sent before the open go on it, `next` hands out the
+   * peer's messages then the failure, the signal fails it as its reason says, and `idleMs` (default 5 s) of
+   * nothing to read is STREAM_IDLE.
+   */
+  socket(call: UpstreamSocketCall): UpstreamSocket {
+    const record = this.record(
+      'socket',
+      { method: 'GET', path: call.path, headers: call.headers, signal: call.signal },
+      {
+        sent: [],
+        idleMs: call.idleMs,
+        closedCode: call.closedCode,
+      },
+    );
+    return new ScriptedSocket(record, call, this.respond(record));
   }
 
   close(): Promise<void> {
@@ -276,5 +321,111 @@ async function* relayed(
     complete = true;
   } finally {
     if (!complete) record.left = true;
+  }
+}
+
+/** A scripted WebSocket (ScriptedExecutor.socket): the peer's messages queued, the first failure kept. */
+class ScriptedSocket implements UpstreamSocket {
+  readonly opened: Promise<void>;
+  private readonly messages: string[] = [];
+  private pending: string[] | null = [];
+  private failed: UpstreamFailure | null = null;
+  private wake: (() => void) | null = null;
+  private idle: NodeJS.Timeout | undefined;
+  private peer: ScriptedPeer | null = null;
+  private readonly side: PeerSide;
+  private readonly onAbort = (): void => {
+    this.messages.length = 0;
+    this.fail(abortFailure(this.record.signal.reason));
+  };
+
+  constructor(
+    private readonly record: RecordedCall,
+    private readonly call: UpstreamSocketCall,
+    answer: Promise<Answer>,
+  ) {
+    this.side = {
+      send: (message) => {
+        if (this.failed) return;
+        this.messages.push(typeof message === 'string' ? message : JSON.stringify(message));
+        this.armIdle();
+        this.notify();
+      },
+      close: (failure) =>
+        this.fail(
+          failure ??
+            new UpstreamFailure({
+              kind: 'connection',
+              code: call.closedCode ?? 'SOCKET_CLOSED',
+              message: 'the upstream socket closed (1006)',
+            }),
+        ),
+    };
+    this.opened = answer.then((reply) => {
+      if (!('peer' in reply)) throw new Error(`socket() was answered with ${Object.keys(reply).join(', ')}`);
+      if (this.failed) throw this.failed;
+      this.peer = reply.peer;
+      const pending = this.pending ?? [];
+      this.pending = null;
+      reply.peer.open?.(this.side);
+      for (const text of pending) this.deliver(text);
+    });
+    this.opened.catch((err: unknown) => this.fail(toUpstreamFailure(err, record.signal)));
+    call.signal.addEventListener('abort', this.onAbort, { once: true });
+    this.armIdle();
+  }
+
+  send(text: string): void {
+    if (this.failed) return;
+    if (this.pending) this.pending.push(text);
+    else this.deliver(text);
+  }
+
+  private deliver(text: string): void {
+    this.record.sent?.push(text);
+    this.peer?.message?.(text, this.side);
+  }
+
+  async next(): Promise<string> {
+    for (;;) {
+      const message = this.messages.shift();
+      if (message !== undefined) {
+        this.record.read += 1;
+        this.armIdle();
+        return message;
+      }
+      if (this.failed) throw this.failed;
+      await new Promise<void>((resolve) => (this.wake = resolve));
+    }
+  }
+
+  close(): void {
+    this.messages.length = 0;
+    this.fail(new UpstreamFailure({ kind: 'connection', code: 'SOCKET_CLOSED', message: 'closed by the gateway' }));
+  }
+
+  private armIdle(): void {
+    clearTimeout(this.idle);
+    if (this.failed || this.messages.length > 0) return;
+    const ms = this.call.idleMs ?? 5000;
+    this.idle = setTimeout(
+      () => this.fail(new UpstreamFailure({ kind: 'connection', code: 'STREAM_IDLE', message: `silent ${ms} ms` })),
+      ms,
+    );
+  }
+
+  private fail(failure: UpstreamFailure): void {
+    if (this.failed) return;
+    this.failed = failure;
+    this.pending = null;
+    this.record.left = true;
+    clearTimeout(this.idle);
+    this.record.signal.removeEventListener('abort', this.onAbort);
+    this.notify();
+  }
+
+  private notify(): void {
+    this.wake?.();
+    this.wake = null;
   }
 }
