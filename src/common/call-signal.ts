@@ -9,6 +9,11 @@ export interface CallSignal {
   removeEventListener(type: 'abort', listener: () => void): void;
 }
 
+/** What hears that a stream's headers came (a step's deadline). */
+export interface HeadersListener {
+  headersReceived(): void;
+}
+
 /**
  * A cancel source for one attempt, in place of an AbortController: on Node 20 making an AbortController
  * costs about 2 µs and each listener on its signal about 1 µs more (EventTarget), paid by every proxied
@@ -29,11 +34,15 @@ export class CallAbort implements CallSignal {
   /** W3C trace headers (`traceparent`) of the attempt's span, sent with its upstream request; null while traces are off. */
   traceHeaders: Record<string, string> | null = null;
   /**
-   * Set by the failover core for the upstream client (decisions §3): called when a stream's 2xx headers arrive (its
-   * deadline moves on to the first token); the step's `stream_idle_timeout_ms`; and the bound of an SSE body's
-   * silences in undici (the longer of that and the first-token deadline, which it also covers).
+   * Set by the failover core for the upstream client (decisions §3): the step's deadline, told when a stream's 2xx
+   * headers arrive (it moves on to the first token); the step's `stream_idle_timeout_ms`; and the bound of an SSE
+   * body's silences in undici (the longer of that and the first-token deadline, which it also covers).
+   *
+   * The deadline itself, not a closure: a closure made in the attempt would tie this signal to the attempt's whole
+   * scope, and V8 then kept every streamed request's objects past two scavenges into the old generation (a full
+   * collection every 0.7 s at c=20, 20 % of streaming throughput: docs/performance.md).
    */
-  headersArrived: (() => void) | null = null;
+  phases: HeadersListener | null = null;
   bodyTimeoutMs = 0;
   streamIdleMs = 0;
   private listeners: Array<() => void> | null = null;

@@ -82,7 +82,7 @@ export class SseReading<T> extends SignalledDispatch implements Dispatcher.Dispa
     this.flow = controller;
     this.state = 'open';
     // the step's deadline moves on to the first data event (decisions §3)
-    if (this.signal instanceof CallAbort) this.signal.headersArrived?.();
+    if (this.signal instanceof CallAbort) this.signal.phases?.headersReceived();
     // one timer for the whole body, none per read: an upstream that drip-feeds under the idle bound is still cut
     if (this.options.totalTimeoutMs !== undefined)
       this.totalTimer = setTimeout(this.tooLong, this.options.totalTimeoutMs);

@@ -82,15 +82,18 @@ export class StepDeadline implements StepPhases {
   /** When the running phase's timeout began (its start, the headers, or the end of a wait). */
   private since = 0;
 
+  /** `trace`: what the attempt showed, told here that the headers came (the retry rule reads it). */
   constructor(
     timeoutMs: number,
     private readonly firstTokenMs = timeoutMs,
+    private readonly trace: AttemptTrace | null = null,
   ) {
     this.ms = timeoutMs;
   }
 
   /** A stream's headers came: the first-token deadline runs from now (once). */
   headersReceived(): void {
+    if (this.trace) this.trace.afterHeaders = true;
     if (this.phase === 'first_token' || this.settled) return;
     this.phase = 'first_token';
     this.ms = this.firstTokenMs;
@@ -114,8 +117,10 @@ export class StepDeadline implements StepPhases {
     if (this.onTimeout && !this.settled) this.start();
   }
 
+  /** The attempt is over: no timer, and nothing of the attempt is held (the signal keeps this deadline while a stream reads). */
   settle(): void {
     this.settled = true;
+    this.onTimeout = null;
     this.stop();
   }
 
@@ -161,12 +166,9 @@ export function runAttempt<T, S extends StepConduct>(
   if (owner.trace) controller.traceHeaders = owner.trace.upstreamHeaders;
   // kept after the attempt settles: a stream goes on reading through this signal after its first chunk
   owner.onAbort((reason) => controller.abort(reason));
-  const deadline = new StepDeadline(step.timeoutMs, step.firstTokenTimeoutMs);
+  const deadline = new StepDeadline(step.timeoutMs, step.firstTokenTimeoutMs, trace ?? null);
   // the upstream client moves the deadline on at a stream's headers and bounds its silences (decisions §3)
-  controller.headersArrived = () => {
-    if (trace) trace.afterHeaders = true;
-    deadline.headersReceived();
-  };
+  controller.phases = deadline;
   // undici's timer bounds the body's silences, the wait for the first data event included
   controller.bodyTimeoutMs = Math.max(step.streamIdleTimeoutMs, step.firstTokenTimeoutMs);
   // ... and a stream's reading then keeps the shorter idle bound itself once data flows (SseReading)
