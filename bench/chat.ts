@@ -1,8 +1,5 @@
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { projectRoot } from '../src/common/paths';
-import { runLoad } from './load';
 import { forkHelper } from './processes';
 import type { Forked } from './processes';
 import { checks } from './chat-checks';
@@ -11,8 +8,7 @@ import type { ModeName } from './chat-modes';
 import { isProxyUrl, isUrls, measure, MEASURE_SECONDS, WARMUP_SECONDS } from './chat-measure';
 import { interleavedRounds } from './chat-rounds';
 import { LOGGED_PROXY_SECRET } from './logged-proxy';
-import { renderSummary, summariseProfile } from './profile-summary';
-import type { CpuProfile } from './profile-summary';
+import { profiledLoad } from './profiled-load';
 import { Cell, renderChecks, renderResults, renderTable } from './report';
 import { writeSection } from './results-file';
 import { log, machine, Run, runBenchmark } from './run';
@@ -172,35 +168,17 @@ async function benchmark(run: Run): Promise<void> {
 
 /** One gateway mode under `node --cpu-prof` at c=20; the profile is kept outside the repository. */
 async function profile(run: Run, profiled: ProfileName): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-bench-profile-'));
   const upstream = run.track(await forkHelper(join(__dirname, 'upstream.js'), [], isUrls));
   const name: ModeName = profiled === 'stream' ? 'one-step' : profiled;
-  const { gateway, secret } = await bootGateway(run, upstream.ready.urls, name, {
-    nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`],
-  });
-  const spec = {
-    url: `${gateway.url}${CHAT_PATH}`,
-    headers: { authorization: `Bearer ${secret}` },
+  await profiledLoad((nodeArgs) => bootGateway(run, upstream.ready.urls, name, { nodeArgs }), {
+    what: profiled === 'stream' ? 'gateway stream' : MODES[name].target,
+    path: CHAT_PATH,
     body: profiled === 'stream' ? STREAM_BODY : CHAT_BODY,
     connections: 20,
     expectProvider: MODES[name].servedBy,
-  };
-  log(
-    `profiling ${profiled === 'stream' ? 'gateway stream' : MODES[name].target} at c=20 for ${MEASURE_SECONDS} s (after ${WARMUP_SECONDS} s warm-up)`,
-  );
-  await runLoad({ ...spec, seconds: WARMUP_SECONDS });
-  const result = await runLoad({ ...spec, seconds: MEASURE_SECONDS });
-  log(
-    `  ${result.rps.toFixed(0)} req/s under the profiler, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms`,
-  );
-  await gateway.stop();
-  const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
-  if (!file) throw new Error(`the gateway wrote no .cpuprofile into ${dir}`);
-  // the measured seconds and the shutdown after them; boot and warm-up are left out
-  const summary = summariseProfile(JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile, {
-    lastMs: (MEASURE_SECONDS + 1) * 1000,
+    warmupSeconds: WARMUP_SECONDS,
+    seconds: MEASURE_SECONDS,
   });
-  process.stdout.write(`\n${renderSummary(summary)}\n\nprofile: ${join(dir, file)} (whole run, boot included)\n`);
 }
 
 function onlyModes(argv: string[]): ModeName[] | null {

@@ -6,6 +6,7 @@ import { isUrls } from './chat-measure';
 import { baselineScript, bootGateway, CHAT_BODY, CHAT_PATH, MODES, type BootedGateway } from './chat-modes';
 import { runLoad } from './load';
 import { forkHelper } from './processes';
+import { profiledLoad } from './profiled-load';
 import { renderTargetTable, writeSection, type TargetRow } from './results-file';
 import { log, machine, runBenchmark, secondsFromEnv } from './run';
 
@@ -15,6 +16,8 @@ import { log, machine, runBenchmark, secondsFromEnv } from './run';
  * a build from before traces existed). Each case in short cells, the gateways' order turned every round so a slow
  * spell of the shared host falls on all; throughput is the median over the rounds, p50 the median of the cells'
  * p50s. The cost per span is the extra time per request at 1.0 over its spans (one SERVER, one CLIENT).
+ * `-- --profile=<ratio>` (e.g. `--profile=0.01`; `--profile=off` for none) instead runs one gateway at that ratio under
+ * `node --cpu-prof` for 10 s at c=20 and prints where its time goes.
  * Env: BENCH_TRACING_ROUNDS (4), BENCH_TRACING_SECONDS (5), BENCH_NO_WRITE=1 (print only).
  */
 
@@ -94,11 +97,40 @@ function rows(cases: Case[], spansPerSecond: number): TargetRow[] {
   return out;
 }
 
+/** The ratio `--profile=<ratio>` names ('off': traces off); null without the flag. */
+function profiledRatio(argv: string[]): string | null {
+  const flag = argv.find((a) => a.startsWith('--profile'));
+  if (!flag) return null;
+  const ratio = flag.includes('=') ? flag.slice(flag.indexOf('=') + 1) : '0.01';
+  if (ratio !== 'off' && !(Number(ratio) >= 0 && Number(ratio) <= 1))
+    throw new Error(`--profile takes a sampling ratio in [0, 1] or off, not ${ratio}`);
+  return ratio;
+}
+
 runBenchmark('bench:tracing', async (run) => {
   const upstream = run.track(await forkHelper(join(__dirname, 'upstream.js'), [], isUrls));
   const urls = upstream.ready.urls;
   const receiver = await OtlpReceiver.start({ countOnly: true });
   run.track({ stop: () => receiver.close() });
+  const ratio = profiledRatio(process.argv.slice(2));
+  if (ratio !== null)
+    return profiledLoad(
+      (nodeArgs) =>
+        bootGateway(run, urls, 'one-step', {
+          label: 'tracing-profile',
+          env: ratio === 'off' ? {} : tracedEnv(receiver, ratio),
+          nodeArgs,
+        }),
+      {
+        what: `one step with traces ${ratio === 'off' ? 'off' : `at ratio ${ratio}`}`,
+        path: CHAT_PATH,
+        body: CHAT_BODY,
+        connections: CONNECTIONS,
+        expectProvider: MODES['one-step'].servedBy,
+        warmupSeconds: 2,
+        seconds: 10,
+      },
+    );
   const boot = (label: string, env: Record<string, string>, script?: string): Promise<BootedGateway> =>
     bootGateway(run, urls, 'one-step', { label, env, script });
   const cases: Case[] = [
