@@ -99,7 +99,7 @@ function rows(cases: Case[], spansPerSecond: number): TargetRow[] {
 
 /** The ratio `--profile=<ratio>` names ('off': traces off); null without the flag. */
 function profiledRatio(argv: string[]): string | null {
-  const flag = argv.find((a) => a.startsWith('--profile'));
+  const flag = argv.find((a) => a === '--profile' || a.startsWith('--profile='));
   if (!flag) return null;
   const ratio = flag.includes('=') ? flag.slice(flag.indexOf('=') + 1) : '0.01';
   if (ratio !== 'off' && !(Number(ratio) >= 0 && Number(ratio) <= 1))

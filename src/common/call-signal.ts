@@ -40,7 +40,7 @@ export class CallAbort implements CallSignal {
    *
    * The deadline itself, not a closure: a closure made in the attempt would tie this signal to the attempt's whole
    * scope, and V8 then kept every streamed request's objects past two scavenges into the old generation (a full
-   * collection every 0.7 s at c=20, 20 % of streaming throughput: docs/performance.md).
+   * collection every 0.7 s at c=20; streaming at 80 % of the build before: docs/performance.md).
    */
   phases: HeadersListener | null = null;
   bodyTimeoutMs = 0;

@@ -1,5 +1,5 @@
 import type { AudioFormat } from '../audio/encoders';
-import type { CallSignal } from '../common/call-signal';
+import type { CallSignal, HeadersListener } from '../common/call-signal';
 import type { ResolvedProvider } from '../config/gateway-config';
 import type { ProviderKind } from '../config/provider-kinds';
 import type { UpstreamClientOptions } from './http';
@@ -67,10 +67,9 @@ export interface CallContext {
  * the audio pool), which is no provider's time; `restart` when it got one: the phase's whole timeout starts again;
  * `headersReceived` when a stream's headers came: `first_token_timeout_ms` runs from there to the first data event.
  */
-export interface StepPhases {
+export interface StepPhases extends HeadersListener {
   hold(): void;
   restart(): void;
-  headersReceived(): void;
 }
 
 export interface ChatMessage {

@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { CallAbort } from '../common/call-signal';
 import { UpstreamFailure, type ProviderAdapter } from './provider-adapter';
 import {
   NEXT_STEP,
@@ -130,6 +131,24 @@ describe("a step's attempts (decisions §3: retries that listen to the upstream)
       ),
     };
   }
+
+  it("hears a stream's headers through the attempt's signal: a reset before them is retried, one after them is not", async () => {
+    const reset = (): UpstreamFailure => new UpstreamFailure({ kind: 'connection', code: 'ECONNRESET' });
+    // as SseReading does on a 2xx's headers: the signal's deadline is told, then the body breaks
+    const afterHeaders: Attempt<string> = (_, ctx) => {
+      (ctx.signal as CallAbort).phases?.headersReceived();
+      return Promise.reject(reset());
+    };
+    const retried = { ...step, retries: 1 };
+    const after: string[] = [];
+    await expect(runStep(owner('r'), adapter, retried, afterHeaders, listening(after))).resolves.toBe(NEXT_STEP);
+    expect(after).toEqual(['attempt 1', 'failed 1: connection', 'again no (connection)']);
+    const before: string[] = [];
+    await expect(runStep(owner('r'), adapter, retried, () => Promise.reject(reset()), listening(before))).resolves.toBe(
+      NEXT_STEP,
+    );
+    expect(before.slice(0, 4)).toEqual(['attempt 1', 'failed 1: connection', 'again yes (connection)', 'attempt 2']);
+  });
 
   it('tries a transient fault again after a jittered wait, and serves from the retry', async () => {
     const events: string[] = [];
