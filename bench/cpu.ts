@@ -27,6 +27,12 @@ function machineJiffies(): { busy: number; total: number } {
   return { busy, total: busy + idle + iowait + irq + softirq + steal };
 }
 
+/** Clock ticks a second of /proc's utime and stime (USER_HZ: 100 on every Linux build this runs on). */
+const TICKS_PER_SECOND = 100;
+
+/** CPU seconds (user + system, every thread) a process has used so far; 0 once it is gone. */
+export const processCpuSeconds = (pid: number): number => processJiffies(pid) / TICKS_PER_SECOND;
+
 function processJiffies(pid: number): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');

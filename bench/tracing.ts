@@ -3,6 +3,7 @@ import { projectRoot } from '../src/common/paths';
 import { OtlpReceiver } from '../test/fakes/otlp-receiver';
 import { median } from './ab-rounds';
 import { isUrls } from './chat-measure';
+import { processCpuSeconds } from './cpu';
 import { baselineScript, bootGateway, CHAT_BODY, CHAT_PATH, MODES, type BootedGateway } from './chat-modes';
 import { runLoad } from './load';
 import { forkHelper } from './processes';
@@ -18,7 +19,9 @@ import { log, machine, runBenchmark, secondsFromEnv } from './run';
  * p50s. The cost per span is the extra time per request at 1.0 over its spans (one SERVER, one CLIENT).
  * `-- --profile=<ratio>` (e.g. `--profile=0.01`; `--profile=off` for none) instead runs one gateway at that ratio under
  * `node --cpu-prof` for 10 s at c=20 and prints where its time goes.
- * Env: BENCH_TRACING_ROUNDS (4), BENCH_TRACING_SECONDS (5), BENCH_NO_WRITE=1 (print only).
+ * Env: BENCH_TRACING_ROUNDS (4), BENCH_TRACING_SECONDS (5), BENCH_NO_WRITE=1 (print only); BENCH_BASELINE_RATIO
+ * (`1.0` or `0.01`) runs the BENCH_BASELINE build with traces on at that ratio instead of off, to A/B a change to the
+ * traces themselves against the same ratio here (BENCH_BASELINE_LABEL names it).
  */
 
 const RESULTS_FILE = join(projectRoot(), 'bench/results.md');
@@ -33,6 +36,8 @@ interface Case {
   booted: BootedGateway;
   rps: number[];
   p50: number[];
+  /** The gateway's CPU time (every thread: GC helpers and the exporter too) per answered request, µs. */
+  cpuUs: number[];
 }
 
 const tracedEnv = (receiver: OtlpReceiver, ratio: string): Record<string, string> => ({
@@ -42,6 +47,7 @@ const tracedEnv = (receiver: OtlpReceiver, ratio: string): Record<string, string
 });
 
 async function cell(c: Case, seconds: number): Promise<void> {
+  const cpuBefore = processCpuSeconds(c.booted.gateway.pid);
   const result = await runLoad({
     url: `${c.booted.gateway.url}${CHAT_PATH}`,
     headers: { authorization: `Bearer ${c.booted.secret}` },
@@ -56,6 +62,7 @@ async function cell(c: Case, seconds: number): Promise<void> {
     );
   c.rps.push(result.rps);
   c.p50.push(result.p50);
+  c.cpuUs.push(((processCpuSeconds(c.booted.gateway.pid) - cpuBefore) * 1e6) / Math.max(1, result.responses));
 }
 
 function rows(cases: Case[], spansPerSecond: number): TargetRow[] {
@@ -63,9 +70,13 @@ function rows(cases: Case[], spansPerSecond: number): TargetRow[] {
   const rps = (c: Case): number => median(c.rps);
   const p50 = (c: Case): number => median(c.p50);
   const share = (c: Case): number => rps(c) / rps(off);
-  const figure = (c: Case): string => `${rps(c).toFixed(0)} req/s, p50 ${p50(c).toFixed(2)} ms`;
+  const cpu = (c: Case): number => median(c.cpuUs);
+  const figure = (c: Case): string =>
+    `${rps(c).toFixed(0)} req/s, p50 ${p50(c).toFixed(2)} ms, ${cpu(c).toFixed(0)} µs CPU a request`;
   // the extra time a request took at 1.0, over its spans: the event loop's price of one span made and exported
   const perSpanUs = ((1 / rps(full) - 1 / rps(off)) * 1e6) / SPANS_PER_REQUEST;
+  // the same from the gateway's CPU time (every thread), which the other processes of a shared host move less
+  const perSpanCpuUs = (cpu(full) - cpu(off)) / SPANS_PER_REQUEST;
   const out: TargetRow[] = [
     { figure: 'off: one step c=20', value: figure(off), target: 'reference', pass: null },
     {
@@ -76,7 +87,9 @@ function rows(cases: Case[], spansPerSecond: number): TargetRow[] {
     },
     {
       figure: 'on, ratio 1.0: cost per span',
-      value: `${perSpanUs.toFixed(1)} µs (${SPANS_PER_REQUEST} spans a request; ${spansPerSecond.toFixed(0)} spans/s received)`,
+      value:
+        `${perSpanUs.toFixed(1)} µs of throughput, ${perSpanCpuUs.toFixed(1)} µs of gateway CPU ` +
+        `(${SPANS_PER_REQUEST} spans a request; ${spansPerSecond.toFixed(0)} spans/s received)`,
       target: 'printed',
       pass: null,
     },
@@ -87,7 +100,16 @@ function rows(cases: Case[], spansPerSecond: number): TargetRow[] {
       pass: share(sampled) >= 0.97,
     },
   ];
-  if (before)
+  const baselineRatio = process.env.BENCH_BASELINE_RATIO;
+  if (before && baselineRatio) {
+    const same = baselineRatio === '1.0' ? full : sampled;
+    out.push({
+      figure: `on, ratio ${baselineRatio}, against ${process.env.BENCH_BASELINE_LABEL ?? 'BENCH_BASELINE'}`,
+      value: `${figure(before)}; this build is ${((rps(same) / rps(before)) * 100).toFixed(1)} % of it`,
+      target: 'printed',
+      pass: null,
+    });
+  } else if (before)
     out.push({
       figure: 'off against the build before traces',
       value: `${figure(before)}; off is ${((rps(off) / rps(before)) * 100).toFixed(1)} % of it`,
@@ -137,12 +159,18 @@ runBenchmark('bench:tracing', async (run) => {
     { name: 'off', booted: await boot('tracing-off', {}) },
     { name: 'on 1.0', booted: await boot('tracing-full', tracedEnv(receiver, '1.0')) },
     { name: 'on 0.01', booted: await boot('tracing-sampled', tracedEnv(receiver, '0.01')) },
-  ].map((c) => ({ ...c, rps: [], p50: [] }));
+  ].map((c) => ({ ...c, rps: [], p50: [], cpuUs: [] }));
   const baseline = baselineScript();
-  if (baseline) cases.push({ name: 'before', booted: await boot('tracing-before', {}, baseline), rps: [], p50: [] });
+  const baselineRatio = process.env.BENCH_BASELINE_RATIO;
+  if (baselineRatio !== undefined && baselineRatio !== '1.0' && baselineRatio !== '0.01')
+    throw new Error(`BENCH_BASELINE_RATIO is 1.0 or 0.01, not ${baselineRatio}`);
+  if (baseline) {
+    const env = baselineRatio ? tracedEnv(receiver, baselineRatio) : {};
+    cases.push({ name: 'before', booted: await boot('tracing-before', env, baseline), rps: [], p50: [], cpuUs: [] });
+  }
   // a warm-up cell each, not kept
   for (const c of cases) await cell(c, 2);
-  for (const c of cases) [c.rps, c.p50] = [[], []];
+  for (const c of cases) [c.rps, c.p50, c.cpuUs] = [[], [], []];
   const { cores, cpu } = machine();
   log(`tracing: ${ROUNDS} rounds x ${SECONDS} s per cell at c=${CONNECTIONS}, ${cores} cores (${cpu})`);
   const receivedBefore = receiver.received;
@@ -150,7 +178,8 @@ runBenchmark('bench:tracing', async (run) => {
   for (let round = 0; round < ROUNDS; round++) {
     const order = [...cases.slice(round % cases.length), ...cases.slice(0, round % cases.length)];
     for (const c of order) await cell(c, SECONDS);
-    log(`  round ${round + 1}: ${cases.map((c) => `${c.name} ${c.rps[round].toFixed(0)}`).join(', ')} req/s`);
+    const figures = cases.map((c) => `${c.name} ${c.rps[round].toFixed(0)} (${c.cpuUs[round].toFixed(0)} µs)`);
+    log(`  round ${round + 1}: ${figures.join(', ')} req/s (gateway CPU a request)`);
   }
   // the receiver's count over the whole measuring time (mostly the 1.0 gateway's; the 0.01 one adds a hundredth of its own)
   const spansPerSecond = ((receiver.received - receivedBefore) * 1000) / (Date.now() - started);

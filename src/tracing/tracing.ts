@@ -29,6 +29,16 @@ export interface TraceLogFields {
   span_id: string;
 }
 
+/**
+ * What the open-requests map keeps of a sampled request: its ids, never its RequestTrace (which holds the request and
+ * the response through its origin). With the RequestTrace as the map's value, V8 promoted most of every finished
+ * request's objects at ratio 1.0 (190 MB in 6 s under load, against 74 MB with this entry; 13 MB with traces off).
+ */
+interface OpenTrace {
+  readonly fields: TraceLogFields;
+  readonly traceparent: string;
+}
+
 interface Started {
   provider: NodeTracerProvider;
   tracer: Tracer;
@@ -45,7 +55,7 @@ export class Tracing {
   private started: Started | null = null;
   private readonly propagator = new W3CTraceContextPropagator();
   /** Sampled requests in flight, by request id. */
-  private readonly open = new Map<string, RequestTrace>();
+  private readonly open = new Map<string, OpenTrace>();
 
   /** Starts the SDK when an OTLP endpoint is set; throws on an OTEL_* value it cannot honour. Returns whether it is on. */
   start(env: Record<string, string | undefined> = process.env): boolean {
@@ -148,12 +158,14 @@ export class Tracing {
       origin.parent,
     );
     if (span.isRecording()) span.setAttributes(RequestTrace.startAttributes(origin, requestId, keyId));
-    const requestTrace = new RequestTrace(started.tracer, span, capability, origin, (ended) => {
-      if (this.open.get(requestId) === ended) this.open.delete(requestId);
+    let entry: OpenTrace | null = null;
+    const requestTrace = new RequestTrace(started.tracer, span, capability, origin, () => {
+      if (entry && this.open.get(requestId) === entry) this.open.delete(requestId);
     });
     const traceparent = requestTrace.traceparent;
     if (traceparent) {
-      if (this.open.size < OPEN_TRACES_BOUND) this.open.set(requestId, requestTrace);
+      entry = { fields: { trace_id: requestTrace.traceId, span_id: requestTrace.spanId }, traceparent };
+      if (this.open.size < OPEN_TRACES_BOUND) this.open.set(requestId, entry);
       if (origin.req) (origin.req as WithTrace)[REQUEST_TRACE] = requestTrace;
       if (origin.res && !origin.res.headersSent) origin.res.setHeader(TRACE_RESPONSE_HEADER, traceparent);
     }
@@ -169,8 +181,7 @@ export class Tracing {
 
   /** The `trace_id` and `span_id` of an open request, for its log lines; undefined when off or not sampled. */
   logFieldsOf(requestId: string): TraceLogFields | undefined {
-    const open = this.open.get(requestId);
-    return open && { trace_id: open.traceId, span_id: open.spanId };
+    return this.open.get(requestId)?.fields;
   }
 
   /** The same of an HTTP request's spans, for its request line (written after they end). */
