@@ -28,6 +28,12 @@ const RESULTS_FILE = join(projectRoot(), 'bench/results.md');
 const ROUNDS = Math.round(secondsFromEnv('BENCH_TRACING_ROUNDS', 4));
 const SECONDS = secondsFromEnv('BENCH_TRACING_SECONDS', 5);
 const CONNECTIONS = 20;
+/** BENCH_BASELINE_RATIO: the ratio the baseline build is traced at (unset: it runs with traces off). */
+const BASELINE_RATIO = ((ratio) => {
+  if (ratio !== undefined && ratio !== '1.0' && ratio !== '0.01')
+    throw new Error(`BENCH_BASELINE_RATIO is 1.0 or 0.01, not ${ratio}`);
+  return ratio ?? null;
+})(process.env.BENCH_BASELINE_RATIO);
 /** A one-step request's spans: its SERVER span and the one attempt's CLIENT span. */
 const SPANS_PER_REQUEST = 2;
 
@@ -100,11 +106,10 @@ function rows(cases: Case[], spansPerSecond: number): TargetRow[] {
       pass: share(sampled) >= 0.97,
     },
   ];
-  const baselineRatio = process.env.BENCH_BASELINE_RATIO;
-  if (before && baselineRatio) {
-    const same = baselineRatio === '1.0' ? full : sampled;
+  if (before && BASELINE_RATIO) {
+    const same = BASELINE_RATIO === '1.0' ? full : sampled;
     out.push({
-      figure: `on, ratio ${baselineRatio}, against ${process.env.BENCH_BASELINE_LABEL ?? 'BENCH_BASELINE'}`,
+      figure: `on, ratio ${BASELINE_RATIO}, against ${process.env.BENCH_BASELINE_LABEL ?? 'BENCH_BASELINE'}`,
       value: `${figure(before)}; this build is ${((rps(same) / rps(before)) * 100).toFixed(1)} % of it`,
       target: 'printed',
       pass: null,
@@ -161,11 +166,8 @@ runBenchmark('bench:tracing', async (run) => {
     { name: 'on 0.01', booted: await boot('tracing-sampled', tracedEnv(receiver, '0.01')) },
   ].map((c) => ({ ...c, rps: [], p50: [], cpuUs: [] }));
   const baseline = baselineScript();
-  const baselineRatio = process.env.BENCH_BASELINE_RATIO;
-  if (baselineRatio !== undefined && baselineRatio !== '1.0' && baselineRatio !== '0.01')
-    throw new Error(`BENCH_BASELINE_RATIO is 1.0 or 0.01, not ${baselineRatio}`);
   if (baseline) {
-    const env = baselineRatio ? tracedEnv(receiver, baselineRatio) : {};
+    const env = BASELINE_RATIO ? tracedEnv(receiver, BASELINE_RATIO) : {};
     cases.push({ name: 'before', booted: await boot('tracing-before', env, baseline), rps: [], p50: [], cpuUs: [] });
   }
   // a warm-up cell each, not kept
