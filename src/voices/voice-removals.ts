@@ -52,13 +52,15 @@ export class VoiceRemovals implements OnApplicationBootstrap, OnModuleDestroy {
 
   /**
    * A custom voice row was just deleted (the database queued its removal in that statement): try the provider now,
-   * so a healthy one has it gone before the answer.
+   * so a healthy one has it gone before the answer. A sweep of this replica may have taken the removal first (it
+   * is due from the moment the row goes); then the answer waits for that sweep's attempt instead.
    */
   async removeDeleted(removal: VoiceRemoval, requestId: string): Promise<void> {
     this.pending.add(keyOf(removal.provider, removal.upstreamVoiceId));
     await this.feed.notify(VOICE_REMOVALS_CHANNEL).catch(() => undefined);
     const [claimed] = await this.repository.claimDue(this.baseMs, this.maxMs, removal);
     if (claimed) await this.attempt(claimed, requestId);
+    else await this.sweeping;
   }
 
   /** A voice made upstream that no row here holds (its consent went while it was made): queued, then tried now. */
