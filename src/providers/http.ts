@@ -159,6 +159,8 @@ export class UpstreamClient implements UpstreamExecutor {
   /** The base URL as given: its WebSockets' URLs are made from it (`socket`). */
   private readonly baseUrl: string;
   readonly shares: SocketShares;
+  /** The WebSockets not ended yet (`close` waits for them, then closes them). */
+  private readonly sockets = new Set<WsUpstreamSocket>();
   private readonly streamTotalMs: number;
   /** The pool's bodyTimeout: a call whose step asks for this one passes none of its own. */
   private readonly bodyTimeoutMs: number;
@@ -290,13 +292,26 @@ export class UpstreamClient implements UpstreamExecutor {
   }
 
   /**
-   * A WebSocket to `call.path` under the base URL (ws:// for http://, wss:// for https://), outside the pool and
-   * its shares; silent past the call's idle bound, else the step's (on its signal), else the client's.
+   * A WebSocket to `call.path` under the base URL (ws:// for http://, wss:// for https://), outside the pool but
+   * within its key's share of the pool's sockets: over the share it waits like any call, and connects once it holds
+   * one; silent past the call's idle bound, else the step's (on its signal), else the client's. `close` ends it.
    */
   socket(call: UpstreamSocketCall): UpstreamSocket {
     const step = call.signal instanceof CallAbort ? call.signal.streamIdleMs : 0;
     const idleMs = call.idleMs ?? (step > 0 ? step : this.bodyTimeoutMs);
-    return new WsUpstreamSocket(socketUrl(this.baseUrl, call.path), call, idleMs);
+    const socket = new WsUpstreamSocket(socketUrl(this.baseUrl, call.path), call, idleMs);
+    this.sockets.add(socket);
+    void socket.ended.then(() => this.sockets.delete(socket));
+    const tenant = tenantOf(call.signal);
+    if (this.shares.tryTake(tenant)) socket.start(this.shares, tenant);
+    else
+      this.shares.wait(
+        tenant,
+        call.signal,
+        () => socket.start(this.shares, tenant),
+        (failure) => socket.refuse(failure),
+      );
+    return socket;
   }
 
   /** A 2xx whose body does not matter (probes); the body is drained so the socket is reused. */
@@ -309,14 +324,20 @@ export class UpstreamClient implements UpstreamExecutor {
     }
   }
 
-  /** Lets in-flight calls finish for `graceMs`, then cuts them. */
+  /** Lets in-flight calls and open WebSockets finish for `graceMs`, then cuts them. */
   async close(graceMs = 5000): Promise<void> {
-    if (this.pool.destroyed) return;
+    if (this.pool.destroyed && this.sockets.size === 0) return;
     let timer: NodeJS.Timeout | undefined;
     const grace = new Promise<'late'>((resolve) => (timer = setTimeout(resolve, graceMs, 'late')));
-    const outcome = await Promise.race([this.pool.close().then(() => 'closed' as const), grace]);
+    const ended = Promise.all([
+      this.pool.destroyed ? undefined : this.pool.close(),
+      ...[...this.sockets].map((socket) => socket.ended),
+    ]);
+    const outcome = await Promise.race([ended.then(() => 'closed' as const), grace]);
     clearTimeout(timer);
-    if (outcome === 'late') await this.pool.destroy();
+    if (outcome === 'closed') return;
+    for (const socket of this.sockets) socket.close();
+    if (!this.pool.destroyed) await this.pool.destroy();
   }
 }
 

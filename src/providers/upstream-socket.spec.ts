@@ -13,6 +13,7 @@ type Behaviour = (ws: WebSocket) => void;
 describe("the executor's WebSocket (UpstreamClient.socket) against a real ws server", () => {
   let server: Server;
   let client: UpstreamClient;
+  let base: string;
   let behaviour: Behaviour = () => undefined;
   let refuse = false;
   const upgrades: Array<{ url: string; headers: IncomingHttpHeaders }> = [];
@@ -41,7 +42,8 @@ describe("the executor's WebSocket (UpstreamClient.socket) against a real ws ser
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    client = new UpstreamClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/`);
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/`;
+    client = new UpstreamClient(base);
   });
   afterEach(() => {
     behaviour = () => undefined;
@@ -175,6 +177,80 @@ describe("the executor's WebSocket (UpstreamClient.socket) against a real ws ser
     expect(serverSockets[0].bufferedAmount).toBeGreaterThan(8 * 1024 * 1024);
     for (let i = 0; i < COUNT; i++) expect((await socket.next()).startsWith(`${i}:`)).toBe(true);
     expect(await outcomeOf(() => socket.next())).toMatchObject({ code: 'STREAM_IDLE' });
+  });
+
+  describe("within its key's share of the provider's sockets (decisions §11)", () => {
+    let shared: UpstreamClient;
+    beforeEach(() => (shared = new UpstreamClient(base, { connections: 2, keyShare: 0.5 })));
+    afterEach(() => shared.close(0));
+
+    const attempt = (tenant: string): CallAbort => Object.assign(new CallAbort(), { tenant });
+    const openFor = (signal: CallAbort): UpstreamSocket =>
+      shared.socket({ path: '/realtime', headers: {}, signal, idleMs: 2000 });
+
+    it("connects a key's socket past its share only once its first ends, another key's at once", async () => {
+      const first = openFor(attempt('a'));
+      await first.opened;
+      const queued = openFor(attempt('a'));
+      const other = openFor(attempt('b'));
+      await other.opened;
+      expect(shared.shares.stats()).toEqual({ inUse: 2, waiting: 1 });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(upgrades).toHaveLength(2);
+      first.close();
+      await queued.opened;
+      expect(upgrades).toHaveLength(3);
+      queued.close();
+      other.close();
+      expect(shared.shares.stats()).toEqual({ inUse: 0, waiting: 0 });
+    });
+
+    it('gives the share back however a socket ends: refused, closed by the other side, cancelled, closed here', async () => {
+      refuse = true;
+      expect(await outcomeOf(() => openFor(attempt('a')).opened)).toMatchObject({ kind: 'http', status: 401 });
+      refuse = false;
+      behaviour = (ws) => ws.close(1011);
+      expect(await outcomeOf(() => openFor(attempt('a')).next())).toMatchObject({ code: 'SOCKET_CLOSED' });
+      behaviour = () => undefined;
+      const cancelled = attempt('a');
+      const socket = openFor(cancelled);
+      await socket.opened;
+      cancelled.abort(new Error('client gone'));
+      expect(await outcomeOf(() => socket.next())).toMatchObject({ code: 'ABORTED' });
+      const closedHere = openFor(attempt('a'));
+      closedHere.close();
+      expect(shared.shares.stats()).toEqual({ inUse: 0, waiting: 0 });
+      // the key still has its whole share: two sockets of it at once would not both open otherwise
+      const again = openFor(attempt('a'));
+      await again.opened;
+      again.close();
+    });
+
+    it('fails a socket whose deadline passes while it waits as a local timeout, never having connected', async () => {
+      const held = openFor(attempt('a'));
+      await held.opened;
+      const signal = attempt('a');
+      const waiting = openFor(signal);
+      const timeout = new Error('deadline');
+      timeout.name = 'TimeoutError';
+      signal.abort(timeout);
+      expect(await outcomeOf(() => waiting.opened)).toEqual({ kind: 'timeout', local: true });
+      held.close();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(upgrades).toHaveLength(1);
+      expect(shared.shares.stats()).toEqual({ inUse: 0, waiting: 0 });
+    });
+
+    it('closes the sockets still open once the grace of close() has passed', async () => {
+      const socket = openFor(attempt('a'));
+      await socket.opened;
+      const started = Date.now();
+      await shared.close(100);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(90);
+      expect(await outcomeOf(() => socket.next())).toMatchObject({ kind: 'connection', code: 'SOCKET_CLOSED' });
+      await closedAtServer();
+      expect(shared.shares.stats()).toEqual({ inUse: 0, waiting: 0 });
+    });
   });
 });
 

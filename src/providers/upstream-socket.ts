@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { type RawData, WebSocket } from 'ws';
 import { type CallSignal, traceHeadersOf } from '../common/call-signal';
 import { UpstreamFailure } from './provider-adapter';
+import type { SocketShares } from './socket-shares';
 import { abortFailure, ERROR_BODY_CAP, httpFailure, toUpstreamFailure } from './upstream-errors';
 import type { UpstreamSocket, UpstreamSocketCall } from './upstream-executor';
 
@@ -47,14 +48,19 @@ function readRefusal(res: IncomingMessage, done: (err: UpstreamFailure) => void)
 const ignore = (): void => undefined;
 
 /**
- * One call's WebSocket (an UpstreamSocket): connects at once with the call's headers and its attempt's trace
- * headers (decisions §12), fails with the first of a refused upgrade, a fault, a close by the other side, the idle
- * bound or the signal, and cuts the socket then. The idle timer runs while the consumer has nothing to read: a
- * queue the consumer is behind on (the socket paused at SOCKET_HIGH_WATER among them) is no silence.
+ * One call's WebSocket (an UpstreamSocket): connects once `start` gives it a socket of its key's share (decisions
+ * §11), with the call's headers and its attempt's trace headers (§12); fails with the first of a refused upgrade, a
+ * fault, a close by the other side, the idle bound or the signal, cuts the socket then and gives its share back. The
+ * idle timer runs from the connect while the consumer has nothing to read: a queue the consumer is behind on (the
+ * socket paused at SOCKET_HIGH_WATER among them) is no silence.
  */
 export class WsUpstreamSocket implements UpstreamSocket {
   readonly opened: Promise<void>;
-  private readonly ws: WebSocket | null;
+  /** Settles (never rejects) once the socket failed or was closed: its share is back by then. */
+  readonly ended: Promise<void>;
+  private ws: WebSocket | null = null;
+  private share: { shares: SocketShares; tenant: string } | null = null;
+  private markEnded: () => void = ignore;
   private readonly messages: string[] = [];
   /** Sent before the socket was open: sent on open, in order. */
   private pending: string[] | null = [];
@@ -71,8 +77,8 @@ export class WsUpstreamSocket implements UpstreamSocket {
   };
 
   constructor(
-    url: string,
-    call: UpstreamSocketCall,
+    private readonly url: string,
+    private readonly call: UpstreamSocketCall,
     private readonly idleMs: number,
   ) {
     this.signal = call.signal;
@@ -81,19 +87,30 @@ export class WsUpstreamSocket implements UpstreamSocket {
       this.rejectOpen = reject;
     });
     this.opened.catch(ignore); // a consumer that never waits for the open still hears of the failure from `next`
+    this.ended = new Promise<void>((resolve) => (this.markEnded = resolve));
     if (call.signal.aborted) {
-      this.ws = null;
       this.fail(abortFailure(call.signal.reason));
-      return;
     }
-    const trace = traceHeadersOf(call.signal);
-    this.ws = new WebSocket(url, {
-      headers: trace ? { ...call.headers, ...trace } : call.headers,
+    // while it waits for a share, a fired signal is SocketShares' to tell (a deadline then is local: `refuse`)
+  }
+
+  /** Connects, holding one of `tenant`'s sockets in `shares` until the socket ends (at once if it already did). */
+  start(shares: SocketShares, tenant: string): void {
+    if (this.failed) return shares.release(tenant);
+    this.share = { shares, tenant };
+    this.signal.addEventListener('abort', this.onAbort, { once: true });
+    const trace = traceHeadersOf(this.signal);
+    this.ws = new WebSocket(this.url, {
+      headers: trace ? { ...this.call.headers, ...trace } : this.call.headers,
       perMessageDeflate: false,
     });
-    this.listen(this.ws, call.closedCode ?? 'SOCKET_CLOSED');
-    call.signal.addEventListener('abort', this.onAbort, { once: true });
+    this.listen(this.ws, this.call.closedCode ?? 'SOCKET_CLOSED');
     this.armIdle();
+  }
+
+  /** Fails a socket that never got a share: its signal fired while it waited (SocketShares' own failure). */
+  refuse(failure: UpstreamFailure): void {
+    this.fail(failure);
   }
 
   private listen(ws: WebSocket, closedCode: string): void {
@@ -186,6 +203,9 @@ export class WsUpstreamSocket implements UpstreamSocket {
         if (ws.isPaused) ws.resume(); // a paused socket would not read the close handshake
       } else if (ws.readyState !== WebSocket.CLOSED) ws.terminate();
     }
+    if (this.share) this.share.shares.release(this.share.tenant);
+    this.share = null;
+    this.markEnded();
     this.notify();
   }
 
