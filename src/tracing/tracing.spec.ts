@@ -1,4 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { OtlpReceiver } from '../../test/fakes/otlp-receiver';
 import { Tracing } from './tracing';
 
@@ -54,6 +56,21 @@ describe('Tracing: the requests in flight that log lines name (decisions §12)',
     // the request line, written after the spans end, still names them
     expect(tracing.logFieldsOfRequest(req)).toEqual({ trace_id: trace.traceId, span_id: trace.spanId });
     await receiver.waitFor((s) => s.traceId === trace.traceId);
+  });
+
+  it('holds nothing of a finished request: its RequestTrace and its request are collectable before the export', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const refs = ((): { trace: WeakRef<object>; req: WeakRef<object> } => {
+      const req = request();
+      const trace = tracing.request('req_gone', 'key_1', 'chat', tracing.httpOrigin(req, Date.now(), response()));
+      trace.end({ status: 200 }, 0);
+      return { trace: new WeakRef(trace), req: new WeakRef(req) };
+    })();
+    await new Promise((resolve) => setImmediate(resolve)); // a WeakRef's target is kept to the end of its job
+    gc();
+    expect(refs.trace.deref()).toBeUndefined();
+    expect(refs.req.deref()).toBeUndefined();
   });
 
   it('keeps the newer request when an id is reused and the older one ends late', () => {
