@@ -102,7 +102,6 @@ export function reportComparison(
   const { cores, cpu } = machine();
   const date = new Date().toISOString();
   process.stdout.write(`\n${lines.join('\n')}\n(${cores} cores, ${date})\n`);
-  if (process.env.BENCH_NO_WRITE === '1') return;
   writeSection(
     file,
     section,

@@ -156,7 +156,7 @@ async function benchmark(run: Run): Promise<void> {
     seconds: MEASURE_SECONDS,
   };
   const write = process.env.BENCH_NO_WRITE !== '1';
-  if (write) writeSection(RESULTS_FILE, 'chat', renderResults(info, cells, list));
+  writeSection(RESULTS_FILE, 'chat', renderResults(info, cells, list));
   process.stdout.write(
     `\n${renderTable(cells)}\n\n${renderChecks(list)}\n\n${write ? `written to ${RESULTS_FILE}` : 'not written (BENCH_NO_WRITE=1)'} (${info.cores} cores, ${info.date})\n`,
   );

@@ -102,7 +102,6 @@ export function reportTargets(
 ): void {
   const table = renderTargetTable(rows);
   process.stdout.write(`${table}\n`);
-  if (process.env.BENCH_NO_WRITE === '1') return;
   writeSection(
     file,
     name,

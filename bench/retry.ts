@@ -120,5 +120,5 @@ runBenchmark('bench:retry', async (run) => {
     ...rows,
   ].join('\n');
   log(section);
-  if (process.env.BENCH_NO_WRITE !== '1') writeSection(RESULTS_FILE, 'retry', section);
+  writeSection(RESULTS_FILE, 'retry', section);
 });

@@ -194,7 +194,6 @@ runBenchmark('bench:tracing', async (run) => {
   const table = renderTargetTable(rows(cases, spansPerSecond));
   const date = new Date().toISOString();
   process.stdout.write(`\n${table}\n(${cores} cores, ${date}; a shared machine: differences of a few % are noise)\n`);
-  if (process.env.BENCH_NO_WRITE === '1') return;
   writeSection(
     RESULTS_FILE,
     'tracing',
